@@ -1,0 +1,118 @@
+#include "common/staged_copy.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/device_resources.h"
+
+namespace cs {
+
+namespace {
+int default_copy_threads() {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return int(std::clamp(cores / 2, 1u, 8u));
+}
+// Below this a single thread is faster than waking the team.
+constexpr size_t kParallelThreshold = size_t(256) << 10;
+}  // namespace
+
+ParallelCopier::ParallelCopier(int threads) {
+  for (int i = 1; i < threads; ++i) workers_.emplace_back(&ParallelCopier::worker, this, i);
+}
+
+ParallelCopier::~ParallelCopier() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    quit_ = true;
+  }
+  start_cv_.notify_all();
+  for (auto &t : workers_) t.join();
+}
+
+void ParallelCopier::copy(void *dst, const void *src, size_t bytes) {
+  if (workers_.empty() || bytes < kParallelThreshold) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    dst_ = static_cast<unsigned char *>(dst);
+    src_ = static_cast<const unsigned char *>(src);
+    bytes_ = bytes;
+    pending_ = int(workers_.size());
+    ++generation_;
+  }
+  start_cv_.notify_all();
+  // The calling thread does part 0.
+  const size_t parts = workers_.size() + 1;
+  const size_t part = (bytes / parts + 63) & ~size_t(63);
+  std::memcpy(dst, src, std::min(part, bytes));
+  std::unique_lock<std::mutex> lock(mutex_);
+  done_cv_.wait(lock, [this] { return pending_ == 0; });
+}
+
+void ParallelCopier::worker(int index) {
+  unsigned long seen = 0;
+  for (;;) {
+    unsigned char *dst;
+    const unsigned char *src;
+    size_t bytes;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      start_cv_.wait(lock, [&] { return quit_ || generation_ != seen; });
+      if (quit_) return;
+      seen = generation_;
+      dst = dst_;
+      src = src_;
+      bytes = bytes_;
+    }
+    const size_t parts = workers_.size() + 1;
+    const size_t part = (bytes / parts + 63) & ~size_t(63);
+    const size_t begin = std::min(bytes, part * size_t(index));
+    const size_t end = index + 1 == int(parts) ? bytes : std::min(bytes, begin + part);
+    if (end > begin) std::memcpy(dst + begin, src + begin, end - begin);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--pending_ == 0) done_cv_.notify_one();
+    }
+  }
+}
+
+StagedUploader::StagedUploader(int device, size_t chunk_bytes, int slots, int threads)
+    : device_(device), chunk_bytes_(chunk_bytes), copier_(threads > 0 ? threads : default_copy_threads()) {
+  DeviceGuard guard(device);
+  slots_.resize(size_t(std::max(2, slots)));
+  for (auto &slot : slots_) {
+    slot.block = pinned_cache().acquire(chunk_bytes_);
+    slot.done = Event(device);
+  }
+}
+
+StagedUploader::~StagedUploader() {
+  try {
+    synchronize();
+  } catch (const CudaError &) {
+  }
+  for (auto &slot : slots_) pinned_cache().release(slot.block);
+}
+
+void StagedUploader::upload(void *dst, const void *src, size_t bytes, StreamHandle stream) {
+  DeviceGuard guard(device_);
+  auto *d = static_cast<unsigned char *>(dst);
+  auto *s = static_cast<const unsigned char *>(src);
+  for (size_t offset = 0; offset < bytes; offset += chunk_bytes_) {
+    const size_t n = std::min(chunk_bytes_, bytes - offset);
+    Slot &slot = slots_[next_slot_];
+    next_slot_ = (next_slot_ + 1) % slots_.size();
+    slot.done.synchronize();  // its previous chunk has left for the device
+    copier_.copy(slot.block.ptr, s + offset, n);
+    copy_async(d + offset, slot.block.ptr, n, stream);
+    slot.done.record(stream);
+  }
+}
+
+void StagedUploader::synchronize() {
+  for (auto &slot : slots_) slot.done.synchronize();
+}
+
+}  // namespace cs

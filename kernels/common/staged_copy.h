@@ -1,0 +1,70 @@
+// Copies from ordinary (pageable) host memory to the device at close to the
+// page-locked DMA rate. A plain cudaMemcpy from pageable memory is staged by
+// the driver one small block at a time (about a tenth of the PCIe rate);
+// here the source is copied into page-locked chunks by several threads while
+// the previous chunks are already travelling on the stream.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/block_cache.h"
+#include "common/cuda_runtime.h"
+
+namespace cs {
+
+// A fixed team of threads that share one memcpy.
+class ParallelCopier {
+ public:
+  explicit ParallelCopier(int threads);
+  ~ParallelCopier();
+  ParallelCopier(const ParallelCopier &) = delete;
+  ParallelCopier &operator=(const ParallelCopier &) = delete;
+  void copy(void *dst, const void *src, size_t bytes);
+  int threads() const { return int(workers_.size()) + 1; }
+
+ private:
+  void worker(int index);
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable start_cv_, done_cv_;
+  unsigned long generation_ = 0;
+  int pending_ = 0;
+  bool quit_ = false;
+  unsigned char *dst_ = nullptr;
+  const unsigned char *src_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+class StagedUploader {
+ public:
+  // chunk_bytes: the unit of overlap; slots: chunks in flight at once;
+  // threads: host copy threads (0 = half the cores, at most 8).
+  StagedUploader(int device, size_t chunk_bytes = size_t(8) << 20, int slots = 4, int threads = 0);
+  ~StagedUploader();
+  StagedUploader(const StagedUploader &) = delete;
+  StagedUploader &operator=(const StagedUploader &) = delete;
+
+  // Enqueues the copy of `bytes` from pageable `src` to device `dst` on
+  // `stream`. On return `src` has been read completely and may be reused;
+  // the device side completes in stream order.
+  void upload(void *dst, const void *src, size_t bytes, StreamHandle stream);
+  // Blocks until every chunk handed to the device has been copied.
+  void synchronize();
+
+ private:
+  struct Slot {
+    BlockCache::Block block;
+    Event done;
+  };
+  int device_;
+  size_t chunk_bytes_;
+  std::vector<Slot> slots_;
+  size_t next_slot_ = 0;
+  ParallelCopier copier_;
+};
+
+}  // namespace cs

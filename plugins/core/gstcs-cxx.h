@@ -1,0 +1,49 @@
+// C++ side of the core library, for the project's own elements: direct access
+// to the mirrored buffer behind a GstCsMemory, and one way of turning CUDA
+// exceptions into GStreamer errors.
+#pragma once
+
+#include <gst/cudasensing/gstcsmemory.h>
+
+#include <exception>
+#include <memory>
+
+#include "common/cuda_runtime.h"
+#include "common/mirrored_buffer.h"
+
+namespace gstcs {
+
+// The buffer behind a GstCsMemory (shared by its sub-memories).
+cs::MirroredBuffer &mirrored(GstMemory *mem);
+std::shared_ptr<cs::MirroredBuffer> mirrored_shared(GstMemory *mem);
+
+// Posts GST_ELEMENT_ERROR for an exception escaping CUDA work: CUDA errors
+// with their CUDA text, anything else as a stream error.
+void post_error(GstElement *element, const char *doing, const std::exception &error);
+
+// Runs `body` (returning GstFlowReturn); an exception becomes an element error
+// and GST_FLOW_ERROR, never a crash.
+template <class Body>
+GstFlowReturn guard_flow(GstElement *element, const char *doing, Body &&body) {
+  try {
+    return body();
+  } catch (const std::exception &error) {
+    post_error(element, doing, error);
+    return GST_FLOW_ERROR;
+  }
+}
+
+// Same for code returning gboolean (start, set_caps, ...).
+template <class Body>
+gboolean guard_bool(GstElement *element, const char *doing, Body &&body) {
+  try {
+    return body();
+  } catch (const std::exception &error) {
+    post_error(element, doing, error);
+    return FALSE;
+  }
+}
+
+void set_gerror(GError **error, const std::exception &e);
+
+}  // namespace gstcs
