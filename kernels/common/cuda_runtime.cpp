@@ -4,7 +4,7 @@
 #include <mutex>
 
 #if CS_HAVE_CUDA
-#include <cuda_runtime_api.h>
+#include "common/cuda_check.h"
 #endif
 
 namespace cs {
@@ -56,18 +56,16 @@ void Event::reset() noexcept {
 
 #if CS_HAVE_CUDA
 
-namespace {
-
-[[noreturn]] void fail(cudaError_t err, const char *what) {
-  // Clear a sticky-free error so the next call on this thread starts clean.
+void throw_cuda_error(cudaError_t err, const char *what) {
+  // Clear a non-sticky error so the next call on this thread starts clean.
   cudaGetLastError();
   throw CudaError(static_cast<int>(err),
                   std::string(what) + ": " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")");
 }
 
-inline void check(cudaError_t err, const char *what) {
-  if (err != cudaSuccess) fail(err, what);
-}
+namespace {
+
+inline void check(cudaError_t err, const char *what) { check_cuda(err, what); }
 
 struct DeviceCountCache {
   std::once_flag once;
@@ -94,7 +92,7 @@ DeviceCountCache &device_count_cache() {
 
 }  // namespace
 
-bool CudaError::out_of_memory() const { return code_ == cudaErrorMemoryAllocation; }
+static_assert(CudaError::kOutOfMemory == cudaErrorMemoryAllocation, "CUDA renumbered its out-of-memory error");
 
 bool cuda_compiled() { return true; }
 int device_count() { return device_count_cache().count; }
@@ -237,7 +235,6 @@ namespace {
 [[noreturn]] void no_cuda() { throw CudaError(-1, "this build of gst-cuda-sensing has no CUDA support"); }
 }  // namespace
 
-bool CudaError::out_of_memory() const { return false; }
 bool cuda_compiled() { return false; }
 int device_count() { return 0; }
 std::string no_device_reason() { return "built without CUDA"; }

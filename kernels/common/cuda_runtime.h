@@ -18,9 +18,11 @@ using EventHandle = CUevent_st *;    // same type as cudaEvent_t
 
 class CudaError : public std::runtime_error {
  public:
+  // cudaErrorMemoryAllocation, spelled here so CPU-only builds share the code.
+  static constexpr int kOutOfMemory = 2;
   CudaError(int code, const std::string &what) : std::runtime_error(what), code_(code) {}
   int code() const { return code_; }
-  bool out_of_memory() const;
+  bool out_of_memory() const { return code_ == kOutOfMemory; }
 
  private:
   int code_;

@@ -30,6 +30,61 @@ DeviceResources &DeviceResources::get(int device) {
   return *it->second;
 }
 
+BlockCache::Block DeviceResources::acquire_device_block(size_t bytes) {
+  reap(false);
+  try {
+    return device_cache_->acquire(bytes);
+  } catch (const CudaError &e) {
+    if (!e.out_of_memory()) throw;
+    reap(true);  // memory held by releases still in flight may be enough
+    return device_cache_->acquire(bytes);
+  }
+}
+
+void DeviceResources::release_after(BlockCache::Block device_block, BlockCache::Block host_block,
+                                    std::vector<Event> pending) {
+  bool all_done = true;
+  try {
+    for (const Event &e : pending) all_done = all_done && e.done();
+  } catch (const CudaError &) {
+    all_done = true;  // a failed device runs nothing more: nothing to wait for
+  }
+  if (all_done) {
+    device_cache_->release(device_block);
+    if (host_block.ptr) pinned_cache().release(host_block);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(deferred_mutex_);
+  deferred_.push_back(Deferred{device_block, host_block, std::move(pending)});
+}
+
+void DeviceResources::reap(bool wait) {
+  std::deque<Deferred> finished;
+  {
+    std::lock_guard<std::mutex> lock(deferred_mutex_);
+    // Releases complete in roughly the order they were made.
+    while (!deferred_.empty()) {
+      Deferred &d = deferred_.front();
+      bool done = true;
+      for (const Event &e : d.pending) {
+        if (wait)
+          e.synchronize();
+        else if (!e.done()) {
+          done = false;
+          break;
+        }
+      }
+      if (!done) break;
+      finished.push_back(std::move(d));
+      deferred_.pop_front();
+    }
+  }
+  for (Deferred &d : finished) {
+    device_cache_->release(d.device_block);
+    if (d.host_block.ptr) pinned_cache().release(d.host_block);
+  }
+}
+
 BlockCache &pinned_cache() {
   static auto *cache = new BlockCache([](size_t n) { return pinned_alloc(n); }, [](void *p) { pinned_free(p); },
                                       size_t(2) << 30);

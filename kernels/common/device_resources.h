@@ -4,7 +4,10 @@
 // memory is usable from every device).
 #pragma once
 
+#include <deque>
 #include <memory>
+#include <mutex>
+#include <vector>
 
 #include "common/block_cache.h"
 #include "common/cuda_runtime.h"
@@ -22,11 +25,27 @@ class DeviceResources {
   // Stream used when a buffer is mirrored on demand (CPU map of device data).
   StreamHandle mirror_stream() const { return mirror_stream_.get(); }
 
+  // A device block (and its page-locked mirror, if any) from the cache;
+  // blocks whose deferred release has completed are reclaimed first.
+  BlockCache::Block acquire_device_block(size_t bytes);
+  // Returns the blocks to their caches once every event in `pending` has
+  // completed, without blocking the caller: a buffer dropped while a kernel
+  // still reads it must not be handed out again before the kernel is done.
+  void release_after(BlockCache::Block device_block, BlockCache::Block host_block, std::vector<Event> pending);
+  // Reclaims finished deferred releases (all of them, waiting, when `wait`).
+  void reap(bool wait);
+
  private:
   explicit DeviceResources(int device);
+  struct Deferred {
+    BlockCache::Block device_block, host_block;
+    std::vector<Event> pending;
+  };
   int device_;
   std::unique_ptr<BlockCache> device_cache_;
   Stream mirror_stream_;
+  std::mutex deferred_mutex_;
+  std::deque<Deferred> deferred_;
 };
 
 // Process-wide cache of page-locked host blocks.

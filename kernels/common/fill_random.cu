@@ -2,7 +2,7 @@
 // buffers without a host round trip.
 #include <cuda_runtime.h>
 
-#include "common/cuda_runtime.h"
+#include "common/cuda_check.h"
 
 namespace cs {
 namespace {
@@ -40,9 +40,7 @@ void fill_random_async(void *dst, size_t bytes, unsigned seed, StreamHandle stre
   const size_t words = bytes / 4 + 1;
   const unsigned blocks = unsigned(std::min<size_t>((words + threads - 1) / threads, 65535));
   fill_random_kernel<<<blocks, threads, 0, stream>>>(static_cast<unsigned char *>(dst), bytes, seed);
-  cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess)
-    throw CudaError(int(err), std::string("fill_random_kernel launch: ") + cudaGetErrorString(err));
+  check_launch("fill_random_kernel launch");
 }
 
 }  // namespace cs

@@ -5,26 +5,24 @@
 namespace cs {
 
 MirroredBuffer::MirroredBuffer(int device, size_t bytes) : device_(device), size_(bytes) {
-  device_block_ = DeviceResources::get(device).device_cache().acquire(bytes);
+  device_block_ = DeviceResources::get(device).acquire_device_block(bytes);
   ready_ = Event(device);
 }
 
 MirroredBuffer::~MirroredBuffer() {
   // A consumer may have dropped its reference while its kernel still reads:
-  // the block goes back to the cache only once that work has finished.
-  try {
-    synchronize();
-  } catch (const CudaError &) {
-    // A failed device cannot be waited on; the block is released anyway.
-  }
-  DeviceResources::get(device_).device_cache().release(device_block_);
-  if (host_block_.ptr) pinned_cache().release(host_block_);
+  // the blocks go back to their caches only once that work has finished,
+  // without blocking the thread that dropped the last reference.
+  std::vector<Event> pending;
+  pending.push_back(std::move(ready_));
+  for (size_t i = 0; i < active_readers_; ++i) pending.push_back(std::move(readers_[i].done));
+  DeviceResources::get(device_).release_after(device_block_, host_block_, std::move(pending));
 }
 
 void MirroredBuffer::synchronize() {
   std::lock_guard<std::mutex> lock(mutex_);
   ready_.synchronize();
-  for (size_t i = 0; i < active_readers_; ++i) readers_[i].synchronize();
+  for (size_t i = 0; i < active_readers_; ++i) readers_[i].done.synchronize();
 }
 
 void MirroredBuffer::download_locked() {
@@ -45,7 +43,7 @@ void MirroredBuffer::upload_host_locked() {
 }
 
 void MirroredBuffer::wait_readers_locked(StreamHandle stream) {
-  for (size_t i = 0; i < active_readers_; ++i) stream_wait(stream, readers_[i].get());
+  for (size_t i = 0; i < active_readers_; ++i) stream_wait(stream, readers_[i].done.get());
   active_readers_ = 0;
 }
 
@@ -83,8 +81,15 @@ const void *MirroredBuffer::begin_device_read(StreamHandle stream) {
 void MirroredBuffer::end_device_read(StreamHandle stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   DeviceGuard guard(device_);
-  if (active_readers_ == readers_.size()) readers_.emplace_back(device_);
-  readers_[active_readers_++].record(stream);
+  for (size_t i = 0; i < active_readers_; ++i) {
+    if (readers_[i].stream == stream) {
+      readers_[i].done.record(stream);
+      return;
+    }
+  }
+  if (active_readers_ == readers_.size()) readers_.push_back(Reader{stream, Event(device_)});
+  readers_[active_readers_].stream = stream;
+  readers_[active_readers_++].done.record(stream);
 }
 
 void *MirroredBuffer::begin_device_write(StreamHandle stream, bool discard) {
@@ -112,7 +117,7 @@ void *MirroredBuffer::map_device_blocking(bool write) {
   if (!device_valid_) upload_host_locked();
   ready_.synchronize();
   if (write) {
-    for (size_t i = 0; i < active_readers_; ++i) readers_[i].synchronize();
+    for (size_t i = 0; i < active_readers_; ++i) readers_[i].done.synchronize();
     active_readers_ = 0;
     host_valid_ = false;
   }

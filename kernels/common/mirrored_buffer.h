@@ -75,7 +75,14 @@ class MirroredBuffer {
   bool host_valid_ = false;      // host mirror holds the newest contents
   bool ever_written_ = false;    // false: contents undefined, nothing to copy
   Event ready_;
-  std::vector<Event> readers_;
+  // One event per reading stream: a later read on the same stream re-records
+  // it (stream order makes the earlier read complete first), so the list stays
+  // as short as the number of consumers however often the buffer is read.
+  struct Reader {
+    StreamHandle stream;
+    Event done;
+  };
+  std::vector<Reader> readers_;
   size_t active_readers_ = 0;
   StreamHandle last_stream_ = nullptr;
 };

@@ -1,17 +1,21 @@
 /* gpudownload: CUDA device memory -> system memory, for any caps.
  *
  * Each copy goes straight into a page-locked output buffer on the element's
- * own stream. Up to `max-in-flight` buffers are in flight: a buffer is pushed
- * once its copy has completed, so the download of buffer N overlaps the
- * device work on N+1 and the downstream work on N-1. With a live source the
- * element pushes each buffer as soon as it is copied, adding no latency.
- * Serialized events and drain queries push the pending buffers first, so
- * nothing overtakes data. System-memory buffers pass through. */
+ * own stream. The streaming thread only enqueues copies; a task on the source
+ * pad waits for each copy to complete and pushes the buffer, in order. So the
+ * download of buffer N overlaps the device work on N+1 and the downstream work
+ * on N-1, and a buffer leaves as soon as its copy is done (no added latency,
+ * nothing held back waiting for the next input). At most `max-in-flight`
+ * copies are outstanding; beyond that the streaming thread waits.
+ * Serialized events and drain queries wait until every pending buffer has been
+ * pushed, so nothing overtakes data. System-memory buffers pass through. */
 #include "gstgpudownload.h"
 
 #include <gst/video/video.h>
 
+#include <condition_variable>
 #include <deque>
+#include <mutex>
 
 #include "../core/gstcs-cxx.h"
 #include "transfer-caps.h"
@@ -25,26 +29,33 @@ struct InFlight {
   GstBuffer *output;
 };
 
+constexpr guint kDefaultMaxInFlight = 4;
+
 struct DownloadState {
   cs::Stream stream;
-  std::deque<InFlight> in_flight;
-  std::vector<cs::Event> spare_events;
   GstAllocator *pinned = nullptr;
   GstBufferPool *pool = nullptr;
   gsize pool_size = 0;
   int device = 0;
-  bool live_checked = false;
-  bool live = false;
+
+  // Shared between the streaming thread and the source pad task.
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<InFlight> queue;   // copies enqueued, oldest first
+  bool pushing = false;         // the task is pushing a buffer taken off the queue
+  bool flushing = false;
+  bool task_started = false;
+  GstFlowReturn last_flow = GST_FLOW_OK;
+  std::vector<cs::Event> spare_events;
 
   cs::Event take_event() {
+    std::lock_guard<std::mutex> lock(mutex);
     if (spare_events.empty()) return cs::Event(device);
     cs::Event e = std::move(spare_events.back());
     spare_events.pop_back();
     return e;
   }
 };
-
-constexpr guint kDefaultMaxInFlight = 3;
 }  // namespace
 
 struct _GstGpuDownload {
@@ -52,6 +63,7 @@ struct _GstGpuDownload {
   gboolean from_device;
   guint max_in_flight;
   DownloadState *state;
+  GstPadActivateModeFunction base_src_activate_mode;
 };
 
 G_DEFINE_TYPE(GstGpuDownload, gst_gpu_download, GST_TYPE_CS_BASE_TRANSFORM)
@@ -62,39 +74,87 @@ enum { PROP_0, PROP_MAX_IN_FLIGHT };
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
 
-/* Pops the oldest buffer in flight, waiting for its copy when `wait`, and
- * returns it (NULL when none is ready). */
-static GstBuffer *pop_completed(DownloadState *st, bool wait) {
-  if (st->in_flight.empty()) return nullptr;
-  InFlight &front = st->in_flight.front();
-  if (wait)
-    front.copied.synchronize();
-  else if (!front.copied.done())
-    return nullptr;
-  GstBuffer *out = front.output;
-  st->spare_events.push_back(std::move(front.copied));
-  st->in_flight.pop_front();
-  return out;
+/* Source pad task: wait for the oldest copy, push its buffer. */
+static void push_loop(GstGpuDownload *self) {
+  DownloadState *st = self->state;
+  GstPad *srcpad = GST_BASE_TRANSFORM_SRC_PAD(self);
+  std::unique_lock<std::mutex> lock(st->mutex);
+  st->changed.wait(lock, [st] { return st->flushing || !st->queue.empty(); });
+  if (st->flushing) {
+    gst_pad_pause_task(srcpad);
+    return;
+  }
+  InFlight item = std::move(st->queue.front());
+  st->queue.pop_front();
+  st->pushing = true;
+  lock.unlock();
+
+  GstFlowReturn ret;
+  try {
+    item.copied.synchronize();
+    ret = gst_pad_push(srcpad, item.output);
+  } catch (const std::exception &e) {
+    gstcs::post_error(GST_ELEMENT(self), "Downloading a buffer", e);
+    gst_buffer_unref(item.output);
+    ret = GST_FLOW_ERROR;
+  }
+
+  lock.lock();
+  st->pushing = false;
+  st->spare_events.push_back(std::move(item.copied));
+  if (ret != GST_FLOW_OK && st->last_flow == GST_FLOW_OK) st->last_flow = ret;
+  st->changed.notify_all();
+  lock.unlock();
+  if (ret != GST_FLOW_OK) {
+    GST_DEBUG_OBJECT(self, "pausing: %s", gst_flow_get_name(ret));
+    if (ret == GST_FLOW_NOT_LINKED || ret < GST_FLOW_EOS) GST_ELEMENT_FLOW_ERROR(self, ret);
+    gst_pad_pause_task(srcpad);
+  }
 }
 
-static void discard_in_flight(DownloadState *st) {
-  while (GstBuffer *b = pop_completed(st, true)) gst_buffer_unref(b);
+static void ensure_task(GstGpuDownload *self) {
+  DownloadState *st = self->state;
+  if (st->task_started) return;
+  st->task_started = true;
+  gst_pad_start_task(GST_BASE_TRANSFORM_SRC_PAD(self), (GstTaskFunction)push_loop, self, nullptr);
 }
 
-/* Pushes everything still in flight, in order. */
+/* Wakes the task and the streaming thread and stops pushing. */
+static void begin_flush(GstGpuDownload *self) {
+  DownloadState *st = self->state;
+  std::lock_guard<std::mutex> lock(st->mutex);
+  st->flushing = true;
+  st->changed.notify_all();
+}
+
+/* Drops everything still queued (after the task has stopped). */
+static void end_flush(GstGpuDownload *self, bool restart) {
+  DownloadState *st = self->state;
+  std::deque<InFlight> dropped;
+  {
+    std::lock_guard<std::mutex> lock(st->mutex);
+    dropped.swap(st->queue);
+    st->flushing = !restart;
+    st->last_flow = GST_FLOW_OK;
+  }
+  for (InFlight &item : dropped) {
+    try {
+      item.copied.synchronize();  // the DMA must not write into a freed buffer
+    } catch (const std::exception &e) {
+      GST_WARNING_OBJECT(self, "while flushing: %s", e.what());
+    }
+    gst_buffer_unref(item.output);
+  }
+  st->task_started = false;
+}
+
+/* Blocks until every queued buffer has been pushed. */
 static GstFlowReturn drain(GstGpuDownload *self) {
   DownloadState *st = self->state;
   if (!st) return GST_FLOW_OK;
-  return gstcs::guard_flow(GST_ELEMENT(self), "Downloading a buffer", [&] {
-    GstFlowReturn ret = GST_FLOW_OK;
-    while (GstBuffer *b = pop_completed(st, true)) {
-      if (ret == GST_FLOW_OK)
-        ret = gst_pad_push(GST_BASE_TRANSFORM_SRC_PAD(self), b);
-      else
-        gst_buffer_unref(b);
-    }
-    return ret;
-  });
+  std::unique_lock<std::mutex> lock(st->mutex);
+  st->changed.wait(lock, [st] { return st->flushing || st->last_flow != GST_FLOW_OK || (st->queue.empty() && !st->pushing); });
+  return st->flushing ? GST_FLOW_FLUSHING : st->last_flow;
 }
 
 static gboolean download_start(GstCsBaseTransform *base) {
@@ -114,11 +174,9 @@ static gboolean download_stop(GstCsBaseTransform *base) {
   auto *self = GST_GPU_DOWNLOAD(base);
   DownloadState *st = self->state;
   if (!st) return TRUE;
-  try {
-    discard_in_flight(st);
-  } catch (const std::exception &e) {
-    GST_WARNING_OBJECT(self, "while stopping: %s", e.what());
-  }
+  begin_flush(self);
+  gst_pad_stop_task(GST_BASE_TRANSFORM_SRC_PAD(self));
+  end_flush(self, false);
   if (st->pool) {
     gst_buffer_pool_set_active(st->pool, FALSE);
     gst_object_unref(st->pool);
@@ -132,7 +190,8 @@ static gboolean download_stop(GstCsBaseTransform *base) {
 static GstCaps *download_transform_caps(GstBaseTransform *trans, GstPadDirection direction, GstCaps *caps,
                                         GstCaps *filter) {
   const bool cuda = gst_cs_base_transform_use_cuda(GST_CS_BASE_TRANSFORM(trans));
-  if (direction == GST_PAD_SRC) return transfer_caps(caps, GST_CAPS_FEATURE_MEMORY_CS_DEVICE, cuda, filter);
+  if (direction == GST_PAD_SRC || gst_caps_is_any(caps))
+    return transfer_caps(caps, GST_CAPS_FEATURE_MEMORY_CS_DEVICE, direction == GST_PAD_SRC && cuda, filter);
   GstCaps *sys = gst_cs_caps_with_feature(caps, GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY);
   GstCaps *result = transfer_caps(sys, GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY, false, filter);
   gst_caps_unref(sys);
@@ -185,15 +244,8 @@ static gboolean download_decide_allocation(GstBaseTransform *trans, GstQuery *qu
   return TRUE;
 }
 
-static bool upstream_is_live(GstGpuDownload *self) {
-  GstQuery *query = gst_query_new_latency();
-  gboolean live = FALSE;
-  if (gst_pad_peer_query(GST_BASE_TRANSFORM_SINK_PAD(self), query)) gst_query_parse_latency(query, &live, nullptr, nullptr);
-  gst_query_unref(query);
-  return live;
-}
-
-static GstFlowReturn copy_to_host(GstGpuDownload *self, GstBuffer *inbuf, GstBuffer *outbuf) {
+/* Enqueues the copies of `inbuf` into `outbuf` on the element's stream. */
+static void copy_to_host(GstGpuDownload *self, GstBuffer *inbuf, GstBuffer *outbuf) {
   DownloadState *st = self->state;
   GstMapInfo out_map;
   if (!gst_buffer_map(outbuf, &out_map, GST_MAP_WRITE)) throw std::runtime_error("cannot map the output buffer");
@@ -220,7 +272,16 @@ static GstFlowReturn copy_to_host(GstGpuDownload *self, GstBuffer *inbuf, GstBuf
     }
   }
   gst_buffer_unmap(outbuf, &out_map);
-  return GST_FLOW_OK;
+}
+
+static GstFlowReturn acquire_output(GstGpuDownload *self, gsize size, GstBuffer **outbuf) {
+  DownloadState *st = self->state;
+  if (st->pool && size == st->pool_size) return gst_buffer_pool_acquire_buffer(st->pool, outbuf, nullptr);
+  *outbuf = gst_buffer_new_allocate(st->pinned, size, nullptr);
+  if (*outbuf) return GST_FLOW_OK;
+  GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT,
+                    ("Cannot allocate %" G_GSIZE_FORMAT " bytes of page-locked host memory", size), (nullptr));
+  return GST_FLOW_ERROR;
 }
 
 static GstFlowReturn download_submit_input_buffer(GstBaseTransform *trans, gboolean is_discont, GstBuffer *input) {
@@ -228,38 +289,36 @@ static GstFlowReturn download_submit_input_buffer(GstBaseTransform *trans, gbool
   if (gst_base_transform_is_passthrough(trans) || !self->state)
     return GST_BASE_TRANSFORM_CLASS(gst_gpu_download_parent_class)->submit_input_buffer(trans, is_discont, input);
   DownloadState *st = self->state;
-  if (!st->live_checked) {
-    st->live = upstream_is_live(self);
-    st->live_checked = true;
-    GST_INFO_OBJECT(self, "upstream is %s: up to %u buffers in flight", st->live ? "live" : "not live",
-                    st->live ? 1u : self->max_in_flight);
-  }
-  const gsize size = gst_buffer_get_size(input);
-  GstBuffer *outbuf = nullptr;
-  if (st->pool && size == st->pool_size) {
-    GstFlowReturn ret = gst_buffer_pool_acquire_buffer(st->pool, &outbuf, nullptr);
-    if (ret != GST_FLOW_OK) {
+  {
+    // Back-pressure: wait for room; report what went wrong downstream.
+    std::unique_lock<std::mutex> lock(st->mutex);
+    st->changed.wait(lock, [&] {
+      return st->flushing || st->last_flow != GST_FLOW_OK || st->queue.size() < self->max_in_flight;
+    });
+    if (st->flushing || st->last_flow != GST_FLOW_OK) {
+      GstFlowReturn ret = st->flushing ? GST_FLOW_FLUSHING : st->last_flow;
       gst_buffer_unref(input);
       return ret;
     }
-  } else {
-    outbuf = gst_buffer_new_allocate(st->pinned, size, nullptr);
-    if (!outbuf) {
-      GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT,
-                        ("Cannot allocate %" G_GSIZE_FORMAT " bytes of page-locked host memory", size), (nullptr));
-      gst_buffer_unref(input);
-      return GST_FLOW_ERROR;
-    }
+  }
+  GstBuffer *outbuf = nullptr;
+  GstFlowReturn ret = acquire_output(self, gst_buffer_get_size(input), &outbuf);
+  if (ret != GST_FLOW_OK) {
+    gst_buffer_unref(input);
+    return ret;
   }
   GST_BASE_TRANSFORM_CLASS(gst_gpu_download_parent_class)->copy_metadata(trans, input, outbuf);
-  GstFlowReturn ret = gstcs::guard_flow(GST_ELEMENT(self), "Downloading a buffer", [&] {
+  ret = gstcs::guard_flow(GST_ELEMENT(self), "Downloading a buffer", [&] {
     copy_to_host(self, input, outbuf);
     cs::Event copied = st->take_event();
     copied.record(st->stream.get());
-    st->in_flight.push_back({std::move(copied), outbuf});
+    std::lock_guard<std::mutex> lock(st->mutex);
+    st->queue.push_back({std::move(copied), outbuf});
+    st->changed.notify_all();
     return GST_FLOW_OK;
   });
   if (ret != GST_FLOW_OK) gst_buffer_unref(outbuf);
+  else ensure_task(self);
   // The input's device memory may be recycled now: its reader event guards
   // the pending copy.
   gst_buffer_unref(input);
@@ -268,25 +327,29 @@ static GstFlowReturn download_submit_input_buffer(GstBaseTransform *trans, gbool
 
 static GstFlowReturn download_generate_output(GstBaseTransform *trans, GstBuffer **outbuf) {
   auto *self = GST_GPU_DOWNLOAD(trans);
-  DownloadState *st = self->state;
-  if (gst_base_transform_is_passthrough(trans) || !st)
+  if (gst_base_transform_is_passthrough(trans) || !self->state)
     return GST_BASE_TRANSFORM_CLASS(gst_gpu_download_parent_class)->generate_output(trans, outbuf);
-  const size_t limit = st->live ? 1 : self->max_in_flight;
-  return gstcs::guard_flow(GST_ELEMENT(self), "Downloading a buffer", [&] {
-    // Push finished copies; wait only when the window is full.
-    *outbuf = pop_completed(st, st->in_flight.size() >= limit);
-    return GST_FLOW_OK;
-  });
+  *outbuf = nullptr;  // the source pad task pushes
+  return GST_FLOW_OK;
 }
 
 static gboolean download_sink_event(GstBaseTransform *trans, GstEvent *event) {
   auto *self = GST_GPU_DOWNLOAD(trans);
-  if (self->state) {
-    if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP) {
-      discard_in_flight(self->state);
-    } else if (GST_EVENT_IS_SERIALIZED(event) && drain(self) != GST_FLOW_OK &&
-               GST_EVENT_TYPE(event) != GST_EVENT_EOS) {
-      GST_DEBUG_OBJECT(self, "push failed while draining before %" GST_PTR_FORMAT, event);
+  if (self->state && self->state->task_started) {
+    switch (GST_EVENT_TYPE(event)) {
+      case GST_EVENT_FLUSH_START: {
+        begin_flush(self);
+        gboolean ok = GST_BASE_TRANSFORM_CLASS(gst_gpu_download_parent_class)->sink_event(trans, event);
+        gst_pad_pause_task(GST_BASE_TRANSFORM_SRC_PAD(self));
+        return ok;
+      }
+      case GST_EVENT_FLUSH_STOP:
+        gst_pad_stop_task(GST_BASE_TRANSFORM_SRC_PAD(self));
+        end_flush(self, true);
+        break;
+      default:
+        if (GST_EVENT_IS_SERIALIZED(event)) drain(self);
+        break;
     }
   }
   return GST_BASE_TRANSFORM_CLASS(gst_gpu_download_parent_class)->sink_event(trans, event);
@@ -294,22 +357,20 @@ static gboolean download_sink_event(GstBaseTransform *trans, GstEvent *event) {
 
 static gboolean download_query(GstBaseTransform *trans, GstPadDirection direction, GstQuery *query) {
   auto *self = GST_GPU_DOWNLOAD(trans);
-  if (direction == GST_PAD_SINK && GST_QUERY_TYPE(query) == GST_QUERY_DRAIN) drain(self);
+  if (direction == GST_PAD_SINK && GST_QUERY_IS_SERIALIZED(query)) drain(self);
   return GST_BASE_TRANSFORM_CLASS(gst_gpu_download_parent_class)->query(trans, direction, query);
 }
 
 static void download_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
-  auto *self = GST_GPU_DOWNLOAD(object);
   if (prop_id == PROP_MAX_IN_FLIGHT)
-    self->max_in_flight = g_value_get_uint(value);
+    GST_GPU_DOWNLOAD(object)->max_in_flight = g_value_get_uint(value);
   else
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
 }
 
 static void download_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
-  auto *self = GST_GPU_DOWNLOAD(object);
   if (prop_id == PROP_MAX_IN_FLIGHT)
-    g_value_set_uint(value, self->max_in_flight);
+    g_value_set_uint(value, GST_GPU_DOWNLOAD(object)->max_in_flight);
   else
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
 }
@@ -324,8 +385,8 @@ static void gst_gpu_download_class_init(GstGpuDownloadClass *klass) {
   g_object_class_install_property(
       gobject_class, PROP_MAX_IN_FLIGHT,
       g_param_spec_uint("max-in-flight", "Buffers in flight",
-                        "Most device-to-host copies outstanding at once before the element waits for the oldest "
-                        "(non-live streams; a live stream pushes each buffer as soon as it is copied)",
+                        "Most device-to-host copies outstanding at once; beyond that the streaming thread waits "
+                        "for the oldest (each buffer is pushed as soon as its own copy completes)",
                         1, 64, kDefaultMaxInFlight,
                         GParamFlags(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
   gst_element_class_add_static_pad_template(element_class, &sink_template);
@@ -349,4 +410,21 @@ static void gst_gpu_download_class_init(GstGpuDownloadClass *klass) {
   GST_DEBUG_CATEGORY_INIT(gst_gpu_download_debug, "gpudownload", 0, "CUDA device memory to system memory");
 }
 
-static void gst_gpu_download_init(GstGpuDownload *self) { self->max_in_flight = kDefaultMaxInFlight; }
+/* The push task holds the source pad's stream lock while it waits for work;
+ * deactivating the pad takes that lock, so the task is woken and stopped
+ * first (as queue does). */
+static gboolean download_src_activate_mode(GstPad *pad, GstObject *parent, GstPadMode mode, gboolean active) {
+  auto *self = GST_GPU_DOWNLOAD(parent);
+  if (!active && self->state) {
+    begin_flush(self);
+    gst_pad_stop_task(pad);
+  }
+  return self->base_src_activate_mode(pad, parent, mode, active);
+}
+
+static void gst_gpu_download_init(GstGpuDownload *self) {
+  self->max_in_flight = kDefaultMaxInFlight;
+  GstPad *srcpad = GST_BASE_TRANSFORM_SRC_PAD(self);
+  self->base_src_activate_mode = GST_PAD_ACTIVATEMODEFUNC(srcpad);
+  gst_pad_set_activatemode_function(srcpad, download_src_activate_mode);
+}

@@ -23,33 +23,37 @@ GST_DEBUG_CATEGORY_STATIC(gst_gpu_upload_debug);
 #define GST_CAT_DEFAULT gst_gpu_upload_debug
 
 namespace {
-// An input buffer whose page-locked memory the device is still reading.
-struct HeldInput {
+// One upload still running on the device. `input` is held (non-NULL) when
+// the device reads the input's own page-locked pages.
+struct InFlight {
   cs::Event copied;
-  GstBuffer *buffer;
+  GstBuffer *input;
 };
+
+constexpr guint kDefaultMaxInFlight = 4;
 
 struct UploadState {
   cs::Stream stream;
   std::unique_ptr<cs::StagedUploader> stager;
-  std::deque<HeldInput> held;
+  std::deque<InFlight> in_flight;
   std::vector<cs::Event> spare_events;
   GstAllocator *allocator = nullptr;
   GstBufferPool *pool = nullptr;  // for fixed-size (video) streams
   gsize pool_size = 0;
   int device = 0;
 
-  // Returns the buffers whose copies have finished (all of them when `wait`).
-  void release_held(bool wait) {
-    while (!held.empty()) {
-      HeldInput &front = held.front();
-      if (wait)
+  // Retires finished uploads; waits for the oldest while more than `limit`
+  // are running (the element's back-pressure: device memory stays bounded).
+  void retire(size_t limit) {
+    while (!in_flight.empty()) {
+      InFlight &front = in_flight.front();
+      if (in_flight.size() > limit)
         front.copied.synchronize();
       else if (!front.copied.done())
         break;
-      gst_buffer_unref(front.buffer);
+      if (front.input) gst_buffer_unref(front.input);
       spare_events.push_back(std::move(front.copied));
-      held.pop_front();
+      in_flight.pop_front();
     }
   }
   cs::Event take_event() {
@@ -64,6 +68,7 @@ struct UploadState {
 struct _GstGpuUpload {
   GstCsBaseTransform parent;
   gboolean to_device;  // negotiated: output in device memory
+  guint max_in_flight;
   UploadState *state;
 };
 
@@ -95,7 +100,7 @@ static void free_state(GstGpuUpload *self) {
   if (!st) return;
   try {
     if (st->stream.get()) st->stream.synchronize();
-    st->release_held(true);
+    st->retire(0);
   } catch (const std::exception &e) {
     GST_WARNING_OBJECT(self, "while stopping: %s", e.what());
   }
@@ -120,6 +125,29 @@ static GstCaps *upload_transform_caps(GstBaseTransform *trans, GstPadDirection d
   // memory, or the same caps when the data is already on the device.
   if (direction == GST_PAD_SINK) return transfer_caps(caps, GST_CAPS_FEATURE_MEMORY_CS_DEVICE, cuda, filter);
   return transfer_caps(caps, GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY, true, filter);
+}
+
+// Among the output choices, device memory wins whenever it is possible:
+// GstBaseTransform would otherwise settle on pass-through whenever downstream
+// also accepts system memory (gpudownload does), and nothing would reach the GPU.
+static GstCaps *upload_fixate_caps(GstBaseTransform *trans, GstPadDirection direction, GstCaps *caps,
+                                   GstCaps *othercaps) {
+  if (direction == GST_PAD_SINK && gst_cs_base_transform_use_cuda(GST_CS_BASE_TRANSFORM(trans))) {
+    GstCaps *device = gst_caps_new_empty();
+    for (guint i = 0; i < gst_caps_get_size(othercaps); ++i) {
+      GstCapsFeatures *f = gst_caps_get_features(othercaps, i);
+      if (f && !gst_caps_features_is_any(f) && gst_caps_features_contains(f, GST_CAPS_FEATURE_MEMORY_CS_DEVICE))
+        gst_caps_append_structure_full(device, gst_structure_copy(gst_caps_get_structure(othercaps, i)),
+                                       gst_caps_features_copy(f));
+    }
+    if (!gst_caps_is_empty(device)) {
+      gst_caps_unref(othercaps);
+      othercaps = device;
+    } else {
+      gst_caps_unref(device);
+    }
+  }
+  return GST_BASE_TRANSFORM_CLASS(gst_gpu_upload_parent_class)->fixate_caps(trans, direction, caps, othercaps);
 }
 
 static gboolean upload_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps) {
@@ -264,18 +292,42 @@ static GstFlowReturn upload_transform(GstBaseTransform *trans, GstBuffer *inbuf,
       gst_memory_unmap(mem, &map);
     }
     dst.end_device_write(st->stream.get());
-    if (direct_dma) {
-      // The device reads the input's own pages: keep them until it is done.
-      cs::Event copied = st->take_event();
-      copied.record(st->stream.get());
-      st->held.push_back({std::move(copied), gst_buffer_ref(inbuf)});
-    }
-    st->release_held(false);
+    cs::Event copied = st->take_event();
+    copied.record(st->stream.get());
+    // With direct DMA the device reads the input's own pages: keep them.
+    st->in_flight.push_back({std::move(copied), direct_dma ? gst_buffer_ref(inbuf) : nullptr});
+    st->retire(self->max_in_flight);
     return GST_FLOW_OK;
   });
 }
 
+enum { PROP_0, PROP_MAX_IN_FLIGHT };
+
+static void upload_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  if (prop_id == PROP_MAX_IN_FLIGHT)
+    GST_GPU_UPLOAD(object)->max_in_flight = g_value_get_uint(value);
+  else
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+}
+
+static void upload_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
+  if (prop_id == PROP_MAX_IN_FLIGHT)
+    g_value_set_uint(value, GST_GPU_UPLOAD(object)->max_in_flight);
+  else
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+}
+
 static void gst_gpu_upload_class_init(GstGpuUploadClass *klass) {
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  gobject_class->set_property = upload_set_property;
+  gobject_class->get_property = upload_get_property;
+  g_object_class_install_property(
+      gobject_class, PROP_MAX_IN_FLIGHT,
+      g_param_spec_uint("max-in-flight", "Buffers in flight",
+                        "Most uploads running on the device at once; beyond that the element waits for the "
+                        "oldest, which bounds the device memory a fast source can take",
+                        1, 64, kDefaultMaxInFlight,
+                        GParamFlags(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
   GstCsBaseTransformClass *cs_class = GST_CS_BASE_TRANSFORM_CLASS(klass);
@@ -287,6 +339,7 @@ static void gst_gpu_upload_class_init(GstGpuUploadClass *klass) {
       "(caps feature memory:CudaSensing), asynchronously on its own stream; passes device buffers through",
       "gst-cuda-sensing developers");
   trans_class->transform_caps = upload_transform_caps;
+  trans_class->fixate_caps = upload_fixate_caps;
   trans_class->set_caps = upload_set_caps;
   trans_class->transform_size = upload_transform_size;
   trans_class->propose_allocation = upload_propose_allocation;
@@ -299,4 +352,4 @@ static void gst_gpu_upload_class_init(GstGpuUploadClass *klass) {
   GST_DEBUG_CATEGORY_INIT(gst_gpu_upload_debug, "gpuupload", 0, "system memory to CUDA device memory");
 }
 
-static void gst_gpu_upload_init(GstGpuUpload *) {}
+static void gst_gpu_upload_init(GstGpuUpload *self) { self->max_in_flight = kDefaultMaxInFlight; }

@@ -17,7 +17,7 @@ struct CountingHeap {
   cs::BlockCache make(size_t limit) {
     return cs::BlockCache(
         [this](size_t n) -> void * {
-          if (allocs >= fail_after) throw cs::CudaError(2 /* cudaErrorMemoryAllocation */, "fake out of memory");
+          if (allocs >= fail_after) throw cs::CudaError(cs::CudaError::kOutOfMemory, "fake out of memory");
           ++allocs;
           void *p = std::malloc(n);
           live.insert(p);
