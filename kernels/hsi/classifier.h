@@ -1,0 +1,132 @@
+// Per-pixel classification of hyperspectral blocks against K reference
+// spectra: a CPU classifier and a CUDA classifier with the same shape, both
+// running the math of classify_math.h.
+//
+// Output per block:
+//   class map    one label per pixel: 0 = unclassified (best score worse than
+//                the threshold) or no data (a NaN or data-ignore-value sample
+//                in a selected band, or a pixel the method is undefined for);
+//                k = the k-th reference (1-based). uint8 when K <= 254,
+//                uint16 otherwise.
+//   rule images  optional: K float planes, plane k = every pixel's score
+//                against reference k (NaN where undefined).
+// A pixel's result depends on that pixel only: no-data never spreads.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/cuda_runtime.h"
+#include "hsi/classify_math.h"
+#include "hsi/references.h"
+#include "hsi/sample_decode.h"
+
+namespace cs::hsi {
+
+const char *method_name(Method method);
+// "sam", "sid", "correlation", "bandfit", "euclidean" (case-insensitive).
+std::optional<Method> parse_method(const std::string &name);
+// ENVI's usual SAM threshold is 0.10 rad; the other methods have no default (NaN).
+double default_threshold(Method method);
+
+enum class ClassMapFormat { gray8, gray16 };
+// gray8 when K <= 254, else gray16.
+ClassMapFormat class_map_format_for(size_t classes);
+size_t class_map_bytes_per_pixel(ClassMapFormat format);
+
+struct ClassifierConfig {
+  Method method = Method::sam;
+  // Best scores worse than this leave the pixel unclassified (class 0): for
+  // SAM an angle in radians; for correlation and bandfit a minimum
+  // coefficient. NaN = no threshold.
+  double threshold = std::numeric_limits<double>::quiet_NaN();
+  // How sums are accumulated (classify_math.h): exact (double per term) or
+  // fast (float within chunks of bands).
+  Precision precision = Precision::exact;
+  // CPU threads for classify (0 = one per core).
+  int cpu_threads = 0;
+};
+
+struct ClassificationOutput {
+  void *class_map = nullptr;     // lines x samples labels of the block
+  size_t class_map_stride = 0;   // bytes from one line to the next (0 = packed)
+  ClassMapFormat class_map_format = ClassMapFormat::gray8;
+  float *rule_images = nullptr;  // optional: K planes of lines x samples
+};
+
+struct UnusableReference {
+  size_t index = 0;  // in the reference set
+  std::string name;
+  std::string reason;
+};
+
+// The references prepared for one method and band selection.
+class SpectralClassifier {
+ public:
+  // `bands`: indices of the cube bands to use (select_bands / choose_references).
+  // `wavelengths_nm`: the cube's band centres (bandfit's continuum abscissa;
+  // band numbers are used when empty). Throws std::invalid_argument.
+  SpectralClassifier(const ClassifierConfig &config, const ReferenceSet &references, std::vector<int> bands,
+                     const std::vector<double> &wavelengths_nm = {});
+
+  Method method() const { return config_.method; }
+  Precision precision() const { return config_.precision; }
+  double threshold() const { return config_.threshold; }
+  size_t class_count() const { return names_.size(); }
+  const std::vector<std::string> &class_names() const { return names_; }
+  size_t cube_bands() const { return cube_bands_; }
+  const std::vector<int> &bands() const { return bands_; }
+  ClassMapFormat class_map_format() const { return class_map_format_for(class_count()); }
+  // References that can never match (e.g. all zero for SAM): they stay in
+  // the numbering, score NaN, and are listed here for the log.
+  const std::vector<UnusableReference> &unusable_references() const { return unusable_; }
+
+  // The prepared reference table (classify_math.h) and its shape.
+  const std::vector<float> &table() const { return table_; }
+  ReferenceTableShape table_shape() const { return shape_; }
+
+  // Classifies a block of native samples in host memory.
+  void classify(const CubeBlock &block, const ClassificationOutput &output) const;
+
+  // Throws std::invalid_argument when the block or output does not fit.
+  void check_block(const CubeBlock &block, const ClassificationOutput &output) const;
+
+ private:
+  ClassifierConfig config_;
+  std::vector<std::string> names_;
+  size_t cube_bands_ = 0;
+  std::vector<int> bands_;
+  ReferenceTableShape shape_;
+  std::vector<float> table_;
+  std::vector<UnusableReference> unusable_;
+};
+
+// The same classifier on a GPU: reference table in constant memory when it
+// fits (shared memory tiles otherwise), one thread per pixel, native samples
+// decoded on the device. In a build without CUDA every call throws CudaError.
+class CudaSpectralClassifier {
+ public:
+  CudaSpectralClassifier(const SpectralClassifier &classifier, int device);
+  ~CudaSpectralClassifier();
+  CudaSpectralClassifier(const CudaSpectralClassifier &) = delete;
+  CudaSpectralClassifier &operator=(const CudaSpectralClassifier &) = delete;
+
+  // block.data, output.class_map and output.rule_images are device pointers;
+  // the work is queued on `stream` (nothing here synchronises it).
+  void classify(const CubeBlock &device_block, const ClassificationOutput &device_output, StreamHandle stream);
+
+  bool table_in_constant_memory() const;
+  int device() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cs::hsi

@@ -1,0 +1,306 @@
+// Per-pixel spectral matching math, shared by the CPU classifier and the CUDA
+// kernel (CS_HD: both compilers see the same code, so CI tests what the GPU
+// computes). Both loops walk a pixel's selected bands in the same order and
+// call the functions here; only how values reach them differs (the GPU stages
+// chunks of bands in shared memory for coalesced loads).
+//
+// Methods (score of pixel x against reference r over the selected bands):
+//   sam          spectral angle, acos(x.r / |x||r|), radians; lower is better
+//                (Kruse et al. 1993).
+//   sid          spectral information divergence, sum (p - q)(log p - log q)
+//                with p = x / sum x, q = r / sum r; lower is better (Chang
+//                2000). SID needs positive spectra: values below kSidFloor are
+//                raised to it (reflectance is sometimes <= 0 in noisy bands).
+//   correlation  Pearson correlation of x and r (spectral correlation mapper,
+//                de Carvalho & Meneses 2000); higher is better.
+//   bandfit      Clark's band fit (Clark et al. 1990, 2003): x and r are each
+//                divided by a straight-line continuum between the first and the
+//                last selected band, and the fit is the correlation of the two
+//                continuum-removed spectra (the correlation coefficient of the
+//                least-squares fit of one to the other); higher is better. The
+//                selected band range is the absorption feature. Undefined (no
+//                class) when a continuum end point is <= 0.
+//   euclidean    minimum distance, sqrt(sum (x - r)^2); lower is better.
+//
+// Precision (ClassifierConfig::precision):
+//   exact  every per-band term is accumulated in double. SAM angles then
+//          agree with float64 references to ~1e-7 rad even where acos is
+//          ill-conditioned (angles near 0 or pi); SID is limited by its float
+//          logarithms (~1e-6 relative). On the GPU a double add
+//          costs two float operations on data-centre parts (H100/H200) and far
+//          more on consumer parts.
+//   fast   terms are summed in float over a chunk of kBandChunk bands and the
+//          chunk sums in double: relative error of a sum ~1e-7, so an angle
+//          is good to ~1e-7 / sin(angle) rad.
+// In both, sums are formed so that they do not cancel: correlation uses
+// references centred on the host and pixel values shifted by their first
+// band; SID sums its non-negative terms directly once the pixel's total is
+// known (one extra pass over the pixel). CPU and GPU accumulate in the same
+// order with the same types.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <type_traits>
+
+#include "common/hd.h"
+#include "hsi/sample_decode.h"
+
+#if defined(__CUDA_ARCH__)
+#define CS_UNROLL _Pragma("unroll")
+#elif defined(__CUDACC__)
+#define CS_UNROLL  // nvcc's host pass: its front end rejects GCC's pragma
+#else
+#define CS_UNROLL _Pragma("GCC unroll 16")
+#endif
+
+namespace cs::hsi {
+
+enum class Method : int { sam = 0, sid = 1, correlation = 2, bandfit = 3, euclidean = 4 };
+
+inline constexpr Method kAllMethods[] = {Method::sam, Method::sid, Method::correlation, Method::bandfit,
+                                         Method::euclidean};
+
+// Bands per chunk: the GPU stages a chunk of every pixel's bands in shared
+// memory; in fast precision a chunk's terms are summed in float.
+inline constexpr int kBandChunk = 32;
+// References scored together in one pass over a pixel's bands (registers).
+inline constexpr int kReferenceGroup = 16;
+// SID's floor for non-positive values.
+inline constexpr float kSidFloor = 1e-12f;
+
+CS_HD constexpr bool higher_is_better(Method m) { return m == Method::correlation || m == Method::bandfit; }
+// Planes of prepared reference values per method (SID keeps q and log q).
+CS_HD constexpr int table_planes(Method m) { return m == Method::sid ? 2 : 1; }
+// Fewest selected bands for which the method means something.
+CS_HD constexpr int minimum_bands(Method m) {
+  return m == Method::bandfit ? 3 : (m == Method::correlation ? 2 : 1);
+}
+
+// The prepared references, one flat float array (host, device or constant
+// memory):
+//   planes x references x bands  per-method values (classifier.cpp, prepare_reference)
+//   references                   per-reference constant (correlation, bandfit:
+//                                the centred reference's sum of squares)
+//   bands                        band position in [0, 1] along the selected
+//                                range (bandfit's continuum abscissa)
+// An unusable reference (e.g. all zeros for SAM) holds NaN and never matches.
+struct ReferenceTableShape {
+  int references = 0;
+  int bands = 0;
+  int planes = 1;
+
+  CS_HD size_t index(int plane, int k, int u) const { return (size_t(plane) * references + k) * bands + u; }
+  CS_HD size_t constant_index(int k) const { return size_t(planes) * references * bands + k; }
+  CS_HD size_t position_index(int u) const { return size_t(planes) * references * bands + references + u; }
+  CS_HD size_t size() const { return size_t(planes) * references * bands + references + bands; }
+};
+
+// Table access straight from memory (host arrays; device global memory).
+struct PointerTable {
+  const float *data;
+  ReferenceTableShape shape;
+  CS_HD float ref(int plane, int k, int u) const { return data[shape.index(plane, k, u)]; }
+  CS_HD float constant(int k) const { return data[shape.constant_index(k)]; }
+  CS_HD float position(int u) const { return data[shape.position_index(u)]; }
+};
+
+// What the reference pass needs to know about a pixel before it starts.
+struct PixelContext {
+  float shift = 0;            // correlation, bandfit: subtracted before summing
+  float continuum_start = 0;  // bandfit: continuum at position 0 ...
+  float continuum_rise = 0;   // ... and its rise to position 1
+  float inv_sum = 0;          // sid: 1 / sum of floored values
+  float log_sum = 0;          // sid: log of that sum
+  bool defined = true;        // false: the method is undefined for this pixel
+};
+
+CS_HD float sid_floor(float x) { return x < kSidFloor ? kSidFloor : x; }  // NaN stays NaN
+
+enum class Precision : int { exact = 0, fast = 1 };
+
+// A running sum. Sum<double> adds every term in double; Sum<float> adds in
+// float and folds into a double at the end of each chunk of bands.
+template <class Acc>
+struct Sum;
+
+template <>
+struct Sum<double> {
+  double total = 0;
+  CS_HD void add(double v) { total += v; }
+  CS_HD void fold() {}
+};
+
+template <>
+struct Sum<float> {
+  float part = 0;
+  double total = 0;
+  CS_HD void add(float v) { part += v; }
+  CS_HD void fold() {
+    total += part;
+    part = 0;
+  }
+};
+
+// The accumulator type of a precision.
+template <Precision P>
+using AccumulatorOf = std::conditional_t<P == Precision::exact, double, float>;
+
+// first, last: the pixel's values at the first and last selected band;
+// floored_sum: sid's pass over the pixel (sum of sid_floor of every value).
+template <Method M>
+CS_HD PixelContext pixel_context(float first, float last, double floored_sum) {
+  PixelContext px;
+  if constexpr (M == Method::correlation) {
+    px.shift = first;
+  } else if constexpr (M == Method::bandfit) {
+    px.continuum_start = first;
+    px.continuum_rise = last - first;
+    px.shift = 1.0f;  // continuum-removed spectra are 1 at both ends
+    px.defined = first > 0 && last > 0;
+  } else if constexpr (M == Method::sid) {
+    px.inv_sum = float(1.0 / floored_sum);
+    px.log_sum = float(log(floored_sum));
+    px.defined = floored_sum > 0;
+  }
+  return px;
+}
+
+// The value summed for a band: sid floors it, bandfit removes the continuum.
+template <Method M>
+CS_HD float band_value(float x, float position, const PixelContext &px) {
+  if constexpr (M == Method::sid) {
+    return sid_floor(x);
+  } else if constexpr (M == Method::bandfit) {
+    return x / (px.continuum_start + px.continuum_rise * position);
+  } else {
+    return x;
+  }
+}
+
+// Sums for a group of up to G references over one pixel's bands, each term
+// formed and accumulated in Acc (float or double).
+template <Method M, int G, class Acc>
+struct ReferenceSums {
+  Sum<Acc> ref[G];
+  Sum<Acc> pixel[2];  // sam: sum v^2; correlation, bandfit: sum d, sum d^2
+  bool finite;
+
+  CS_HD void clear() {
+    CS_UNROLL
+    for (int j = 0; j < G; ++j) ref[j] = Sum<Acc>();
+    pixel[0] = Sum<Acc>();
+    pixel[1] = Sum<Acc>();
+    finite = true;
+  }
+
+  // Band u (index into the selected bands) with raw value x, for references
+  // k0 .. k0 + count - 1.
+  template <class Table>
+  CS_HD void add_band(float x, int u, int k0, int count, const PixelContext &px, const Table &table) {
+    const Acc v = band_value<M>(x, table.position(u), px);
+    finite = finite && is_finite(float(v));
+    if constexpr (M == Method::sam) {
+      pixel[0].add(v * v);
+      CS_UNROLL
+      for (int j = 0; j < G; ++j)
+        if (j < count) ref[j].add(v * Acc(table.ref(0, k0 + j, u)));
+    } else if constexpr (M == Method::euclidean) {
+      CS_UNROLL
+      for (int j = 0; j < G; ++j)
+        if (j < count) {
+          const Acc diff = v - Acc(table.ref(0, k0 + j, u));
+          ref[j].add(diff * diff);
+        }
+    } else if constexpr (M == Method::correlation || M == Method::bandfit) {
+      const Acc d = v - Acc(px.shift);
+      pixel[0].add(d);
+      pixel[1].add(d * d);
+      CS_UNROLL
+      for (int j = 0; j < G; ++j)
+        if (j < count) ref[j].add(d * Acc(table.ref(0, k0 + j, u)));  // references are centred
+    } else {  // sid: every term (p - q)(log p - log q) is >= 0
+      const Acc p = v * Acc(px.inv_sum);
+      const Acc log_p = Acc(logf(float(v))) - Acc(px.log_sum);
+      CS_UNROLL
+      for (int j = 0; j < G; ++j)
+        if (j < count) ref[j].add((p - Acc(table.ref(0, k0 + j, u))) * (log_p - Acc(table.ref(1, k0 + j, u))));
+    }
+  }
+
+  // End of a chunk of bands.
+  CS_HD void fold() {
+    CS_UNROLL
+    for (int j = 0; j < G; ++j) ref[j].fold();
+    pixel[0].fold();
+    pixel[1].fold();
+  }
+
+  // Score against reference k = k0 + j after all `bands` bands were added
+  // (NaN when the pixel has no data or the method is undefined for it).
+  template <class Table>
+  CS_HD float score(int j, int k, int bands, const PixelContext &px, const Table &table) const {
+    if (!finite || !px.defined) return quiet_nan();
+    if constexpr (M == Method::sam) {
+      const double norm = sqrt(pixel[0].total);
+      if (!(norm > 0)) return quiet_nan();
+      double c = ref[j].total / norm;  // references are unit vectors
+      c = c > 1.0 ? 1.0 : (c < -1.0 ? -1.0 : c);
+      return float(acos(c));
+    } else if constexpr (M == Method::euclidean) {
+      return float(sqrt(ref[j].total));
+    } else if constexpr (M == Method::correlation || M == Method::bandfit) {
+      const double variance = pixel[1].total - pixel[0].total * pixel[0].total / bands;
+      if (!(variance > 0)) return quiet_nan();
+      double r = ref[j].total / sqrt(variance * double(table.constant(k)));
+      r = r > 1.0 ? 1.0 : (r < -1.0 ? -1.0 : r);
+      return float(r);
+    } else {
+      return float(ref[j].total);
+    }
+  }
+};
+
+// The best reference so far. Ties keep the lower index; NaN never wins.
+struct BestMatch {
+  float score = 0;
+  int index = -1;
+
+  CS_HD void offer(float s, int k, bool higher_better) {
+    if (!(s == s)) return;
+    if (index < 0 || (higher_better ? s > score : s < score)) {
+      score = s;
+      index = k;
+    }
+  }
+  // Class label: 0 = unclassified or no data, k + 1 = reference k. A NaN
+  // threshold means none.
+  CS_HD int label(float threshold, bool higher_better) const {
+    if (index < 0) return 0;
+    if (threshold == threshold && (higher_better ? score < threshold : score > threshold)) return 0;
+    return index + 1;
+  }
+};
+
+// Calls f(std::integral_constant<Method, M>{}) for the run-time method (host
+// code: picks the loop or kernel instantiated for it).
+template <class F>
+decltype(auto) with_method(Method method, F &&f) {
+  switch (method) {
+    case Method::sam: return f(std::integral_constant<Method, Method::sam>{});
+    case Method::sid: return f(std::integral_constant<Method, Method::sid>{});
+    case Method::correlation: return f(std::integral_constant<Method, Method::correlation>{});
+    case Method::bandfit: return f(std::integral_constant<Method, Method::bandfit>{});
+    case Method::euclidean: break;
+  }
+  return f(std::integral_constant<Method, Method::euclidean>{});
+}
+
+// Calls f(std::integral_constant<Precision, P>{}) for the run-time precision.
+template <class F>
+decltype(auto) with_precision(Precision precision, F &&f) {
+  if (precision == Precision::fast) return f(std::integral_constant<Precision, Precision::fast>{});
+  return f(std::integral_constant<Precision, Precision::exact>{});
+}
+
+}  // namespace cs::hsi

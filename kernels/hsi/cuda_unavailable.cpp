@@ -1,0 +1,29 @@
+// The CUDA entry points in a build without CUDA: same API, every use throws
+// (callers check cs::device_count() first, which is 0 here).
+#include "common/cuda_runtime.h"
+#include "hsi/classifier.h"
+#include "hsi/convert.h"
+
+namespace cs::hsi {
+
+namespace {
+[[noreturn]] void unavailable(const char *what) {
+  throw CudaError(0, std::string(what) + ": this build has no CUDA support (configured with -Dgpu=disabled or without nvcc)");
+}
+}  // namespace
+
+void convert_to_bip_float_cuda(const CubeBlock &, float *, StreamHandle) { unavailable("convert_to_bip_float_cuda"); }
+
+struct CudaSpectralClassifier::Impl {};
+
+CudaSpectralClassifier::CudaSpectralClassifier(const SpectralClassifier &, int) {
+  unavailable("CudaSpectralClassifier");
+}
+CudaSpectralClassifier::~CudaSpectralClassifier() = default;
+void CudaSpectralClassifier::classify(const CubeBlock &, const ClassificationOutput &, StreamHandle) {
+  unavailable("CudaSpectralClassifier::classify");
+}
+bool CudaSpectralClassifier::table_in_constant_memory() const { return false; }
+int CudaSpectralClassifier::device() const { return -1; }
+
+}  // namespace cs::hsi

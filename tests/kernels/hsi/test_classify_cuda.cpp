@@ -1,0 +1,266 @@
+// The CUDA paths against the CPU paths: native-sample conversion and
+// classification for every method, data type, byte order and interleave,
+// references in constant memory and in shared-memory tiles, and two
+// classifiers taking turns with the constant bank. Suites named Gpu* skip
+// without a device (tests/run-suite.sh counts them).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "classify_test_util.h"
+#include "common/cuda_runtime.h"
+#include "hsi/classifier.h"
+#include "hsi/convert.h"
+
+using namespace cs::hsi;
+
+namespace {
+
+constexpr int kDevice = 0;
+
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t bytes) : bytes_(bytes), ptr_(cs::device_alloc(std::max<size_t>(bytes, 1), kDevice)) {}
+  ~DeviceBuffer() { cs::device_free(ptr_, kDevice); }
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+  void *get() const { return ptr_; }
+  template <class T>
+  T *as() const {
+    return static_cast<T *>(ptr_);
+  }
+  void upload(const void *src, const cs::Stream &s) { cs::copy_async(ptr_, src, bytes_, s.get()); }
+  void download(void *dst, const cs::Stream &s) const { cs::copy_async(dst, ptr_, bytes_, s.get()); }
+
+ private:
+  size_t bytes_;
+  void *ptr_;
+};
+
+// Classifies `block` (host bytes) on the GPU with the same poison as the CPU run.
+hsi_test::Result classify_gpu(CudaSpectralClassifier &gpu, const SpectralClassifier &cpu,
+                              const std::vector<uint8_t> &bytes, CubeBlock block, const cs::Stream &stream) {
+  const size_t pixels = block.layout.pixels(), K = cpu.class_count();
+  const size_t label_bytes = class_map_bytes_per_pixel(cpu.class_map_format());
+  DeviceBuffer data(bytes.size()), labels(pixels * label_bytes), rules(pixels * K * sizeof(float));
+  data.upload(bytes.data(), stream);
+  hsi_test::Result r;
+  r.rules.assign(pixels * K, hsi_test::kPoison);
+  std::vector<uint8_t> raw_labels(pixels * label_bytes, 0xEE);
+  rules.upload(r.rules.data(), stream);
+  labels.upload(raw_labels.data(), stream);
+  block.data = data.get();
+  ClassificationOutput out;
+  out.class_map = labels.get();
+  out.class_map_format = cpu.class_map_format();
+  out.rule_images = rules.as<float>();
+  gpu.classify(block, out, stream.get());
+  rules.download(r.rules.data(), stream);
+  labels.download(raw_labels.data(), stream);
+  stream.synchronize();
+  r.labels.resize(pixels);
+  for (size_t p = 0; p < pixels; ++p) {
+    uint16_t v = raw_labels[p * label_bytes];
+    if (label_bytes == 2) std::memcpy(&v, &raw_labels[2 * p], 2);
+    r.labels[p] = v;
+  }
+  return r;
+}
+
+// GPU and CPU run the same code in the same order; they differ by nvcc
+// contracting multiply-adds into FMAs (one rounding fewer) and by the device
+// logf/acos/sqrt (within 2 ulp): differences of a few float ulps of the sums.
+// Returns the largest rule-image difference.
+double expect_same(Method method, Precision precision, const hsi_test::Result &cpu, const hsi_test::Result &gpu,
+                   size_t pixels, size_t K) {
+  size_t failures = 0, ties = 0;
+  double worst = 0;
+  for (size_t i = 0; i < cpu.rules.size(); ++i) {
+    const float a = cpu.rules[i], b = gpu.rules[i];
+    if (std::isnan(a) || std::isnan(b)) {
+      if (std::isnan(a) != std::isnan(b) && failures++ < 5) ADD_FAILURE() << "rule " << i << ": " << a << " vs " << b;
+      continue;
+    }
+    const double diff = std::fabs(double(a) - double(b));
+    worst = std::max(worst, diff);
+    const bool relative = method == Method::sid || method == Method::euclidean;
+    // exact: double sums, so only logf (SID) and float rounding of a term differ.
+    double bound = precision == Precision::exact ? 1e-6 : 1e-5;
+    // bandfit divides by a float continuum per band before its sums, so FMA
+    // contraction differences reach a few float ulps of values near 0.5.
+    if (method == Method::bandfit) bound = std::max(bound, 4e-6);
+    // fast SAM: float sums carry ~1e-7 relative error in cos(theta), which
+    // acos amplifies by 1/sin(theta) at small angles.
+    if (precision == Precision::fast && method == Method::sam)
+      bound = std::max(bound, 3e-7 / std::max(std::sin(double(a)), 1e-3));
+    const double allowed = relative ? bound * std::fabs(a) + 1e-7 : bound;
+    if (diff > allowed && failures++ < 5) ADD_FAILURE() << "rule " << i << ": cpu " << a << " gpu " << b;
+  }
+  for (size_t p = 0; p < pixels; ++p) {
+    if (cpu.labels[p] == gpu.labels[p]) continue;
+    if (cpu.labels[p] > 0 && gpu.labels[p] > 0 && gpu.labels[p] <= K &&
+        std::fabs(cpu.rules[(cpu.labels[p] - 1) * pixels + p] - cpu.rules[(gpu.labels[p] - 1) * pixels + p]) < 1e-5) {
+      ++ties;
+      continue;
+    }
+    if (failures++ < 5) ADD_FAILURE() << "pixel " << p << ": cpu class " << cpu.labels[p] << ", gpu " << gpu.labels[p];
+  }
+  EXPECT_EQ(failures, 0u);
+  if (ties) std::printf("[ info     ] %s: %zu near-ties picked differently\n", method_name(method), ties);
+  return worst;
+}
+
+}  // namespace
+
+TEST(GpuConvert, EveryTypeOrderAndInterleaveMatchesCpu) {
+  CS_REQUIRE_GPU();
+  const uint32_t seed = cs_test::fresh_seed();
+  std::mt19937_64 rng(seed);
+  cs::Stream stream(kDevice);
+  for (DataType type : kAllDataTypes)
+    for (ByteOrder order : {ByteOrder::little_endian, ByteOrder::big_endian})
+      for (Interleave il : {Interleave::bsq, Interleave::bil, Interleave::bip}) {
+        SCOPED_TRACE(std::string(data_type_name(type)) + " " + interleave_name(il) + " " +
+                     std::to_string(int(order)));
+        const size_t lines = 1 + rng() % 9, samples = 1 + rng() % 300, bands = 1 + rng() % 40;
+        const std::vector<uint8_t> bytes =
+            cs_test::random_bytes(lines * samples * bands * sample_size(type), uint32_t(rng()));
+        CubeBlock block = hsi_test::block_of(bytes, lines, samples, bands, type, il, order, 17.0, 250.0);
+        std::vector<float> cpu(lines * samples * bands), gpu(cpu.size(), hsi_test::kPoison);
+        convert_to_bip_float(block, cpu.data());
+        DeviceBuffer d_in(bytes.size()), d_out(gpu.size() * sizeof(float));
+        d_in.upload(bytes.data(), stream);
+        d_out.upload(gpu.data(), stream);
+        block.data = d_in.get();
+        convert_to_bip_float_cuda(block, d_out.as<float>(), stream.get());
+        d_out.download(gpu.data(), stream);
+        stream.synchronize();
+        size_t wrong = 0;
+        for (size_t i = 0; i < cpu.size(); ++i)
+          if (!hsi_test::same_bits(cpu[i], gpu[i]) && wrong++ < 3)
+            ADD_FAILURE() << i << ": cpu " << cpu[i] << " gpu " << gpu[i];
+        EXPECT_EQ(wrong, 0u);
+      }
+}
+
+TEST(GpuClassify, MatchesCpuForEveryMethodTypeAndInterleave) {
+  CS_REQUIRE_GPU();
+  const uint32_t seed = cs_test::fresh_seed();
+  std::mt19937_64 rng(seed);
+  cs::Stream stream(kDevice);
+  for (Method method : kAllMethods)
+    for (Precision precision : {Precision::exact, Precision::fast})
+    for (bool large_table : {false, true}) {
+      // Large: the prepared table exceeds the constant bank (shared tiles).
+      const size_t bands = large_table ? 150 + rng() % 100 : 20 + rng() % 150;
+      const size_t K = large_table ? 120 + rng() % 200 : 1 + rng() % 40;
+      // Enough pixels for several thread blocks; fewer with large tables to
+      // keep the CPU side of 27 comparisons quick.
+      const size_t lines = 2 + rng() % (large_table ? 4 : 12), samples = 5 + rng() % (large_table ? 100 : 200);
+      hsi_test::Scene scene = hsi_test::random_scene(rng, lines, samples, bands, K);
+      for (int i = 0; i < 5; ++i) scene.pixels[rng() % scene.pixels.size()] = NAN;
+      for (float &v : scene.pixels) v = std::fabs(v);  // unsigned types too
+      std::vector<uint8_t> bbl(bands, 1);
+      for (size_t b = 0; b < bands; ++b) bbl[b] = rng() % 6 != 0;
+      bbl[0] = 1;
+      ClassifierConfig config;
+      config.method = method;
+      config.precision = precision;
+      if (method == Method::sam) config.threshold = 0.1;
+      const SpectralClassifier cpu(config, scene.references, select_bands(bands, bbl), scene.wavelengths_nm);
+      CudaSpectralClassifier gpu(cpu, kDevice);
+      EXPECT_EQ(gpu.table_in_constant_memory(), !large_table) << cpu.table().size();
+      double worst = 0;
+      for (DataType type : kAllDataTypes)
+        for (Interleave il : {Interleave::bsq, Interleave::bil, Interleave::bip}) {
+          SCOPED_TRACE(std::string(method_name(method)) + " " + data_type_name(type) + " " + interleave_name(il) +
+                       " K=" + std::to_string(K) + " bands=" + std::to_string(bands));
+          const ByteOrder order = rng() % 2 ? ByteOrder::big_endian : ByteOrder::little_endian;
+          const double integer_scale = type == DataType::u8 ? 150 : 10000;
+          const auto bytes =
+              hsi_test::encode_block(scene.pixels, lines, samples, bands, type, il, order, integer_scale);
+          const bool is_float = type == DataType::f32 || type == DataType::f64;
+          const CubeBlock block = hsi_test::block_of(bytes, lines, samples, bands, type, il, order,
+                                                     is_float ? std::nullopt : std::optional<double>(0.0),
+                                                     is_float ? std::nullopt : std::optional<double>(integer_scale));
+          const hsi_test::Result on_cpu = hsi_test::classify_cpu(cpu, block);
+          const hsi_test::Result on_gpu = classify_gpu(gpu, cpu, bytes, block, stream);
+          worst = std::max(worst, expect_same(method, precision, on_cpu, on_gpu, lines * samples, K));
+        }
+      std::printf("[ info     ] %s %s, %s table: worst |cpu - gpu| %.3g over 9 types x 3 interleaves\n",
+                  method_name(method), precision == Precision::exact ? "exact" : "fast",
+                  large_table ? "shared-memory" : "constant-memory", worst);
+    }
+}
+
+TEST(GpuClassify, TwoClassifiersShareTheConstantBank) {
+  CS_REQUIRE_GPU();
+  std::mt19937_64 rng(cs_test::fresh_seed());
+  cs::Stream first_stream(kDevice), second_stream(kDevice);
+  const size_t lines = 64, samples = 256, bands = 100;
+  hsi_test::Scene a = hsi_test::random_scene(rng, lines, samples, bands, 12);
+  hsi_test::Scene b = hsi_test::random_scene(rng, lines, samples, bands, 30);
+  const SpectralClassifier cpu_a(ClassifierConfig{}, a.references, select_bands(bands, {}));
+  ClassifierConfig euclid;
+  euclid.method = Method::euclidean;
+  const SpectralClassifier cpu_b(euclid, b.references, select_bands(bands, {}));
+  CudaSpectralClassifier gpu_a(cpu_a, kDevice), gpu_b(cpu_b, kDevice);
+  ASSERT_TRUE(gpu_a.table_in_constant_memory() && gpu_b.table_in_constant_memory());
+  const auto bytes_a = hsi_test::encode_block(a.pixels, lines, samples, bands, DataType::f32, Interleave::bip,
+                                              ByteOrder::little_endian);
+  const auto bytes_b = hsi_test::encode_block(b.pixels, lines, samples, bands, DataType::f32, Interleave::bil,
+                                              ByteOrder::little_endian);
+  const CubeBlock block_a =
+      hsi_test::block_of(bytes_a, lines, samples, bands, DataType::f32, Interleave::bip, ByteOrder::little_endian);
+  const CubeBlock block_b =
+      hsi_test::block_of(bytes_b, lines, samples, bands, DataType::f32, Interleave::bil, ByteOrder::little_endian);
+  const hsi_test::Result want_a = hsi_test::classify_cpu(cpu_a, block_a);
+  const hsi_test::Result want_b = hsi_test::classify_cpu(cpu_b, block_b);
+
+  // Alternate launches on two streams without synchronising in between.
+  const size_t pixels = lines * samples;
+  DeviceBuffer in_a(bytes_a.size()), in_b(bytes_b.size());
+  in_a.upload(bytes_a.data(), first_stream);
+  in_b.upload(bytes_b.data(), second_stream);
+  first_stream.synchronize();
+  second_stream.synchronize();
+  constexpr int kRounds = 6;
+  std::vector<std::unique_ptr<DeviceBuffer>> maps, rules;
+  for (int round = 0; round < kRounds; ++round) {
+    const bool use_a = round % 2 == 0;
+    const SpectralClassifier &cpu = use_a ? cpu_a : cpu_b;
+    maps.push_back(std::make_unique<DeviceBuffer>(pixels));
+    rules.push_back(std::make_unique<DeviceBuffer>(pixels * cpu.class_count() * sizeof(float)));
+    const cs::Stream &s = use_a ? first_stream : second_stream;
+    cs::fill_random_async(maps.back()->get(), pixels, uint32_t(rng()), s.get());  // poison
+    cs::fill_random_async(rules.back()->get(), pixels * cpu.class_count() * sizeof(float), uint32_t(rng()), s.get());
+    CubeBlock block = use_a ? block_a : block_b;
+    block.data = use_a ? in_a.get() : in_b.get();
+    ClassificationOutput out;
+    out.class_map = maps.back()->get();
+    out.rule_images = rules.back()->as<float>();
+    (use_a ? gpu_a : gpu_b).classify(block, out, s.get());
+  }
+  for (int round = 0; round < kRounds; ++round) {
+    const bool use_a = round % 2 == 0;
+    const cs::Stream &s = use_a ? first_stream : second_stream;
+    hsi_test::Result got;
+    std::vector<uint8_t> map(pixels);
+    got.rules.resize(pixels * (use_a ? cpu_a : cpu_b).class_count());
+    maps[round]->download(map.data(), s);
+    rules[round]->download(got.rules.data(), s);
+    s.synchronize();
+    got.labels.assign(map.begin(), map.end());
+    SCOPED_TRACE(round);
+    expect_same(use_a ? Method::sam : Method::euclidean, Precision::exact, use_a ? want_a : want_b, got, pixels,
+                (use_a ? cpu_a : cpu_b).class_count());
+  }
+}
+
+TEST(Classify, CudaClassifierWithoutDeviceThrows) {
+  if (cs::device_count() > 0) GTEST_SKIP() << "a CUDA device is present: this checks the no-device path";
+  std::mt19937_64 rng(cs_test::fresh_seed());
+  hsi_test::Scene scene = hsi_test::random_scene(rng, 2, 2, 5, 2);
+  const SpectralClassifier cpu(ClassifierConfig{}, scene.references, select_bands(5, {}));
+  EXPECT_THROW(CudaSpectralClassifier(cpu, 0), cs::CudaError);
+}
