@@ -52,6 +52,7 @@ void DeviceResources::release_after(BlockCache::Block device_block, BlockCache::
   if (all_done) {
     device_cache_->release(device_block);
     if (host_block.ptr) pinned_cache().release(host_block);
+    for (Event &e : pending) return_event(std::move(e));
     return;
   }
   std::lock_guard<std::mutex> lock(deferred_mutex_);
@@ -82,7 +83,27 @@ void DeviceResources::reap(bool wait) {
   for (Deferred &d : finished) {
     device_cache_->release(d.device_block);
     if (d.host_block.ptr) pinned_cache().release(d.host_block);
+    for (Event &e : d.pending) return_event(std::move(e));
   }
+}
+
+Event DeviceResources::take_event() {
+  {
+    std::lock_guard<std::mutex> lock(deferred_mutex_);
+    if (!spare_events_.empty()) {
+      Event e = std::move(spare_events_.back());
+      spare_events_.pop_back();
+      return e;
+    }
+  }
+  return Event(device_);
+}
+
+void DeviceResources::return_event(Event event) {
+  if (!event.get()) return;
+  std::lock_guard<std::mutex> lock(deferred_mutex_);
+  // Enough for every buffer of a few busy pipelines; the rest are destroyed.
+  if (spare_events_.size() < 1024) spare_events_.push_back(std::move(event));
 }
 
 BlockCache &pinned_cache() {

@@ -35,6 +35,11 @@ class DeviceResources {
   // Reclaims finished deferred releases (all of them, waiting, when `wait`).
   void reap(bool wait);
 
+  // Events are recycled too (creating one per buffer is measurable at small
+  // buffer sizes). A returned event must have completed or never been used.
+  Event take_event();
+  void return_event(Event event);
+
  private:
   explicit DeviceResources(int device);
   struct Deferred {
@@ -46,6 +51,7 @@ class DeviceResources {
   Stream mirror_stream_;
   std::mutex deferred_mutex_;
   std::deque<Deferred> deferred_;
+  std::vector<Event> spare_events_;
 };
 
 // Process-wide cache of page-locked host blocks.

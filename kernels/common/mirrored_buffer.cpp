@@ -5,8 +5,9 @@
 namespace cs {
 
 MirroredBuffer::MirroredBuffer(int device, size_t bytes) : device_(device), size_(bytes) {
-  device_block_ = DeviceResources::get(device).acquire_device_block(bytes);
-  ready_ = Event(device);
+  DeviceResources &resources = DeviceResources::get(device);
+  device_block_ = resources.acquire_device_block(bytes);
+  ready_ = resources.take_event();
 }
 
 MirroredBuffer::~MirroredBuffer() {
@@ -15,7 +16,8 @@ MirroredBuffer::~MirroredBuffer() {
   // without blocking the thread that dropped the last reference.
   std::vector<Event> pending;
   pending.push_back(std::move(ready_));
-  for (size_t i = 0; i < active_readers_; ++i) pending.push_back(std::move(readers_[i].done));
+  // Every reader event, waited on or not: the finished ones are recycled.
+  for (Reader &reader : readers_) pending.push_back(std::move(reader.done));
   DeviceResources::get(device_).release_after(device_block_, host_block_, std::move(pending));
 }
 
@@ -87,7 +89,8 @@ void MirroredBuffer::end_device_read(StreamHandle stream) {
       return;
     }
   }
-  if (active_readers_ == readers_.size()) readers_.push_back(Reader{stream, Event(device_)});
+  if (active_readers_ == readers_.size())
+    readers_.push_back(Reader{stream, DeviceResources::get(device_).take_event()});
   readers_[active_readers_].stream = stream;
   readers_[active_readers_++].done.record(stream);
 }

@@ -18,6 +18,7 @@
 #include <mutex>
 
 #include "../core/gstcs-cxx.h"
+#include "common/device_resources.h"
 #include "transfer-caps.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_gpu_download_debug);
@@ -46,15 +47,6 @@ struct DownloadState {
   bool flushing = false;
   bool task_started = false;
   GstFlowReturn last_flow = GST_FLOW_OK;
-  std::vector<cs::Event> spare_events;
-
-  cs::Event take_event() {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (spare_events.empty()) return cs::Event(device);
-    cs::Event e = std::move(spare_events.back());
-    spare_events.pop_back();
-    return e;
-  }
 };
 }  // namespace
 
@@ -101,7 +93,7 @@ static void push_loop(GstGpuDownload *self) {
 
   lock.lock();
   st->pushing = false;
-  st->spare_events.push_back(std::move(item.copied));
+  cs::DeviceResources::get(st->device).return_event(std::move(item.copied));
   if (ret != GST_FLOW_OK && st->last_flow == GST_FLOW_OK) st->last_flow = ret;
   st->changed.notify_all();
   lock.unlock();
@@ -310,7 +302,7 @@ static GstFlowReturn download_submit_input_buffer(GstBaseTransform *trans, gbool
   GST_BASE_TRANSFORM_CLASS(gst_gpu_download_parent_class)->copy_metadata(trans, input, outbuf);
   ret = gstcs::guard_flow(GST_ELEMENT(self), "Downloading a buffer", [&] {
     copy_to_host(self, input, outbuf);
-    cs::Event copied = st->take_event();
+    cs::Event copied = cs::DeviceResources::get(st->device).take_event();
     copied.record(st->stream.get());
     std::lock_guard<std::mutex> lock(st->mutex);
     st->queue.push_back({std::move(copied), outbuf});

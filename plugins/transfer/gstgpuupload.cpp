@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "../core/gstcs-cxx.h"
+#include "common/device_resources.h"
 #include "common/staged_copy.h"
 #include "transfer-caps.h"
 
@@ -36,7 +37,6 @@ struct UploadState {
   cs::Stream stream;
   std::unique_ptr<cs::StagedUploader> stager;
   std::deque<InFlight> in_flight;
-  std::vector<cs::Event> spare_events;
   GstAllocator *allocator = nullptr;
   GstBufferPool *pool = nullptr;  // for fixed-size (video) streams
   gsize pool_size = 0;
@@ -52,15 +52,9 @@ struct UploadState {
       else if (!front.copied.done())
         break;
       if (front.input) gst_buffer_unref(front.input);
-      spare_events.push_back(std::move(front.copied));
+      cs::DeviceResources::get(device).return_event(std::move(front.copied));
       in_flight.pop_front();
     }
-  }
-  cs::Event take_event() {
-    if (spare_events.empty()) return cs::Event(device);
-    cs::Event e = std::move(spare_events.back());
-    spare_events.pop_back();
-    return e;
   }
 };
 }  // namespace
@@ -292,7 +286,7 @@ static GstFlowReturn upload_transform(GstBaseTransform *trans, GstBuffer *inbuf,
       gst_memory_unmap(mem, &map);
     }
     dst.end_device_write(st->stream.get());
-    cs::Event copied = st->take_event();
+    cs::Event copied = cs::DeviceResources::get(st->device).take_event();
     copied.record(st->stream.get());
     // With direct DMA the device reads the input's own pages: keep them.
     st->in_flight.push_back({std::move(copied), direct_dma ? gst_buffer_ref(inbuf) : nullptr});
