@@ -359,6 +359,12 @@ GstCaps *gst_cs_caps_with_feature(const GstCaps *caps, const gchar *feature) {
   return gst_caps_simplify(out);
 }
 
+GstCaps *gst_cs_caps_any_memory(const GstCaps *caps) {
+  if (gst_caps_is_any(caps)) return gst_caps_new_any();
+  GstCaps *device = gst_cs_caps_with_feature(caps, GST_CAPS_FEATURE_MEMORY_CS_DEVICE);
+  return gst_caps_merge(device, gst_cs_caps_with_feature(caps, GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY));
+}
+
 gboolean gst_cs_caps_has_device_feature(const GstCaps *caps) {
   const guint n = gst_caps_get_size(caps);
   for (guint i = 0; i < n; ++i) {

@@ -72,6 +72,9 @@ GST_CS_API gboolean gst_is_cs_pinned_memory (GstMemory * mem);
 
 /* Caps helpers: a copy of @caps whose structures all carry only @feature. */
 GST_CS_API GstCaps *gst_cs_caps_with_feature (const GstCaps * caps, const gchar * feature);
+/* @caps in device memory (preferred, first) and in system memory: what a
+ * processing element accepts and produces. */
+GST_CS_API GstCaps *gst_cs_caps_any_memory (const GstCaps * caps);
 GST_CS_API gboolean gst_cs_caps_has_device_feature (const GstCaps * caps);
 
 G_END_DECLS

@@ -1,0 +1,109 @@
+// gstcs::ElementGpu: how processing elements see their input and output.
+#include <gst/cudasensing/cudasensing.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "../plugins/core/gstcs-gpu.h"
+#include "test_support.h"
+
+namespace {
+
+std::vector<uint8_t> host_copy(GstBuffer *buffer) {
+  GstMapInfo map;
+  EXPECT_TRUE(gst_buffer_map(buffer, &map, GST_MAP_READ));
+  std::vector<uint8_t> v(map.data, map.data + map.size);
+  gst_buffer_unmap(buffer, &map);
+  return v;
+}
+
+// Copies what read() exposes into a fresh device output, then to the host.
+std::vector<uint8_t> through_device(gstcs::ElementGpu &gpu, GstBuffer *input) {
+  GstBuffer *out = gpu.new_output(gst_buffer_get_size(input));
+  {
+    auto view = gpu.read(input);
+    void *d = gpu.begin_output(out);
+    cs::memset_async(d, 0xCD, view.size(), gpu.stream());  // poison: every byte must be overwritten
+    cs::copy_async(d, view.data(), view.size(), gpu.stream());
+    gpu.end_output(out);
+  }
+  auto bytes = host_copy(out);
+  gst_buffer_unref(out);
+  return bytes;
+}
+
+GstMemory *filled_memory(GstAllocator *alloc, const uint8_t *data, size_t n) {
+  GstMemory *mem = alloc && G_TYPE_CHECK_INSTANCE_TYPE(alloc, GST_TYPE_CS_ALLOCATOR)
+                       ? gst_cs_allocator_alloc(alloc, n, nullptr)
+                       : gst_allocator_alloc(alloc, n, nullptr);
+  GstMapInfo map;
+  EXPECT_TRUE(gst_memory_map(mem, &map, GST_MAP_WRITE));
+  std::memcpy(map.data, data, n);
+  gst_memory_unmap(mem, &map);
+  return mem;
+}
+
+TEST(ElementGpu, CapsInEitherMemoryPreferDevice) {
+  GstCaps *caps = gst_caps_from_string("application/x-test, a=(int)1");
+  GstCaps *both = gst_cs_caps_any_memory(caps);
+  ASSERT_EQ(gst_caps_get_size(both), 2u);
+  EXPECT_TRUE(gst_caps_features_contains(gst_caps_get_features(both, 0), GST_CAPS_FEATURE_MEMORY_CS_DEVICE));
+  EXPECT_TRUE(gst_caps_features_contains(gst_caps_get_features(both, 1), GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY));
+  gst_caps_unref(both);
+  gst_caps_unref(caps);
+}
+
+TEST(ElementGpu, WithoutDeviceIsAClearError) {
+  if (cs::device_count() > 0) GTEST_SKIP() << "a CUDA device is present";
+  EXPECT_THROW(gstcs::ElementGpu gpu(0), cs::CudaError);
+}
+
+TEST(GpuElementGpu, ReadsSystemMemoryInput) {
+  CS_REQUIRE_GPU();
+  gstcs::ElementGpu gpu(0);
+  for (size_t n : {size_t(1), size_t(1000), (size_t(9) << 20) + 5}) {
+    auto bytes = cs_test::random_bytes(n, cs_test::fresh_seed());
+    GstBuffer *in = gst_buffer_new_memdup(bytes.data(), n);
+    EXPECT_EQ(through_device(gpu, in), bytes) << n;
+    gst_buffer_unref(in);
+  }
+}
+
+TEST(GpuElementGpu, ReadsDeviceMemoryInPlace) {
+  CS_REQUIRE_GPU();
+  gstcs::ElementGpu gpu(0);
+  auto bytes = cs_test::random_bytes(123456, cs_test::fresh_seed());
+  GstAllocator *alloc = gst_cs_allocator_get(0, nullptr);
+  GstBuffer *in = gst_buffer_new();
+  gst_buffer_append_memory(in, filled_memory(alloc, bytes.data(), bytes.size()));
+  GstMapInfo map;
+  ASSERT_TRUE(gst_buffer_map(in, &map, GstMapFlags(GST_MAP_READ | GST_MAP_CS_DEVICE)));
+  const void *device_ptr = map.data;
+  gst_buffer_unmap(in, &map);
+  {
+    auto view = gpu.read(in);
+    EXPECT_EQ(view.data(), device_ptr) << "device input must not be copied";
+  }
+  EXPECT_EQ(through_device(gpu, in), bytes);
+  gst_buffer_unref(in);
+  gst_object_unref(alloc);
+}
+
+TEST(GpuElementGpu, GathersMixedMemories) {
+  CS_REQUIRE_GPU();
+  gstcs::ElementGpu gpu(0);
+  const size_t part = 300007;
+  auto bytes = cs_test::random_bytes(3 * part, cs_test::fresh_seed());
+  GstAllocator *device = gst_cs_allocator_get(0, nullptr);
+  GstAllocator *pinned = gst_cs_pinned_allocator_get();
+  GstBuffer *in = gst_buffer_new();
+  gst_buffer_append_memory(in, filled_memory(device, bytes.data(), part));
+  gst_buffer_append_memory(in, filled_memory(pinned, bytes.data() + part, part));
+  gst_buffer_append_memory(in, filled_memory(nullptr, bytes.data() + 2 * part, part));
+  EXPECT_EQ(through_device(gpu, in), bytes);
+  gst_buffer_unref(in);
+  gst_object_unref(device);
+  gst_object_unref(pinned);
+}
+
+}  // namespace
