@@ -1,0 +1,238 @@
+// Backprojection on the GPU. One thread block per image tile of
+// kTileColumns x kTileRows pixels (the fast mode's tiles), 256 threads, each
+// thread two pixels of one column (rows r and r + 8 of the tile). Pulses are
+// taken in chunks of kPulseChunk: the block stages the chunk's per-pulse data
+// in shared memory (fast mode: each thread makes one pulse's FastTileRecord
+// for this tile, in double), then every thread runs the chunk against its
+// pixels with the math of backprojection_math.h, reading the records as
+// shared-memory broadcasts and the profiles through the read-only cache. The
+// summation order (partial sum per chunk, added to a total, the total to the
+// image) is the CPU path's.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "common/cuda_check.h"
+#include "sar/backprojection.h"
+#include "sar/backprojection_math.h"
+
+namespace cs::sar {
+
+namespace {
+
+constexpr int kRowsPerThread = 2;
+constexpr int kThreadRows = kTileRows / kRowsPerThread;  // 8
+constexpr int kThreads = kTileColumns * kThreadRows;     // 256
+static_assert(kTileRows % kRowsPerThread == 0, "tile rows must split evenly among a thread's pixels");
+
+struct KernelArgs {
+  GridGeometry grid;
+  KnabKernel knab;
+  const PulseGeometry *pulses;  // device, pulse_count entries
+  int64_t pulse_count;
+  const Cf32 *samples;          // device, pulse_count x bins
+  int bins;
+  Cf32 *image;                  // device, width x height
+  Accumulate mode;
+};
+
+template <Precision P, Interpolation I, int kLegs>
+__global__ void __launch_bounds__(kThreads) backproject_kernel(const KernelArgs a) {
+  using Real = std::conditional_t<P == Precision::Double, double, float>;
+  using Record = std::conditional_t<P == Precision::Fast, FastTileRecord, PulseGeometry>;
+  __shared__ Record records[kPulseChunk];
+
+  const GridGeometry &g = a.grid;
+  const int c0 = static_cast<int>(blockIdx.x) * kTileColumns, r0 = static_cast<int>(blockIdx.y) * kTileRows;
+  const int reference_column = c0 + kTileColumns / 2, reference_row = r0 + kTileRows / 2;
+  const Pos3 reference = pixel_offset(g, reference_column, reference_row);
+  const int column = c0 + static_cast<int>(threadIdx.x) % kTileColumns;
+  const int first_row = r0 + static_cast<int>(threadIdx.x) / kTileColumns;
+
+  bool inside[kRowsPerThread];
+  FastPixel fast_pixels[kRowsPerThread];
+  Pos3 positions[kRowsPerThread];
+  Complex<Real> total[kRowsPerThread];
+#pragma unroll
+  for (int k = 0; k < kRowsPerThread; ++k) {
+    const int row = first_row + k * kThreadRows;
+    inside[k] = column < g.width && row < g.height;
+    fast_pixels[k] = fast_pixel(g, column - reference_column, row - reference_row);
+    positions[k] = pixel_offset(g, column, row);
+    total[k] = {Real(0), Real(0)};
+  }
+
+  for (int64_t start = 0; start < a.pulse_count; start += kPulseChunk) {
+    const int count = static_cast<int>(a.pulse_count - start < kPulseChunk ? a.pulse_count - start : kPulseChunk);
+    __syncthreads();  // every thread is done with the previous chunk's records
+    for (int p = static_cast<int>(threadIdx.x); p < count; p += kThreads) {
+      if constexpr (P == Precision::Fast)
+        records[p] = make_fast_tile_record<kLegs>(a.pulses[start + p], reference, g);
+      else
+        records[p] = a.pulses[start + p];
+    }
+    __syncthreads();
+
+    const Cf32 *profiles = a.samples + start * a.bins;
+    Complex<Real> partial[kRowsPerThread];
+#pragma unroll
+    for (int k = 0; k < kRowsPerThread; ++k) partial[k] = {Real(0), Real(0)};
+    for (int p = 0; p < count; ++p) {
+      const Record record = records[p];  // once for all of this thread's pixels
+      const Cf32 *profile = profiles + static_cast<int64_t>(p) * a.bins;
+#pragma unroll
+      for (int k = 0; k < kRowsPerThread; ++k) {
+        if (!inside[k]) continue;
+        if constexpr (P == Precision::Fast)
+          accumulate_fast<I, kLegs, true>(partial[k], record, fast_pixels[k], profile, a.bins, a.knab);
+        else
+          accumulate_precise<Real, I, kLegs>(partial[k], record, positions[k], profile, a.bins, a.knab);
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kRowsPerThread; ++k) {
+      total[k].re += partial[k].re;
+      total[k].im += partial[k].im;
+    }
+  }
+
+#pragma unroll
+  for (int k = 0; k < kRowsPerThread; ++k) {
+    if (!inside[k]) continue;
+    Cf32 &out = a.image[static_cast<int64_t>(first_row + k * kThreadRows) * g.width + column];
+    switch (a.mode) {
+      case Accumulate::Replace: out = {static_cast<float>(total[k].re), static_cast<float>(total[k].im)}; break;
+      case Accumulate::Add:
+        out = {static_cast<float>(Real(out.re) + total[k].re), static_cast<float>(Real(out.im) + total[k].im)};
+        break;
+      case Accumulate::Subtract:
+        out = {static_cast<float>(Real(out.re) - total[k].re), static_cast<float>(Real(out.im) - total[k].im)};
+        break;
+    }
+  }
+}
+
+using KernelLauncher = void (*)(const KernelArgs &, dim3, StreamHandle);
+
+template <Precision P, Interpolation I, int kLegs>
+void launch(const KernelArgs &args, dim3 blocks, StreamHandle stream) {
+  backproject_kernel<P, I, kLegs><<<blocks, kThreads, 0, stream>>>(args);
+}
+
+template <Precision P, Interpolation I>
+KernelLauncher launcher_for_legs(int legs) {
+  return legs == 1 ? &launch<P, I, 1> : &launch<P, I, 2>;
+}
+
+template <Precision P>
+KernelLauncher launcher_for_interpolation(Interpolation i, int legs) {
+  switch (i) {
+    case Interpolation::Nearest: return launcher_for_legs<P, Interpolation::Nearest>(legs);
+    case Interpolation::Linear: return launcher_for_legs<P, Interpolation::Linear>(legs);
+    case Interpolation::Knab: return launcher_for_legs<P, Interpolation::Knab>(legs);
+  }
+  return nullptr;
+}
+
+KernelLauncher kernel_launcher(Precision p, Interpolation i, int legs) {
+  switch (p) {
+    case Precision::Fast: return launcher_for_interpolation<Precision::Fast>(i, legs);
+    case Precision::Mixed: return launcher_for_interpolation<Precision::Mixed>(i, legs);
+    case Precision::Double: return launcher_for_interpolation<Precision::Double>(i, legs);
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+// Per-pulse data goes up through two alternating slots (page-locked staging +
+// device copy), so the host can prepare call N+1 while the kernel of call N
+// still reads its slot; a slot is refilled only after its previous upload
+// completed (its event), and on the same stream after the kernel that read it.
+struct CudaBackprojector::Impl {
+  struct Slot {
+    PulseGeometry *staging = nullptr;  // page-locked
+    PulseGeometry *device = nullptr;
+    int64_t capacity = 0;
+    Event uploaded;
+    bool pending = false;
+  };
+  int device = 0;
+  Slot slots[2];
+  int next_slot = 0;
+
+  ~Impl() {
+    for (Slot &s : slots) {
+      if (s.pending) cudaEventSynchronize(s.uploaded.get());  // no throw in a destructor
+      pinned_free(s.staging);
+      device_free(s.device, device);
+    }
+  }
+};
+
+CudaBackprojector::CudaBackprojector(const BackprojectionConfig &config, int device)
+    : config_(config), grid_(grid_geometry(config.grid)), impl_(std::make_unique<Impl>()) {
+  validate(config_);
+  knab_ = make_knab_kernel(config_.knab_taps, config_.knab_oversampling);
+  const int devices = device_count();
+  if (devices == 0) throw CudaError(0, "backprojection: no CUDA device (" + no_device_reason() + ")");
+  if (device < 0 || device >= devices)
+    throw CudaError(0, "backprojection: no CUDA device " + std::to_string(device) + " (there are " +
+                           std::to_string(devices) + ")");
+  impl_->device = device;
+  for (Impl::Slot &s : impl_->slots) s.uploaded = Event(device);
+}
+
+CudaBackprojector::~CudaBackprojector() = default;
+
+void CudaBackprojector::backproject(const RangeProfileBlock &block, std::complex<float> *image, Accumulate mode,
+                                    StreamHandle stream) {
+  if (image == nullptr) throw std::invalid_argument("backprojection: no image to write");
+  const PreparedPulses prepared = prepare_pulses(config_, block);
+  DeviceGuard guard(impl_->device);
+
+  Impl::Slot &slot = impl_->slots[impl_->next_slot];
+  impl_->next_slot ^= 1;
+  if (slot.pending) slot.uploaded.synchronize();  // its staging may be rewritten now
+  slot.pending = false;
+  if (block.pulses > slot.capacity) {
+    // Rare (the block size grew): the kernel that read the old device copy
+    // must be done before it goes.
+    stream_synchronize(stream);
+    pinned_free(slot.staging);
+    device_free(slot.device, impl_->device);
+    slot.staging = nullptr;
+    slot.device = nullptr;
+    slot.capacity = 0;
+    const int64_t capacity = std::max<int64_t>(block.pulses, kPulseChunk);
+    const size_t bytes = static_cast<size_t>(capacity) * sizeof(PulseGeometry);
+    slot.staging = static_cast<PulseGeometry *>(pinned_alloc(bytes));
+    slot.device = static_cast<PulseGeometry *>(device_alloc(bytes, impl_->device));
+    slot.capacity = capacity;
+  }
+  if (block.pulses > 0) {
+    std::copy(prepared.geometry.begin(), prepared.geometry.end(), slot.staging);
+    copy_async(slot.device, slot.staging, prepared.geometry.size() * sizeof(PulseGeometry), stream);
+    slot.uploaded.record(stream);
+    slot.pending = true;
+  }
+
+  KernelArgs args;
+  args.grid = grid_;
+  args.knab = knab_;
+  args.pulses = slot.device;
+  args.pulse_count = block.pulses;
+  args.samples = reinterpret_cast<const Cf32 *>(block.samples);
+  args.bins = static_cast<int>(block.bins);
+  args.image = reinterpret_cast<Cf32 *>(image);
+  args.mode = mode;
+  const dim3 blocks(static_cast<unsigned>((grid_.width + kTileColumns - 1) / kTileColumns),
+                    static_cast<unsigned>((grid_.height + kTileRows - 1) / kTileRows));
+  kernel_launcher(config_.precision, config_.interpolation, prepared.legs)(args, blocks, stream);
+  check_launch("backprojection kernel launch");
+}
+
+}  // namespace cs::sar
