@@ -309,22 +309,35 @@ TEST(Transfer, DeviceThatDoesNotExistFailsCleanly) {
   EXPECT_TRUE(msg.find("device") != std::string::npos) << msg;
 }
 
-TEST(Transfer, EveryPropertyIsDocumented) {
-  for (const char *name : {"gpuupload", "gpudownload"}) {
-    GstElementFactory *factory = gst_element_factory_find(name);
-    ASSERT_NE(factory, nullptr) << name << " is not registered";
-    EXPECT_GT(strlen(gst_element_factory_get_metadata(factory, GST_ELEMENT_METADATA_DESCRIPTION)), 40u);
-    GstElement *element = gst_element_factory_create(factory, nullptr);
-    guint n = 0;
-    GParamSpec **props = g_object_class_list_properties(G_OBJECT_GET_CLASS(element), &n);
-    for (guint i = 0; i < n; ++i) {
-      const char *blurb = g_param_spec_get_blurb(props[i]);
-      EXPECT_TRUE(blurb && strlen(blurb) > 10) << name << "::" << props[i]->name;
+TEST(Plugins, EveryElementAndPropertyIsDocumented) {
+  // Every element of the project's plugins, as gst-inspect-1.0 shows them.
+  GList *plugins = gst_registry_get_plugin_list(gst_registry_get());
+  int elements = 0;
+  for (GList *p = plugins; p; p = p->next) {
+    const char *plugin = gst_plugin_get_name(GST_PLUGIN(p->data));
+    if (!g_str_has_prefix(plugin, "cudasensing")) continue;
+    GList *features = gst_registry_get_feature_list_by_plugin(gst_registry_get(), plugin);
+    for (GList *f = features; f; f = f->next) {
+      if (!GST_IS_ELEMENT_FACTORY(f->data)) continue;
+      GstElementFactory *factory = GST_ELEMENT_FACTORY(f->data);
+      const char *name = GST_OBJECT_NAME(factory);
+      ++elements;
+      EXPECT_GT(strlen(gst_element_factory_get_metadata(factory, GST_ELEMENT_METADATA_DESCRIPTION)), 30u) << name;
+      GstElement *element = gst_element_factory_create(factory, nullptr);
+      ASSERT_NE(element, nullptr) << name;
+      guint n = 0;
+      GParamSpec **props = g_object_class_list_properties(G_OBJECT_GET_CLASS(element), &n);
+      for (guint i = 0; i < n; ++i) {
+        const char *blurb = g_param_spec_get_blurb(props[i]);
+        EXPECT_TRUE(blurb && strlen(blurb) > 10) << name << "::" << props[i]->name;
+      }
+      g_free(props);
+      gst_object_unref(element);
     }
-    g_free(props);
-    gst_object_unref(element);
-    gst_object_unref(factory);
+    gst_plugin_feature_list_free(features);
   }
+  gst_plugin_list_free(plugins);
+  EXPECT_GE(elements, 2) << "the project's plugins were not found (GST_PLUGIN_PATH)";
 }
 
 TEST(GpuMemory, CopyAndShareKeepContents) {

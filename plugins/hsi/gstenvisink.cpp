@@ -1,0 +1,260 @@
+/* envisink: writes a stream of class maps (hsiclassify's GRAY8 / GRAY16_LE
+ * blocks of lines) as one ENVI Classification file: the labels line after
+ * line (data type 1, or 12 beyond 254 classes; BSQ, one band) and, at EOS or
+ * stop, the header with `file type = ENVI Classification`, `classes`,
+ * `class names` (from the caps field class-names that hsiclassify sets) and
+ * `class lookup` (the palette hsicolorize uses), so the result opens in ENVI,
+ * QGIS and Spectral Python. Endless streams are written as they come. */
+#include "gstenvisink.h"
+
+#include <gst/video/video.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "class-palette.h"
+
+GST_DEBUG_CATEGORY_STATIC(gst_envi_sink_debug);
+#define GST_CAT_DEFAULT gst_envi_sink_debug
+
+namespace {
+struct SinkState {
+  FILE *data = nullptr;
+  std::string data_path, header_path;
+  GstVideoInfo info;
+  bool have_info = false;
+  std::vector<std::string> class_names;  // class k at k - 1
+  guint64 lines = 0;
+  unsigned max_label = 0;
+  bool header_written = false;
+};
+
+// `cube.img` -> `cube.hdr`; a name without extension gets `.hdr` appended.
+std::string header_path_for(const std::string &data) {
+  const size_t slash = data.find_last_of('/');
+  const size_t dot = data.find_last_of('.');
+  if (dot != std::string::npos && (slash == std::string::npos || dot > slash) && dot + 1 < data.size())
+    return data.substr(0, dot) + ".hdr";
+  return data + ".hdr";
+}
+}  // namespace
+
+struct _GstEnviSink {
+  GstBaseSink parent;
+  gchar *location;
+  SinkState *state;
+};
+
+G_DEFINE_TYPE(GstEnviSink, gst_envi_sink, GST_TYPE_BASE_SINK)
+GST_ELEMENT_REGISTER_DEFINE(envisink, "envisink", GST_RANK_NONE, GST_TYPE_ENVI_SINK)
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
+    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE("{ GRAY8, GRAY16_LE }")));
+
+enum { PROP_0, PROP_LOCATION };
+
+static gboolean envi_sink_start(GstBaseSink *base) {
+  auto *self = GST_ENVI_SINK(base);
+  GST_OBJECT_LOCK(self);
+  const std::string location = self->location ? self->location : "";
+  GST_OBJECT_UNLOCK(self);
+  if (location.empty()) {
+    GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("No file name given"),
+                      ("Set the location property to the classification's data file (e.g. classes.img)"));
+    return FALSE;
+  }
+  auto *st = new SinkState();
+  st->data_path = location;
+  st->header_path = header_path_for(location);
+  st->data = std::fopen(location.c_str(), "wb");
+  if (!st->data) {
+    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE, ("Cannot write %s", location.c_str()), ("%s", g_strerror(errno)));
+    delete st;
+    return FALSE;
+  }
+  self->state = st;
+  return TRUE;
+}
+
+static bool write_header(GstEnviSink *self) {
+  SinkState *st = self->state;
+  if (!st || st->header_written || !st->have_info) return true;
+  const bool wide = GST_VIDEO_INFO_FORMAT(&st->info) == GST_VIDEO_FORMAT_GRAY16_LE;
+  // Classes: every name the caps gave, and at least every label seen.
+  size_t classes = st->class_names.size() + 1;
+  if (st->max_label + 1 > classes) classes = st->max_label + 1;
+  std::string names = "{Unclassified";
+  for (size_t k = 1; k < classes; ++k) {
+    std::string name = k <= st->class_names.size() ? st->class_names[k - 1] : "Class " + std::to_string(k);
+    for (char &c : name)
+      if (c == ',' || c == '{' || c == '}') c = ' ';  // separators of ENVI lists
+    names += ", " + name;
+  }
+  names += "}";
+  std::string text = "ENVI\ndescription = {Class map written by gst-cuda-sensing envisink}\n";
+  text += "samples = " + std::to_string(GST_VIDEO_INFO_WIDTH(&st->info)) + "\n";
+  text += "lines = " + std::to_string(st->lines) + "\n";
+  text += "bands = 1\nheader offset = 0\nfile type = ENVI Classification\n";
+  text += std::string("data type = ") + (wide ? "12" : "1") + "\ninterleave = bsq\nbyte order = 0\n";
+  text += "classes = " + std::to_string(classes) + "\n";
+  text += "class lookup = " + hsi_palette::format_class_lookup(hsi_palette::default_palette(classes)) + "\n";
+  text += "class names = " + names + "\n";
+  FILE *f = std::fopen(st->header_path.c_str(), "wb");
+  const bool ok = f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (f && std::fclose(f) != 0) return false;
+  if (!ok) {
+    GST_ELEMENT_ERROR(self, RESOURCE, WRITE, ("Cannot write the ENVI header %s", st->header_path.c_str()),
+                      ("%s", g_strerror(errno)));
+    return false;
+  }
+  if (std::fflush(st->data) != 0) {
+    GST_ELEMENT_ERROR(self, RESOURCE, WRITE, ("Cannot write %s", st->data_path.c_str()), ("%s", g_strerror(errno)));
+    return false;
+  }
+  st->header_written = true;
+  GST_INFO_OBJECT(self, "%s: %d x %" G_GUINT64_FORMAT " labels, %zu classes", st->header_path.c_str(),
+                  GST_VIDEO_INFO_WIDTH(&st->info), st->lines, classes);
+  return true;
+}
+
+static gboolean envi_sink_stop(GstBaseSink *base) {
+  auto *self = GST_ENVI_SINK(base);
+  SinkState *st = self->state;
+  if (!st) return TRUE;
+  bool ok = write_header(self);
+  if (st->data && std::fclose(st->data) != 0) ok = false;
+  delete st;
+  self->state = nullptr;
+  return ok;
+}
+
+static gboolean envi_sink_set_caps(GstBaseSink *base, GstCaps *caps) {
+  auto *self = GST_ENVI_SINK(base);
+  SinkState *st = self->state;
+  GstVideoInfo info;
+  if (!gst_video_info_from_caps(&info, caps)) return FALSE;
+  if (st->have_info && (GST_VIDEO_INFO_WIDTH(&info) != GST_VIDEO_INFO_WIDTH(&st->info) ||
+                        GST_VIDEO_INFO_FORMAT(&info) != GST_VIDEO_INFO_FORMAT(&st->info))) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("The class map changed width or format mid-stream"),
+                      ("%d samples %s, was %d samples %s: one ENVI file holds one raster",
+                       GST_VIDEO_INFO_WIDTH(&info), gst_video_format_to_string(GST_VIDEO_INFO_FORMAT(&info)),
+                       GST_VIDEO_INFO_WIDTH(&st->info), gst_video_format_to_string(GST_VIDEO_INFO_FORMAT(&st->info))));
+    return FALSE;
+  }
+  st->info = info;
+  st->have_info = true;
+  const GValue *names = gst_structure_get_value(gst_caps_get_structure(caps, 0), "class-names");
+  if (names && GST_VALUE_HOLDS_ARRAY(names)) {
+    st->class_names.clear();
+    for (guint i = 0; i < gst_value_array_get_size(names); ++i) {
+      const GValue *v = gst_value_array_get_value(names, i);
+      st->class_names.push_back(G_VALUE_HOLDS_STRING(v) ? g_value_get_string(v) : "");
+    }
+  }
+  return TRUE;
+}
+
+static GstFlowReturn envi_sink_render(GstBaseSink *base, GstBuffer *buffer) {
+  auto *self = GST_ENVI_SINK(base);
+  SinkState *st = self->state;
+  GstVideoFrame frame;
+  if (!gst_video_frame_map(&frame, &st->info, buffer, GST_MAP_READ)) {
+    GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("Class map buffer does not match its caps"),
+                      ("%zu bytes for %d x %d", gst_buffer_get_size(buffer), GST_VIDEO_INFO_WIDTH(&st->info),
+                       GST_VIDEO_INFO_HEIGHT(&st->info)));
+    return GST_FLOW_ERROR;
+  }
+  const bool wide = GST_VIDEO_FRAME_FORMAT(&frame) == GST_VIDEO_FORMAT_GRAY16_LE;
+  const size_t width = size_t(GST_VIDEO_FRAME_WIDTH(&frame)), row_bytes = width * (wide ? 2 : 1);
+  const int height = GST_VIDEO_FRAME_HEIGHT(&frame);
+  const auto *data = static_cast<const uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&frame, 0));
+  const int stride = GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0);
+  bool ok = true;
+  for (int y = 0; y < height && ok; ++y) {
+    const uint8_t *row = data + size_t(y) * stride;
+    for (size_t x = 0; x < width; ++x) {
+      const unsigned label = wide ? unsigned(row[2 * x]) | (unsigned(row[2 * x + 1]) << 8) : row[x];
+      if (label > st->max_label) st->max_label = label;
+    }
+    ok = std::fwrite(row, 1, row_bytes, st->data) == row_bytes;  // little endian, as the header says
+  }
+  gst_video_frame_unmap(&frame);
+  if (!ok) {
+    GST_ELEMENT_ERROR(self, RESOURCE, WRITE, ("Cannot write %s", st->data_path.c_str()), ("%s", g_strerror(errno)));
+    return GST_FLOW_ERROR;
+  }
+  st->lines += guint64(height);
+  return GST_FLOW_OK;
+}
+
+// The header goes out before EOS reaches the application.
+static gboolean envi_sink_event(GstBaseSink *base, GstEvent *event) {
+  auto *self = GST_ENVI_SINK(base);
+  if (GST_EVENT_TYPE(event) == GST_EVENT_EOS && !write_header(self)) {
+    gst_event_unref(event);
+    return FALSE;
+  }
+  return GST_BASE_SINK_CLASS(gst_envi_sink_parent_class)->event(base, event);
+}
+
+static void envi_sink_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  auto *self = GST_ENVI_SINK(object);
+  if (prop_id == PROP_LOCATION) {
+    GST_OBJECT_LOCK(self);
+    g_free(self->location);
+    self->location = g_value_dup_string(value);
+    GST_OBJECT_UNLOCK(self);
+  } else {
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+  }
+}
+
+static void envi_sink_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
+  auto *self = GST_ENVI_SINK(object);
+  if (prop_id == PROP_LOCATION) {
+    GST_OBJECT_LOCK(self);
+    g_value_set_string(value, self->location);
+    GST_OBJECT_UNLOCK(self);
+  } else {
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+  }
+}
+
+static void envi_sink_finalize(GObject *object) {
+  auto *self = GST_ENVI_SINK(object);
+  g_free(self->location);
+  G_OBJECT_CLASS(gst_envi_sink_parent_class)->finalize(object);
+}
+
+static void gst_envi_sink_class_init(GstEnviSinkClass *klass) {
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  gobject_class->set_property = envi_sink_set_property;
+  gobject_class->get_property = envi_sink_get_property;
+  gobject_class->finalize = envi_sink_finalize;
+  g_object_class_install_property(
+      gobject_class, PROP_LOCATION,
+      g_param_spec_string("location", "File",
+                          "Data file of the ENVI classification to write (e.g. classes.img); the header goes next "
+                          "to it with the extension replaced by .hdr (classes.hdr), or .hdr appended",
+                          nullptr,
+                          GParamFlags(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
+  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
+  gst_element_class_add_static_pad_template(element_class, &sink_template);
+  gst_element_class_set_static_metadata(
+      element_class, "ENVI classification sink", "Sink/File",
+      "Writes class maps (GRAY8 or GRAY16_LE blocks of lines, 0 = unclassified) as one ENVI Classification file: "
+      "data type 1 (12 beyond 254 classes), classes, class names and class lookup in the header",
+      "gst-cuda-sensing developers");
+  GstBaseSinkClass *sink_class = GST_BASE_SINK_CLASS(klass);
+  sink_class->start = envi_sink_start;
+  sink_class->stop = envi_sink_stop;
+  sink_class->set_caps = envi_sink_set_caps;
+  sink_class->render = envi_sink_render;
+  sink_class->event = envi_sink_event;
+  GST_DEBUG_CATEGORY_INIT(gst_envi_sink_debug, "envisink", 0, "ENVI classification writer");
+}
+
+static void gst_envi_sink_init(GstEnviSink *self) { gst_base_sink_set_sync(GST_BASE_SINK(self), FALSE); }

@@ -1,0 +1,339 @@
+/* cphdsrc: streams the pulses of one channel of an NGA CPHD 1.0/1.1 file.
+ *
+ * The reader (cs::sar::CphdReader) validates the header, XML and every size
+ * and offset before reading; what it rejects becomes an element error whose
+ * text names the field and its byte offset. Samples go out as complex int16
+ * (CF "CI16") when the file stores CI4, with each pulse's AmpSF in the pulse
+ * meta; CF8 and CI2 files go out as complex float32 with AmpSF already
+ * applied (the meta's amp_sf is then 1). Buffer times are TxTime from the
+ * channel's first vector; the element answers DURATION and seeks in TIME to
+ * the first vector transmitted at or after the seek position. */
+#include "gstcphdsrc.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "sar-common.h"
+#include "sar/cphd.h"
+
+GST_DEBUG_CATEGORY_STATIC(gst_cphd_src_debug);
+#define GST_CAT_DEFAULT gst_cphd_src_debug
+
+using cs::sar::Domain;
+using cs::sar::SampleFormat;
+
+namespace {
+struct ReaderState {
+  std::unique_ptr<cs::sar::CphdReader> reader;
+  size_t channel = 0;
+  int64_t num_vectors = 0;
+  double first_tx_time = 0;
+  double last_tx_time = 0;
+  gstsar::PhaseHistoryFormat format;
+};
+}  // namespace
+
+struct _GstCphdSrc {
+  GstPushSrc parent;
+  gchar *location;
+  gchar *channel;
+  guint pulses_per_buffer;
+  gint64 next_pulse;
+  ReaderState *state;
+};
+
+G_DEFINE_TYPE(GstCphdSrc, gst_cphd_src, GST_TYPE_PUSH_SRC)
+GST_ELEMENT_REGISTER_DEFINE(cphdsrc, "cphdsrc", GST_RANK_NONE, GST_TYPE_CPHD_SRC)
+
+static GstStaticPadTemplate src_template =
+    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
+                            GST_STATIC_CAPS(GST_SAR_PHASE_HISTORY_MEDIA_TYPE ", format=(string){CF32,CI16}, "
+                                                                             "domain=(string){time,frequency}"));
+
+enum { PROP_0, PROP_LOCATION, PROP_CHANNEL, PROP_PULSES_PER_BUFFER };
+
+// The stream description of a channel, from the XML and its first vector.
+static gstsar::PhaseHistoryFormat describe_channel(cs::sar::CphdReader &reader, size_t channel) {
+  const cs::sar::CphdMetadata &m = reader.metadata();
+  const cs::sar::CphdChannel &c = m.channels[channel];
+  if (c.num_samples > G_MAXINT) throw cs::sar::CphdError("NumSamples " + std::to_string(c.num_samples) + " is too large to stream");
+  const cs::sar::PulseParameters first = reader.read_pvp(channel, 0, 1).at(0);
+  gstsar::PhaseHistoryFormat f;
+  f.format = m.format == SampleFormat::CI4 ? gstsar::WireFormat::CI16 : gstsar::WireFormat::CF32;
+  f.samples_per_pulse = c.num_samples;
+  f.domain = m.domain;
+  f.phase_sign = m.sgn;
+  // Centre and bandwidth: the channel's, else the waveform's, else the first vector's band.
+  f.center_frequency_hz = c.fx_c > 0 ? c.fx_c
+                          : m.waveform && m.waveform->freq_center_hz > 0 ? m.waveform->freq_center_hz
+                                                                          : 0.5 * (first.fx1 + first.fx2);
+  f.bandwidth_hz = c.fx_bw > 0 ? c.fx_bw
+                   : m.waveform && m.waveform->rf_bandwidth_hz > 0 ? m.waveform->rf_bandwidth_hz
+                                                                    : first.fx2 - first.fx1;
+  if (m.domain == Domain::TOA) {
+    f.sample_rate_hz = m.waveform && m.waveform->sample_rate_hz > 0 ? m.waveform->sample_rate_hz
+                       : first.scss > 0                              ? 1.0 / first.scss
+                                                                     : 0;
+    f.chirp_rate_hz_per_s = m.waveform ? m.waveform->lfm_rate_hz_per_s : 0;
+    f.chirp_duration_s = m.waveform ? m.waveform->pulse_length_s : 0;
+    f.sample_start_s = first.sc0;
+  } else {
+    f.frequency_step_hz = first.scss;
+  }
+  if (!(f.center_frequency_hz > 0) || !(f.bandwidth_hz > 0))
+    throw cs::sar::CphdError("channel '" + c.identifier + "' has no positive centre frequency and bandwidth (FxC, FxBW)");
+  if (m.domain == Domain::TOA && !(f.sample_rate_hz > 0))
+    throw cs::sar::CphdError("channel '" + c.identifier + "' has no sample rate (TxRcv SampleRate or SCSS)");
+  if (m.domain == Domain::FX && !(f.frequency_step_hz > 0))
+    throw cs::sar::CphdError("channel '" + c.identifier + "' has no positive frequency step (SCSS of vector 0)");
+  return f;
+}
+
+static gboolean cphd_src_start(GstBaseSrc *src) {
+  auto *self = GST_CPHD_SRC(src);
+  GST_OBJECT_LOCK(self);
+  const std::string location = self->location ? self->location : "";
+  const std::string channel = self->channel ? self->channel : "0";
+  GST_OBJECT_UNLOCK(self);
+  if (location.empty()) {
+    GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("No file name given: set the location property"), (nullptr));
+    return FALSE;
+  }
+  if (!g_file_test(location.c_str(), G_FILE_TEST_IS_REGULAR)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("CPHD file '%s' does not exist or is not a file", location.c_str()),
+                      (nullptr));
+    return FALSE;
+  }
+  try {
+    auto st = std::make_unique<ReaderState>();
+    st->reader = std::make_unique<cs::sar::CphdReader>(location);
+    st->channel = st->reader->metadata().channel_index(channel);
+    st->num_vectors = st->reader->metadata().channels[st->channel].num_vectors;
+    st->format = describe_channel(*st->reader, st->channel);
+    st->first_tx_time = st->reader->read_pvp(st->channel, 0, 1).at(0).tx_time;
+    st->last_tx_time = st->reader->read_pvp(st->channel, st->num_vectors - 1, 1).at(0).tx_time;
+    GST_INFO_OBJECT(self, "'%s' channel %zu: %" G_GINT64_FORMAT " vectors of %" G_GINT64_FORMAT " samples (%s, %s)",
+                    location.c_str(), st->channel, st->num_vectors, st->format.samples_per_pulse,
+                    cs::sar::to_string(st->reader->metadata().format), cs::sar::to_string(st->reader->metadata().domain));
+    self->state = st.release();
+  } catch (const std::exception &e) {
+    GST_ELEMENT_ERROR(self, STREAM, DECODE, ("Cannot read CPHD file '%s': %s", location.c_str(), e.what()),
+                      (nullptr));
+    return FALSE;
+  }
+  self->next_pulse = 0;
+  return TRUE;
+}
+
+static gboolean cphd_src_stop(GstBaseSrc *src) {
+  auto *self = GST_CPHD_SRC(src);
+  delete self->state;
+  self->state = nullptr;
+  return TRUE;
+}
+
+static gboolean cphd_src_negotiate(GstBaseSrc *src) {
+  auto *self = GST_CPHD_SRC(src);
+  if (!self->state) return FALSE;
+  GstCaps *caps = gstsar::phase_history_caps(self->state->format);
+  const gboolean ok = gst_base_src_set_caps(src, caps);
+  if (!ok) {
+    gchar *text = gst_caps_to_string(caps);
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Downstream does not accept the CPHD channel's stream"),
+                      ("cphdsrc produces %s", text));
+    g_free(text);
+  }
+  gst_caps_unref(caps);
+  return ok;
+}
+
+static GstFlowReturn cphd_src_create(GstPushSrc *src, GstBuffer **out) {
+  auto *self = GST_CPHD_SRC(src);
+  ReaderState *st = self->state;
+  if (!st) return GST_FLOW_NOT_NEGOTIATED;
+  if (self->next_pulse >= st->num_vectors) return GST_FLOW_EOS;
+  GST_OBJECT_LOCK(self);
+  const gint64 count = std::min<gint64>(self->pulses_per_buffer, st->num_vectors - self->next_pulse);
+  GST_OBJECT_UNLOCK(self);
+  const gint64 first = self->next_pulse;
+  GstBuffer *buf = nullptr;
+  try {
+    buf = gst_buffer_new_allocate(nullptr, static_cast<size_t>(count) * st->format.bytes_per_pulse(), nullptr);
+    if (!buf) throw std::runtime_error("cannot allocate a buffer");
+    std::vector<cs::sar::PulseParameters> pvp = st->reader->read_pvp(st->channel, first, count);
+    GstMapInfo map;
+    gst_buffer_map(buf, &map, GST_MAP_WRITE);
+    try {
+      if (st->format.format == gstsar::WireFormat::CI16) {
+        st->reader->read_signal_raw(st->channel, first, count, map.data);
+      } else {
+        st->reader->read_signal(st->channel, first, count, reinterpret_cast<std::complex<float> *>(map.data), true);
+        for (auto &p : pvp) p.amp_sf = 1.0;  // applied to the samples
+      }
+    } catch (...) {
+      gst_buffer_unmap(buf, &map);
+      throw;
+    }
+    gst_buffer_unmap(buf, &map);
+    GstSarPulseMeta *meta = gst_buffer_add_sar_pulse_meta(buf, guint64(first), guint(count), nullptr);
+    for (gint64 i = 0; i < count; ++i) meta->pulses[i] = gstsar::to_gst(pvp[static_cast<size_t>(i)]);
+    // Time from the channel's first transmit time.
+    const double t0 = pvp.front().tx_time - st->first_tx_time;
+    const double t1 = pvp.back().tx_time - st->first_tx_time;
+    if (std::isfinite(t0) && t0 >= 0) {
+      GST_BUFFER_PTS(buf) = GstClockTime(std::llround(t0 * GST_SECOND));
+      if (std::isfinite(t1) && t1 >= t0 && count > 1)
+        GST_BUFFER_DURATION(buf) = GstClockTime(std::llround((t1 - t0) * double(count) / double(count - 1) * GST_SECOND));
+    }
+    GST_BUFFER_OFFSET(buf) = guint64(first);
+    GST_BUFFER_OFFSET_END(buf) = guint64(first + count);
+  } catch (const std::exception &e) {
+    if (buf) gst_buffer_unref(buf);
+    GST_ELEMENT_ERROR(self, STREAM, DECODE,
+                      ("Cannot read vectors %" G_GINT64_FORMAT "..%" G_GINT64_FORMAT " of '%s': %s", first,
+                       first + count - 1, self->location, e.what()),
+                      (nullptr));
+    return GST_FLOW_ERROR;
+  }
+  self->next_pulse += count;
+  *out = buf;
+  return GST_FLOW_OK;
+}
+
+// Stream time of a vector: its TxTime from the channel's first one.
+static double stream_time_s(ReaderState *st, int64_t vector) {
+  return st->reader->read_pvp(st->channel, vector, 1).at(0).tx_time - st->first_tx_time;
+}
+
+// Duration: the last vector's time plus one mean pulse interval.
+static gboolean cphd_src_query(GstBaseSrc *src, GstQuery *query) {
+  auto *self = GST_CPHD_SRC(src);
+  ReaderState *st = self->state;
+  if (GST_QUERY_TYPE(query) == GST_QUERY_DURATION && st) {
+    GstFormat format;
+    gst_query_parse_duration(query, &format, nullptr);
+    const double span = st->last_tx_time - st->first_tx_time;
+    if (format == GST_FORMAT_TIME && std::isfinite(span) && span >= 0) {
+      const double interval = st->num_vectors > 1 ? span / double(st->num_vectors - 1) : 0.0;
+      gst_query_set_duration(query, GST_FORMAT_TIME, gint64(std::llround((span + interval) * GST_SECOND)));
+      return TRUE;
+    }
+  }
+  return GST_BASE_SRC_CLASS(gst_cphd_src_parent_class)->query(src, query);
+}
+
+static gboolean cphd_src_is_seekable(GstBaseSrc *src) {
+  ReaderState *st = GST_CPHD_SRC(src)->state;
+  return st && st->last_tx_time >= st->first_tx_time;
+}
+
+// A seek starts at the first vector transmitted at or after the segment's
+// start (TxTime is non-decreasing in a CPHD channel; found by bisection).
+static gboolean cphd_src_do_seek(GstBaseSrc *src, GstSegment *segment) {
+  auto *self = GST_CPHD_SRC(src);
+  ReaderState *st = self->state;
+  if (!st) return FALSE;
+  const double target = double(segment->start) / GST_SECOND;
+  try {
+    int64_t lo = 0, hi = st->num_vectors;  // first vector with time >= target lies in [lo, hi]
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (stream_time_s(st, mid) < target - 1e-12)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    self->next_pulse = lo;
+  } catch (const std::exception &e) {
+    GST_ELEMENT_ERROR(self, STREAM, DECODE, ("Cannot seek in '%s': %s", self->location, e.what()), (nullptr));
+    return FALSE;
+  }
+  segment->time = segment->start;
+  GST_DEBUG_OBJECT(self, "seek to %" GST_TIME_FORMAT ": vector %" G_GINT64_FORMAT, GST_TIME_ARGS(segment->start),
+                   self->next_pulse);
+  return TRUE;
+}
+
+static void cphd_src_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  auto *self = GST_CPHD_SRC(object);
+  GST_OBJECT_LOCK(self);
+  switch (prop_id) {
+    case PROP_LOCATION:
+      g_free(self->location);
+      self->location = g_value_dup_string(value);
+      break;
+    case PROP_CHANNEL:
+      g_free(self->channel);
+      self->channel = g_value_dup_string(value);
+      break;
+    case PROP_PULSES_PER_BUFFER: self->pulses_per_buffer = g_value_get_uint(value); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+static void cphd_src_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
+  auto *self = GST_CPHD_SRC(object);
+  GST_OBJECT_LOCK(self);
+  switch (prop_id) {
+    case PROP_LOCATION: g_value_set_string(value, self->location); break;
+    case PROP_CHANNEL: g_value_set_string(value, self->channel); break;
+    case PROP_PULSES_PER_BUFFER: g_value_set_uint(value, self->pulses_per_buffer); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+static void cphd_src_finalize(GObject *object) {
+  auto *self = GST_CPHD_SRC(object);
+  g_free(self->location);
+  g_free(self->channel);
+  delete self->state;
+  G_OBJECT_CLASS(gst_cphd_src_parent_class)->finalize(object);
+}
+
+static void gst_cphd_src_class_init(GstCphdSrcClass *klass) {
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
+  GstBaseSrcClass *src_class = GST_BASE_SRC_CLASS(klass);
+  gobject_class->set_property = cphd_src_set_property;
+  gobject_class->get_property = cphd_src_get_property;
+  gobject_class->finalize = cphd_src_finalize;
+  const GParamFlags flags = GParamFlags(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  g_object_class_install_property(
+      gobject_class, PROP_LOCATION,
+      g_param_spec_string("location", "File location", "Path of the CPHD 1.0 or 1.1 file to read", nullptr, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_CHANNEL,
+      g_param_spec_string("channel", "Channel",
+                          "Channel to stream: its Identifier in the XML, or its 0-based index (\"0\" = first)", "0",
+                          flags));
+  g_object_class_install_property(
+      gobject_class, PROP_PULSES_PER_BUFFER,
+      g_param_spec_uint("pulses-per-buffer", "Pulses per buffer",
+                        "Vectors (pulses) in each output buffer; the last buffer may hold fewer", 1, 1 << 20, 64,
+                        flags));
+  gst_element_class_add_static_pad_template(element_class, &src_template);
+  gst_element_class_set_static_metadata(
+      element_class, "CPHD file source", "Source/File/Radar",
+      "Reads NGA CPHD 1.0/1.1 phase history (CF8, CI4, CI2; FX or TOA domain) and streams one channel in blocks "
+      "of pulses with per-pulse parameters (GstSarPulseMeta); CI4 comes out as CI16, CF8 and CI2 as CF32 with "
+      "AmpSF applied; seekable by transmit time; malformed files are errors naming the field and byte offset",
+      "gst-cuda-sensing developers");
+  src_class->start = cphd_src_start;
+  src_class->stop = cphd_src_stop;
+  src_class->negotiate = cphd_src_negotiate;
+  src_class->query = cphd_src_query;
+  src_class->is_seekable = cphd_src_is_seekable;
+  src_class->do_seek = cphd_src_do_seek;
+  GST_PUSH_SRC_CLASS(klass)->create = cphd_src_create;
+  GST_DEBUG_CATEGORY_INIT(gst_cphd_src_debug, "cphdsrc", 0, "CPHD file source");
+}
+
+static void gst_cphd_src_init(GstCphdSrc *self) {
+  self->channel = g_strdup("0");
+  self->pulses_per_buffer = 64;
+  gst_base_src_set_format(GST_BASE_SRC(self), GST_FORMAT_TIME);
+}

@@ -1,0 +1,483 @@
+// hsiclassify: class maps of envisrc streams, against the kernel classifier
+// (real data) and against known answers (synthetic cubes); bad input.
+#include <gtest/gtest.h>
+#include <gst/video/video.h>
+
+#include <cmath>
+#include <random>
+
+#include "hsi/classifier.h"
+#include "hsi/convert.h"
+#include "hsi/references.h"
+#include "hsi/spectral_library.h"
+#include "test_hsi_support.h"
+
+using namespace cs::hsi;
+using hsi_element_test::run_pipeline;
+using hsi_element_test::RunResult;
+using hsi_element_test::SyntheticCube;
+using hsi_test::ScratchDir;
+
+namespace {
+
+// The class maps of a run stitched into one lines x samples label image
+// (checking caps, strides and the block meta on the way).
+::testing::AssertionResult stitch(const RunResult &r, size_t samples, size_t lines, std::vector<uint32_t> *labels,
+                                  std::string *format_out = nullptr) {
+  labels->assign(samples * lines, 0xDEADBEEF);  // poison
+  size_t next = 0;
+  for (size_t i = 0; i < r.samples.size(); ++i) {
+    GstVideoInfo info;
+    if (!gst_video_info_from_caps(&info, r.samples[i].caps))
+      return ::testing::AssertionFailure() << "not video caps: " << gst_caps_to_string(r.samples[i].caps);
+    const GstVideoFormat f = GST_VIDEO_INFO_FORMAT(&info);
+    if (format_out) *format_out = gst_video_format_to_string(f);
+    GstHsiBlockMeta *meta = gst_buffer_get_hsi_block_meta(r.samples[i].buffer);
+    if (!meta) return ::testing::AssertionFailure() << "class map " << i << " has no block meta";
+    if (meta->first_line != next) return ::testing::AssertionFailure() << "block " << i << " starts at " << meta->first_line;
+    if (size_t(GST_VIDEO_INFO_WIDTH(&info)) != samples || size_t(GST_VIDEO_INFO_HEIGHT(&info)) != meta->line_count)
+      return ::testing::AssertionFailure() << "class map " << i << " is " << GST_VIDEO_INFO_WIDTH(&info) << " x "
+                                           << GST_VIDEO_INFO_HEIGHT(&info) << " for " << meta->line_count << " lines";
+    const std::vector<uint8_t> bytes = r.bytes(i);
+    if (bytes.size() != GST_VIDEO_INFO_SIZE(&info)) return ::testing::AssertionFailure() << "size " << bytes.size();
+    const size_t stride = size_t(GST_VIDEO_INFO_PLANE_STRIDE(&info, 0));
+    for (size_t l = 0; l < meta->line_count; ++l)
+      for (size_t s = 0; s < samples; ++s) {
+        uint32_t v;
+        if (f == GST_VIDEO_FORMAT_GRAY8)
+          v = bytes[l * stride + s];
+        else
+          v = uint32_t(bytes[l * stride + 2 * s]) | (uint32_t(bytes[l * stride + 2 * s + 1]) << 8);
+        (*labels)[(next + l) * samples + s] = v;
+      }
+    next += meta->line_count;
+  }
+  if (next != lines) return ::testing::AssertionFailure() << next << " lines classified of " << lines;
+  return ::testing::AssertionSuccess();
+}
+
+// The kernel classifier's labels for a whole image (read in one block).
+std::vector<uint32_t> kernel_labels(const SpectralClassifier &classifier, const EnviReader &reader) {
+  const EnviHeader &h = reader.header();
+  const std::vector<uint8_t> raw = reader.read_lines(0, h.lines);
+  const size_t n = h.samples * h.lines;
+  std::vector<uint32_t> labels(n);
+  ClassificationOutput out;
+  out.class_map_format = classifier.class_map_format();
+  if (out.class_map_format == ClassMapFormat::gray8) {
+    std::vector<uint8_t> map(n, 0xEE);
+    out.class_map = map.data();
+    classifier.classify(make_cube_block(h, raw.data(), h.lines), out);
+    std::copy(map.begin(), map.end(), labels.begin());
+  } else {
+    std::vector<uint16_t> map(n, 0xEEEE);
+    out.class_map = map.data();
+    classifier.classify(make_cube_block(h, raw.data(), h.lines), out);
+    std::copy(map.begin(), map.end(), labels.begin());
+  }
+  return labels;
+}
+
+std::string classify_launch(const std::string &cube, size_t lines_per_buffer, const std::string &classify_props) {
+  return "envisrc location=\"" + cube + "\" lines-per-buffer=" + std::to_string(lines_per_buffer) +
+         " ! hsiclassify name=hsiclassify0 " + classify_props + " ! appsink name=sink";
+}
+
+}  // namespace
+
+// The whole USGS library against each AVIRIS-NG tile, as the element does it
+// by default (Gaussian resampling with the tile's FWHM, bbl honoured, SAM at
+// 0.10 rad), in blocks of 3 lines: the same class as the kernel classifier
+// built by hand for every pixel.
+TEST(HsiClassifyRealData, DefaultSamEqualsKernelClassifierOnAvirisNg) {
+  for (const std::string &t : hsi_test::aviris_ng_tiles()) {
+    HSI_REQUIRE_SHARED(tile, t);
+  }
+  HSI_REQUIRE_SHARED(library_path, hsi_test::kUsgsLibrary);
+  const SpectralLibrary usgs = read_envi_library(library_path);
+  size_t pixels = 0, classified = 0;
+  for (const std::string &t : hsi_test::aviris_ng_tiles()) {
+    const std::string tile = hsi_test::shared_file(t);
+    SCOPED_TRACE(tile);
+    const EnviReader reader(tile);
+    const EnviHeader &h = reader.header();
+    const SpectralLibrary lib = resample_library(usgs, h.wavelengths_nm(), h.fwhm_nm(), ResampleMethod::gaussian);
+    ReferenceRequest request;
+    request.bands = select_bands(h.bands, h.bbl);
+    const ReferenceChoice choice = choose_references(lib, h.bands, request);
+    ClassifierConfig config;
+    config.threshold = default_threshold(config.method);
+    const SpectralClassifier classifier(config, choice.references, choice.bands, h.wavelengths_nm());
+    const std::vector<uint32_t> expected = kernel_labels(classifier, reader);
+
+    const RunResult r = run_pipeline(classify_launch(tile, 3, "backend=cpu library=\"" + library_path + "\""));
+    ASSERT_TRUE(r.error.empty()) << r.everything();
+    EXPECT_TRUE(r.eos);
+    std::vector<uint32_t> labels;
+    std::string format;
+    ASSERT_TRUE(stitch(r, h.samples, h.lines, &labels, &format));
+    EXPECT_EQ(format, classifier.class_count() > 254 ? "GRAY16_LE" : "GRAY8");
+    for (size_t p = 0; p < labels.size(); ++p) EXPECT_EQ(labels[p], expected[p]) << "pixel " << p;
+    pixels += labels.size();
+    for (uint32_t v : labels) classified += v != 0;
+  }
+  std::printf("[ info     ] %zu pixels, %zu classified within 0.10 rad\n", pixels, classified);
+}
+
+// Chosen entries (names and indices), a band range, linear resampling, and
+// every method and both precisions: still the kernel's labels.
+TEST(HsiClassifyRealData, EveryMethodWithEntriesAndBandRangeEqualsKernel) {
+  const std::string t = hsi_test::aviris_ng_tiles()[0];
+  HSI_REQUIRE_SHARED(tile, t);
+  HSI_REQUIRE_SHARED(library_path, hsi_test::kUsgsLibrary);
+  const SpectralLibrary usgs = read_envi_library(library_path);
+  const EnviReader reader(tile);
+  const EnviHeader &h = reader.header();
+  const SpectralLibrary lib = resample_library(usgs, h.wavelengths_nm(), {}, ResampleMethod::linear);
+  const std::vector<double> nm = h.wavelengths_nm();
+  size_t first = 0, last = nm.size() - 1;
+  while (nm[first] < 400) ++first;
+  while (nm[last] > 2450) --last;
+  // A fresh random set of 40 entries without missing data in that range,
+  // some named, some by index.
+  std::mt19937 rng(cs_test::fresh_seed());
+  ReferenceRequest probe;
+  probe.bands = select_bands(h.bands, h.bbl, first, last);
+  std::vector<size_t> usable;
+  for (size_t e = 2; e < lib.entries(); ++e) {
+    if (lib.names[e].find("error bars") != std::string::npos || lib.names[e].find(',') != std::string::npos) continue;
+    bool complete = true;
+    for (int b : probe.bands) complete &= !std::isnan(lib.entry(e)[b]);
+    if (complete) usable.push_back(e);
+  }
+  ASSERT_GT(usable.size(), 100u);
+  std::shuffle(usable.begin(), usable.end(), rng);
+  usable.resize(40);
+  ReferenceRequest request = probe;
+  std::string entries;
+  for (size_t i = 0; i < usable.size(); ++i) {
+    entries += (i ? "," : "");
+    if (i % 2) {
+      entries += std::to_string(usable[i]);
+      request.indices.push_back(usable[i]);
+    } else {
+      std::string name = lib.names[usable[i]];
+      name = name.substr(0, name.find_last_not_of(' ') + 1);
+      entries += name;
+      request.names.push_back(name);
+    }
+  }
+  const ReferenceChoice choice = choose_references(lib, h.bands, request);
+  ASSERT_EQ(choice.references.count(), 40u);
+  for (Method method : kAllMethods)
+    for (Precision precision : {Precision::exact, Precision::fast}) {
+      SCOPED_TRACE(std::string(method_name(method)) + (precision == Precision::fast ? " fast" : " exact"));
+      ClassifierConfig config;
+      config.method = method;
+      config.precision = precision;
+      config.threshold = default_threshold(method);
+      const SpectralClassifier classifier(config, choice.references, choice.bands, nm);
+      const std::vector<uint32_t> expected = kernel_labels(classifier, reader);
+      const RunResult r = run_pipeline(classify_launch(
+          tile, 4,
+          "backend=cpu resample=linear library=\"" + library_path + "\" entries=\"" + entries + "\" first-band=" +
+              std::to_string(first) + " last-band=" + std::to_string(last) + " method=" + method_name(method) +
+              " precision=" + (precision == Precision::fast ? "fast" : "exact")));
+      ASSERT_TRUE(r.error.empty()) << r.everything();
+      std::vector<uint32_t> labels;
+      std::string format;
+      ASSERT_TRUE(stitch(r, h.samples, h.lines, &labels, &format));
+      EXPECT_EQ(format, "GRAY8");
+      EXPECT_EQ(labels, expected);
+    }
+}
+
+// Synthetic cubes with a known answer: each pixel is a random positive
+// multiple of one of three CSV references (SAM angle 0), or holds the data
+// ignore value in one band (class 0, no effect on its neighbours).
+TEST(HsiClassify, SyntheticCubesEveryInterleaveKnownClasses) {
+  const uint32_t seed = cs_test::fresh_seed();
+  std::mt19937 rng(seed);
+  ScratchDir dir;
+  const size_t bands = 6;
+  const double wl[bands] = {450, 550, 650, 750, 850, 950};
+  const double refs[3][bands] = {{0.1, 0.2, 0.3, 0.4, 0.5, 0.6}, {0.6, 0.5, 0.4, 0.3, 0.2, 0.1},
+                                 {0.2, 0.8, 0.2, 0.8, 0.2, 0.8}};
+  std::string csv = "wavelength (nm), fwhm, grass, soil, stripes\n";
+  for (size_t b = 0; b < bands; ++b)
+    csv += std::to_string(wl[b]) + ", 10, " + std::to_string(refs[0][b]) + ", " + std::to_string(refs[1][b]) + ", " +
+           std::to_string(refs[2][b]) + "\n";
+  hsi_test::write_text(dir.file("lib.csv"), csv);
+  int n = 0;
+  for (Interleave il : {Interleave::bsq, Interleave::bil, Interleave::bip})
+    for (DataType type : {DataType::i16, DataType::f32})
+      for (ByteOrder order : {ByteOrder::little_endian, ByteOrder::big_endian}) {
+        SCOPED_TRACE(std::string(interleave_name(il)) + " " + data_type_name(type) + " order " +
+                     std::to_string(int(order)));
+        SyntheticCube cube;
+        cube.samples = 9;
+        cube.lines = 11;
+        cube.bands = bands;
+        cube.interleave = il;
+        cube.type = type;
+        cube.order = order;
+        cube.extra = "wavelength units = Nanometers\nwavelength = {450, 550, 650, 750, 850, 950}\n"
+                     "data ignore value = -9999\n";
+        std::vector<uint32_t> expected(cube.samples * cube.lines);
+        std::vector<uint8_t> data(cube.samples * cube.lines * bands * cube.sample_bytes());
+        const bool swap = order != host_byte_order();
+        for (size_t l = 0; l < cube.lines; ++l)
+          for (size_t s = 0; s < cube.samples; ++s) {
+            const size_t k = rng() % 3;
+            const bool no_data = rng() % 7 == 0;
+            const size_t bad_band = rng() % bands;
+            const double scale = type == DataType::i16 ? 1000.0 * (1 + rng() % 20) : 0.5 + (rng() % 1000) / 100.0;
+            expected[l * cube.samples + s] = no_data ? 0 : uint32_t(k + 1);
+            for (size_t b = 0; b < bands; ++b) {
+              const double v = no_data && b == bad_band ? -9999.0 : refs[k][b] * scale;
+              uint8_t *dst = data.data() + cube.index(l, s, b) * cube.sample_bytes();
+              if (type == DataType::i16) {
+                int16_t x = int16_t(std::lround(v));
+                uint16_t u;
+                std::memcpy(&u, &x, 2);
+                if (swap) u = uint16_t((u >> 8) | (u << 8));
+                std::memcpy(dst, &u, 2);
+              } else {
+                float x = float(v);
+                uint32_t u;
+                std::memcpy(&u, &x, 4);
+                if (swap) u = __builtin_bswap32(u);
+                std::memcpy(dst, &u, 4);
+              }
+            }
+          }
+        const std::string base = dir.file("cube" + std::to_string(n++));
+        cube.write(base, data);
+        const RunResult r =
+            run_pipeline(classify_launch(base + ".hdr", 4, "backend=cpu library=\"" + dir.file("lib.csv") + "\""));
+        ASSERT_TRUE(r.error.empty()) << r.everything();
+        std::vector<uint32_t> labels;
+        ASSERT_TRUE(stitch(r, cube.samples, cube.lines, &labels));
+        EXPECT_EQ(labels, expected);
+      }
+}
+
+// A push-broom stream (one line per buffer) classifies the same as blocks.
+TEST(HsiClassifyRealData, LineStreamEqualsBlocks) {
+  const std::string t = hsi_test::aviris_ng_tiles()[1];
+  HSI_REQUIRE_SHARED(tile, t);
+  HSI_REQUIRE_SHARED(library_path, hsi_test::kUsgsLibrary);
+  const EnviReader reader(tile);
+  const std::string props = "backend=cpu library=\"" + library_path + "\"";
+  const RunResult lines = run_pipeline(classify_launch(tile, 1, props));
+  const RunResult whole = run_pipeline(classify_launch(tile, 100, props));
+  ASSERT_TRUE(lines.error.empty() && whole.error.empty()) << lines.everything() << whole.everything();
+  EXPECT_EQ(lines.samples.size(), reader.header().lines);
+  EXPECT_EQ(whole.samples.size(), 1u);
+  std::vector<uint32_t> a, b;
+  ASSERT_TRUE(stitch(lines, reader.header().samples, reader.header().lines, &a));
+  ASSERT_TRUE(stitch(whole, reader.header().samples, reader.header().lines, &b));
+  EXPECT_EQ(a, b);
+}
+
+// output=rule-images: one f32 BSQ band per class, every block bit-equal to
+// the kernel classifier's rule images of the same lines.
+TEST(HsiClassifyRealData, RuleImagesEqualKernelRuleImages) {
+  const std::string t = hsi_test::aviris_ng_tiles()[2];
+  HSI_REQUIRE_SHARED(tile, t);
+  HSI_REQUIRE_SHARED(library_path, hsi_test::kUsgsLibrary);
+  const EnviReader reader(tile);
+  const EnviHeader &h = reader.header();
+  const SpectralLibrary lib =
+      resample_library(read_envi_library(library_path), h.wavelengths_nm(), h.fwhm_nm(), ResampleMethod::gaussian);
+  ReferenceRequest request;
+  request.bands = select_bands(h.bands, h.bbl);
+  for (size_t e = 2; e < 400; e += 3) request.indices.push_back(e);
+  const ReferenceChoice choice = choose_references(lib, h.bands, request);
+  ClassifierConfig config;
+  config.method = Method::sid;
+  const SpectralClassifier classifier(config, choice.references, choice.bands, h.wavelengths_nm());
+  const size_t K = classifier.class_count();
+  ASSERT_GT(K, 10u);
+  std::string entries;
+  for (size_t e : request.indices) entries += (entries.empty() ? "" : ",") + std::to_string(e);
+  const RunResult r = run_pipeline(classify_launch(tile, 4, "backend=cpu output=rule-images method=sid library=\"" +
+                                                                library_path + "\" entries=\"" + entries + "\""));
+  ASSERT_TRUE(r.error.empty()) << r.everything();
+  ASSERT_EQ(r.samples.size(), 3u);
+  const GstStructure *s = gst_caps_get_structure(r.samples[0].caps, 0);
+  int bands = 0, samples = 0;
+  EXPECT_TRUE(gst_structure_has_name(s, "application/x-hyperspectral"));
+  EXPECT_TRUE(gst_structure_get_int(s, "bands", &bands) && size_t(bands) == K);
+  EXPECT_TRUE(gst_structure_get_int(s, "samples", &samples) && size_t(samples) == h.samples);
+  EXPECT_STREQ(gst_structure_get_string(s, "interleave"), "bsq");
+  EXPECT_STREQ(gst_structure_get_string(s, "format"), "f32");
+  const GValue *names = gst_structure_get_value(s, "band-names");
+  ASSERT_NE(names, nullptr);
+  EXPECT_EQ(gst_value_array_get_size(names), K);
+  size_t finite = 0;
+  for (size_t i = 0; i < r.samples.size(); ++i) {
+    SCOPED_TRACE("block " + std::to_string(i));
+    const size_t first = 4 * i, count = std::min<size_t>(4, h.lines - first);
+    GstHsiBlockMeta *meta = gst_buffer_get_hsi_block_meta(r.samples[i].buffer);
+    ASSERT_NE(meta, nullptr);
+    EXPECT_EQ(meta->first_line, first);
+    const std::vector<uint8_t> raw = reader.read_lines(first, count);
+    std::vector<uint8_t> map(count * h.samples * 2);
+    std::vector<float> rules(K * count * h.samples, -12345.0f);
+    ClassificationOutput out;
+    out.class_map = map.data();
+    out.class_map_format = classifier.class_map_format();
+    out.rule_images = rules.data();
+    classifier.classify(make_cube_block(h, raw.data(), count), out);
+    const std::vector<uint8_t> got = r.bytes(i);
+    ASSERT_EQ(got.size(), rules.size() * sizeof(float));
+    EXPECT_EQ(std::memcmp(got.data(), rules.data(), got.size()), 0) << "rule images differ from the kernel's";
+    for (float v : rules) finite += std::isfinite(v);
+  }
+  EXPECT_GT(finite, 0u);
+}
+
+// --- bad input ---
+
+namespace {
+std::string write_small_cube(const ScratchDir &dir) {
+  SyntheticCube cube;
+  cube.extra = "wavelength = {450, 550, 650, 750, 850}\nwavelength units = nm\n";
+  std::vector<float> values(cube.samples * cube.lines * cube.bands);
+  std::mt19937 rng(cs_test::fresh_seed());
+  for (float &v : values) v = 0.1f + float(rng() % 1000) / 1000.0f;
+  std::vector<uint8_t> data(values.size() * 4);
+  std::memcpy(data.data(), values.data(), data.size());
+  cube.write(dir.file("small"), data);
+  return dir.file("small.hdr");
+}
+}  // namespace
+
+TEST(HsiClassifyErrors, LibraryWithoutOverlappingBands) {
+  ScratchDir dir;
+  const std::string cube = write_small_cube(dir);
+  hsi_test::write_text(dir.file("far.csv"),
+                       "wavelength (nm), a, b\n5000, 0.1, 0.2\n5100, 0.2, 0.3\n5200, 0.3, 0.1\n");
+  const RunResult r = run_pipeline(classify_launch(cube, 3, "backend=cpu library=\"" + dir.file("far.csv") + "\""));
+  ASSERT_FALSE(r.error.empty());
+  EXPECT_EQ(r.error_source, "hsiclassify0") << r.everything();
+  EXPECT_EQ(r.samples.size(), 0u);
+  std::printf("[ message  ] %s\n", r.everything().c_str());
+}
+
+TEST(HsiClassifyErrors, MissingOrMalformedLibrary) {
+  ScratchDir dir;
+  const std::string cube = write_small_cube(dir);
+  RunResult r = run_pipeline(classify_launch(cube, 3, "backend=cpu library=\"" + dir.file("absent.sli") + "\""));
+  EXPECT_FALSE(r.error.empty());
+  EXPECT_EQ(r.error_source, "hsiclassify0") << r.everything();
+  r = run_pipeline(classify_launch(cube, 3, "backend=cpu"));
+  EXPECT_NE(r.error.find("No spectral library"), std::string::npos) << r.everything();
+  hsi_test::write_text(dir.file("bad.hdr"), "ENVI\nsamples = 5\nlines = x\nbands = 1\ndata type = 4\n"
+                                            "file type = ENVI Spectral Library\n");
+  hsi_test::write_bytes(dir.file("bad.sli"), "0123456789012345678", 20);
+  r = run_pipeline(classify_launch(cube, 3, "backend=cpu library=\"" + dir.file("bad.hdr") + "\""));
+  EXPECT_FALSE(r.error.empty());
+  EXPECT_NE(r.error_debug.find("lines"), std::string::npos) << r.everything();
+}
+
+TEST(HsiClassifyErrors, UnknownEntryAndEmptyBandRange) {
+  ScratchDir dir;
+  const std::string cube = write_small_cube(dir);
+  hsi_test::write_text(dir.file("lib.csv"), "wavelength (nm), a, b\n450, 0.1, 0.2\n550, 0.2, 0.3\n650, 0.3, 0.1\n"
+                                            "750, 0.3, 0.1\n850, 0.3, 0.1\n");
+  RunResult r = run_pipeline(
+      classify_launch(cube, 3, "backend=cpu entries=\"a, nonesuch\" library=\"" + dir.file("lib.csv") + "\""));
+  EXPECT_EQ(r.error_source, "hsiclassify0") << r.everything();
+  EXPECT_NE(r.error_debug.find("nonesuch"), std::string::npos) << r.everything();
+  r = run_pipeline(classify_launch(cube, 3, "backend=cpu first-band=4 last-band=2 library=\"" + dir.file("lib.csv") + "\""));
+  EXPECT_EQ(r.error_source, "hsiclassify0") << r.everything();
+  // A clean run with the same library, for contrast.
+  r = run_pipeline(classify_launch(cube, 3, "backend=cpu entries=\"b,0\" library=\"" + dir.file("lib.csv") + "\""));
+  EXPECT_TRUE(r.error.empty()) << r.everything();
+  EXPECT_EQ(r.samples.size(), 4u);
+}
+
+// --- CUDA: the same results as the CPU element ---
+
+namespace {
+
+// The rule images of a run (blocks of BSQ planes) as K planes of the scene.
+std::vector<float> stitch_rules(const RunResult &r, size_t samples, size_t lines, size_t K) {
+  std::vector<float> rules(K * samples * lines, -12345.0f);
+  size_t first = 0;
+  for (size_t i = 0; i < r.samples.size(); ++i) {
+    const std::vector<uint8_t> bytes = r.bytes(i);
+    const size_t count = bytes.size() / (K * samples * sizeof(float));
+    const auto *f = reinterpret_cast<const float *>(bytes.data());
+    for (size_t k = 0; k < K; ++k)
+      std::copy(f + k * count * samples, f + (k + 1) * count * samples,
+                rules.begin() + long(k * samples * lines + first * samples));
+    first += count;
+  }
+  return rules;
+}
+
+// As the kernel tests (tests/kernels/hsi/test_classify_cuda.cpp): GPU and
+// CPU run the same code in the same order and differ by FMA contraction and
+// the device's logf/acos/sqrt (a few float ulps of the sums).
+double rule_tolerance(Method method, float value) {
+  double bound = method == Method::bandfit ? 4e-6 : 1e-6;
+  const bool relative = method == Method::sid || method == Method::euclidean;
+  return relative ? bound * std::fabs(value) + 1e-7 : bound;
+}
+
+}  // namespace
+
+// Class maps equal; where they differ, the two classes' CPU scores are a
+// near-tie (within 1e-5), as in the kernel tests. Rule images within the
+// kernel tests' bounds. Device memory in and out, and system memory in and out.
+TEST(GpuHsiClassify, CudaEqualsCpuOnAvirisNgEveryMethod) {
+  CS_REQUIRE_GPU();
+  const std::string t = hsi_test::aviris_ng_tiles()[0];
+  HSI_REQUIRE_SHARED(tile, t);
+  HSI_REQUIRE_SHARED(library_path, hsi_test::kUsgsLibrary);
+  const EnviReader reader(tile);
+  const size_t samples = reader.header().samples, lines = reader.header().lines, n = samples * lines;
+  for (Method method : kAllMethods) {
+    SCOPED_TRACE(method_name(method));
+    const std::string props = "library=\"" + library_path + "\" method=" + method_name(method);
+    const RunResult cpu = run_pipeline(classify_launch(tile, 3, "backend=cpu " + props));
+    const RunResult cpu_rules = run_pipeline(classify_launch(tile, 3, "backend=cpu output=rule-images " + props));
+    const RunResult gpu_rules = run_pipeline(classify_launch(tile, 3, "backend=cuda output=rule-images " + props));
+    const RunResult gpu = run_pipeline("envisrc location=\"" + tile + "\" lines-per-buffer=3 ! gpuupload backend=cuda "
+                                       "! hsiclassify backend=cuda " + props + " ! gpudownload backend=cuda ! "
+                                       "appsink name=sink");
+    const RunResult gpu_sys = run_pipeline(classify_launch(tile, 3, "backend=cuda " + props));
+    for (const RunResult *r : {&cpu, &cpu_rules, &gpu_rules, &gpu, &gpu_sys}) ASSERT_TRUE(r->error.empty()) << r->everything();
+    int K = 0;
+    ASSERT_TRUE(gst_structure_get_int(gst_caps_get_structure(cpu_rules.samples[0].caps, 0), "bands", &K));
+    const std::vector<float> rules = stitch_rules(cpu_rules, samples, lines, size_t(K));
+    const std::vector<float> rules_gpu = stitch_rules(gpu_rules, samples, lines, size_t(K));
+    size_t rule_failures = 0;
+    for (size_t j = 0; j < rules.size(); ++j) {
+      const float a = rules[j], b = rules_gpu[j];
+      const bool ok = std::isnan(a) || std::isnan(b) ? std::isnan(a) && std::isnan(b)
+                                                    : std::fabs(double(a) - double(b)) <= rule_tolerance(method, a);
+      if (!ok && rule_failures++ < 5) ADD_FAILURE() << "rule value " << j << ": cpu " << a << " gpu " << b;
+    }
+    std::vector<uint32_t> a, b, c;
+    ASSERT_TRUE(stitch(cpu, samples, lines, &a));
+    ASSERT_TRUE(stitch(gpu, samples, lines, &b));
+    ASSERT_TRUE(stitch(gpu_sys, samples, lines, &c));
+    EXPECT_EQ(b, c) << "device and system memory paths run the same kernel";
+    size_t ties = 0;
+    for (size_t p = 0; p < n; ++p) {
+      if (a[p] == b[p]) continue;
+      const bool tie = a[p] > 0 && b[p] > 0 && b[p] <= uint32_t(K) &&
+                       std::fabs(rules[(a[p] - 1) * n + p] - rules[(b[p] - 1) * n + p]) < 1e-5;
+      if (tie) {
+        ++ties;
+        continue;
+      }
+      ADD_FAILURE() << "pixel " << p << ": cpu class " << a[p] << ", cuda " << b[p];
+    }
+    if (ties) std::printf("[ info     ] %s: %zu near-ties picked differently\n", method_name(method), ties);
+  }
+}

@@ -1,0 +1,259 @@
+// hsicolorize (class map -> RGBA) and envisink (class map -> ENVI
+// Classification file), read back with the project's ENVI reader.
+#include <gst/check/gstharness.h>
+#include <gst/video/video.h>
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+
+#include "hsi/envi.h"
+#include "test_hsi_support.h"
+
+using namespace cs::hsi;
+using hsi_element_test::run_pipeline;
+using hsi_element_test::RunResult;
+using hsi_element_test::SyntheticCube;
+using hsi_test::ScratchDir;
+
+namespace {
+
+struct Rgba {
+  uint8_t r, g, b, a;
+  bool operator<(const Rgba &o) const {
+    return std::tie(r, g, b, a) < std::tie(o.r, o.g, o.b, o.a);
+  }
+  bool operator==(const Rgba &o) const { return r == o.r && g == o.g && b == o.b && a == o.a; }
+  bool operator!=(const Rgba &o) const { return !(*this == o); }
+};
+
+// Pushes one class map through hsicolorize and returns each pixel's colour.
+std::vector<Rgba> colorize(const std::vector<uint16_t> &labels, int width, int height, bool wide,
+                           const std::string &lookup = "") {
+  GstHarness *h = gst_harness_new("hsicolorize");
+  if (!lookup.empty()) g_object_set(h->element, "lookup", lookup.c_str(), nullptr);
+  GstVideoInfo in;
+  gst_video_info_set_format(&in, wide ? GST_VIDEO_FORMAT_GRAY16_LE : GST_VIDEO_FORMAT_GRAY8, guint(width), guint(height));
+  GstCaps *caps = gst_video_info_to_caps(&in);
+  gst_harness_set_src_caps(h, caps);
+  GstBuffer *buf = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&in), nullptr);
+  GstMapInfo map;
+  gst_buffer_map(buf, &map, GST_MAP_WRITE);
+  std::memset(map.data, 0xEE, map.size);  // poison the padding
+  const size_t stride = size_t(GST_VIDEO_INFO_PLANE_STRIDE(&in, 0));
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x) {
+      const uint16_t v = labels[size_t(y * width + x)];
+      if (wide) {
+        map.data[y * stride + 2 * x] = uint8_t(v);
+        map.data[y * stride + 2 * x + 1] = uint8_t(v >> 8);
+      } else {
+        map.data[y * stride + x] = uint8_t(v);
+      }
+    }
+  gst_buffer_unmap(buf, &map);
+  std::vector<Rgba> out;
+  if (gst_harness_push(h, buf) != GST_FLOW_OK) {
+    ADD_FAILURE() << "push failed";
+    gst_harness_teardown(h);
+    return out;
+  }
+  GstBuffer *result = gst_harness_pull(h);
+  GstCaps *out_caps = gst_pad_get_current_caps(h->sinkpad);
+  GstVideoInfo info;
+  EXPECT_TRUE(gst_video_info_from_caps(&info, out_caps));
+  EXPECT_EQ(GST_VIDEO_INFO_FORMAT(&info), GST_VIDEO_FORMAT_RGBA);
+  EXPECT_EQ(GST_VIDEO_INFO_WIDTH(&info), width);
+  EXPECT_EQ(GST_VIDEO_INFO_HEIGHT(&info), height);
+  gst_buffer_map(result, &map, GST_MAP_READ);
+  const size_t out_stride = size_t(GST_VIDEO_INFO_PLANE_STRIDE(&info, 0));
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x) {
+      const uint8_t *p = map.data + y * out_stride + 4 * x;
+      out.push_back({p[0], p[1], p[2], p[3]});
+    }
+  gst_buffer_unmap(result, &map);
+  gst_buffer_unref(result);
+  gst_caps_unref(out_caps);  // `caps` went to the harness
+  gst_harness_teardown(h);
+  return out;
+}
+
+}  // namespace
+
+TEST(HsiColorize, FixedPaletteDistinctOpaqueClassZeroBlack) {
+  // Every GRAY8 label once, in a 13-pixel-wide map (padded rows).
+  std::vector<uint16_t> labels(256 + 4);
+  for (size_t i = 0; i < labels.size(); ++i) labels[i] = uint16_t(i % 256);
+  const std::vector<Rgba> colours = colorize(labels, 13, 20, false);
+  ASSERT_EQ(colours.size(), labels.size());
+  EXPECT_EQ(colours[0], (Rgba{0, 0, 0, 255})) << "class 0 (unclassified) is black";
+  EXPECT_EQ(colours[1], (Rgba{255, 0, 0, 255})) << "ENVI's first class colours";
+  EXPECT_EQ(colours[2], (Rgba{0, 255, 0, 255}));
+  EXPECT_EQ(colours[3], (Rgba{0, 0, 255, 255}));
+  std::set<Rgba> distinct(colours.begin(), colours.begin() + 256);
+  EXPECT_EQ(distinct.size(), 256u) << "every class its own colour";
+  for (size_t i = 256; i < labels.size(); ++i) EXPECT_EQ(colours[i], colours[i - 256]) << "same class, same colour";
+}
+
+TEST(HsiColorize, Gray16ManyClasses) {
+  std::mt19937 rng(cs_test::fresh_seed());
+  std::vector<uint16_t> labels(7 * 9);
+  for (uint16_t &v : labels) v = uint16_t(rng() % 1100);
+  labels[0] = 0;
+  labels[1] = 1000;
+  const std::vector<Rgba> colours = colorize(labels, 7, 9, true);
+  ASSERT_EQ(colours.size(), labels.size());
+  EXPECT_EQ(colours[0], (Rgba{0, 0, 0, 255}));
+  std::map<uint16_t, Rgba> seen;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    auto [it, fresh] = seen.emplace(labels[i], colours[i]);
+    EXPECT_EQ(it->second, colours[i]);
+    EXPECT_EQ(colours[i].a, 255);
+  }
+  EXPECT_EQ(colours[1], colorize({1000}, 1, 1, true)[0]);
+  EXPECT_NE(colours[1], colorize({999}, 1, 1, true)[0]);
+}
+
+TEST(HsiColorize, ClassLookupFromEnviHeader) {
+  ScratchDir dir;
+  hsi_test::write_text(dir.file("c.hdr"), "ENVI\nsamples = 1\nlines = 1\nbands = 1\ndata type = 1\n"
+                                          "file type = ENVI Classification\nclasses = 3\n"
+                                          "class lookup = {\n  10, 20, 30,\n 40, 50, 60,\n 70, 80, 90}\n");
+  const std::vector<Rgba> colours = colorize({0, 1, 2, 3}, 4, 1, false, dir.file("c.hdr"));
+  ASSERT_EQ(colours.size(), 4u);
+  EXPECT_EQ(colours[0], (Rgba{10, 20, 30, 255}));
+  EXPECT_EQ(colours[1], (Rgba{40, 50, 60, 255}));
+  EXPECT_EQ(colours[2], (Rgba{70, 80, 90, 255}));
+  EXPECT_EQ(colours[3], (Rgba{0, 0, 255, 255})) << "classes beyond the lookup: the fixed palette (class 3 blue)";
+}
+
+TEST(HsiColorize, BadLookupIsAnElementError) {
+  ScratchDir dir;
+  hsi_test::write_text(dir.file("c.hdr"), "ENVI\nsamples = 1\nlines = 1\nbands = 1\ndata type = 1\n"
+                                          "class lookup = {0, 0, 0, 300, 1}\n");
+  GstHarness *h = gst_harness_new("hsicolorize");
+  g_object_set(h->element, "lookup", dir.file("c.hdr").c_str(), nullptr);
+  gst_harness_set_src_caps_str(h, "video/x-raw, format=GRAY8, width=4, height=1, framerate=0/1");
+  GstBuffer *buf = gst_buffer_new_allocate(nullptr, 4, nullptr);
+  gst_buffer_memset(buf, 0, 1, 4);
+  EXPECT_NE(gst_harness_push(h, buf), GST_FLOW_OK);
+  gst_harness_teardown(h);
+}
+
+// --- envisink ---
+
+namespace {
+
+// A 6-band f32 cube whose pixels are multiples of three CSV references, with
+// some no-data pixels: known classes. Returns the expected labels.
+std::vector<uint8_t> write_known_scene(const ScratchDir &dir, size_t samples, size_t lines) {
+  const double refs[3][6] = {{0.1, 0.2, 0.3, 0.4, 0.5, 0.6}, {0.6, 0.5, 0.4, 0.3, 0.2, 0.1},
+                             {0.2, 0.8, 0.2, 0.8, 0.2, 0.8}};
+  std::string csv = "wavelength (nm), grass, bare soil, stripes\n";
+  const int wl[6] = {450, 550, 650, 750, 850, 950};
+  for (int b = 0; b < 6; ++b)
+    csv += std::to_string(wl[b]) + ", " + std::to_string(refs[0][b]) + ", " + std::to_string(refs[1][b]) + ", " +
+           std::to_string(refs[2][b]) + "\n";
+  hsi_test::write_text(dir.file("lib.csv"), csv);
+  SyntheticCube cube;
+  cube.samples = samples;
+  cube.lines = lines;
+  cube.bands = 6;
+  cube.interleave = Interleave::bil;
+  cube.extra = "wavelength = {450, 550, 650, 750, 850, 950}\nwavelength units = nm\n";
+  std::mt19937 rng(cs_test::fresh_seed());
+  std::vector<float> values(samples * lines * 6);
+  std::vector<uint8_t> expected(samples * lines);
+  for (size_t l = 0; l < lines; ++l)
+    for (size_t s = 0; s < samples; ++s) {
+      const size_t k = rng() % 3;
+      const bool nan = rng() % 5 == 0;
+      const float scale = float(1 + rng() % 50);
+      expected[l * samples + s] = nan ? 0 : uint8_t(k + 1);
+      for (size_t b = 0; b < 6; ++b)
+        values[cube.index(l, s, b)] = nan && b == 3 ? std::nanf("") : float(refs[k][b]) * scale;
+    }
+  std::vector<uint8_t> data(values.size() * 4);
+  std::memcpy(data.data(), values.data(), data.size());
+  cube.write(dir.file("scene"), data);
+  return expected;
+}
+
+}  // namespace
+
+TEST(EnviSink, WritesClassificationThatReadsBack) {
+  ScratchDir dir;
+  const size_t samples = 11, lines = 9;
+  const std::vector<uint8_t> expected = write_known_scene(dir, samples, lines);
+  const RunResult r = run_pipeline("envisrc location=" + dir.file("scene.hdr") +
+                                   " lines-per-buffer=4 ! hsiclassify backend=cpu library=" + dir.file("lib.csv") +
+                                   " ! tee name=t ! queue ! envisink location=" + dir.file("classes.img") +
+                                   " t. ! queue ! appsink name=sink");
+  ASSERT_TRUE(r.error.empty()) << r.everything();
+  ASSERT_TRUE(r.eos);
+  const EnviReader reader(dir.file("classes.img"));
+  const EnviHeader &h = reader.header();
+  EXPECT_EQ(reader.header_path(), dir.file("classes.hdr"));
+  EXPECT_EQ(h.samples, samples);
+  EXPECT_EQ(h.lines, lines);
+  EXPECT_EQ(h.bands, 1u);
+  EXPECT_EQ(h.data_type, DataType::u8);
+  EXPECT_EQ(h.file_type, "ENVI Classification");
+  const EnviField *classes = h.find("classes");
+  ASSERT_NE(classes, nullptr);
+  EXPECT_EQ(classes->value, "4");
+  const EnviField *names = h.find("class names");
+  ASSERT_NE(names, nullptr);
+  EXPECT_EQ(names->value, "Unclassified, grass, bare soil, stripes");
+  const EnviField *lookup = h.find("class lookup");
+  ASSERT_NE(lookup, nullptr);
+  EXPECT_EQ(lookup->value, "0, 0, 0, 255, 0, 0, 0, 255, 0, 0, 0, 255");
+  EXPECT_EQ(reader.read_lines(0, lines), expected);
+  // The colours hsicolorize gives with that header equal the default ones.
+  const std::vector<Rgba> with_lookup = colorize({0, 1, 2, 3}, 4, 1, false, dir.file("classes.hdr"));
+  const std::vector<Rgba> without = colorize({0, 1, 2, 3}, 4, 1, false);
+  EXPECT_EQ(with_lookup, without);
+}
+
+TEST(EnviSinkRealData, LargeLibraryWritesDataType12) {
+  const std::string t = hsi_test::aviris_ng_tiles()[2];
+  HSI_REQUIRE_SHARED(tile, t);
+  HSI_REQUIRE_SHARED(library_path, hsi_test::kUsgsLibrary);
+  ScratchDir dir;
+  const RunResult r = run_pipeline("envisrc location=" + tile + " lines-per-buffer=3 ! hsiclassify backend=cpu "
+                                   "library=" + library_path + " ! tee name=t ! queue ! envisink location=" +
+                                   dir.file("classes.img") + " t. ! queue ! appsink name=sink");
+  ASSERT_TRUE(r.error.empty()) << r.everything();
+  const EnviReader reader(dir.file("classes.img"));
+  EXPECT_EQ(reader.header().data_type, DataType::u16);
+  const EnviField *classes = reader.header().find("classes");
+  ASSERT_NE(classes, nullptr);
+  const GValue *names = gst_structure_get_value(gst_caps_get_structure(r.samples[0].caps, 0), "class-names");
+  ASSERT_NE(names, nullptr);
+  EXPECT_EQ(classes->value, std::to_string(gst_value_array_get_size(names) + 1));
+  // The file holds what the appsink got.
+  const std::vector<uint8_t> file = reader.read_lines(0, reader.header().lines);
+  std::vector<uint8_t> streamed;
+  for (size_t i = 0; i < r.samples.size(); ++i) {
+    GstVideoInfo info;
+    ASSERT_TRUE(gst_video_info_from_caps(&info, r.samples[i].caps));
+    const std::vector<uint8_t> bytes = r.bytes(i);
+    for (int y = 0; y < GST_VIDEO_INFO_HEIGHT(&info); ++y)
+      streamed.insert(streamed.end(), bytes.begin() + y * GST_VIDEO_INFO_PLANE_STRIDE(&info, 0),
+                      bytes.begin() + y * GST_VIDEO_INFO_PLANE_STRIDE(&info, 0) + 2 * GST_VIDEO_INFO_WIDTH(&info));
+  }
+  EXPECT_EQ(file, streamed);
+}
+
+TEST(EnviSinkErrors, NoLocationOrUnwritable) {
+  ScratchDir dir;
+  write_known_scene(dir, 3, 3);
+  const std::string head = "envisrc location=" + dir.file("scene.hdr") + " ! hsiclassify backend=cpu library=" +
+                           dir.file("lib.csv") + " ! tee name=t ! queue ! envisink name=out ";
+  RunResult r = run_pipeline(head + " t. ! queue ! appsink name=sink");
+  EXPECT_EQ(r.error_source, "out") << r.everything();
+  r = run_pipeline(head + "location=" + dir.file("no/such/folder/c.img") + " t. ! queue ! appsink name=sink");
+  EXPECT_EQ(r.error_source, "out") << r.everything();
+  EXPECT_NE(r.error.find("Cannot write"), std::string::npos) << r.everything();
+}

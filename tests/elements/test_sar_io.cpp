@@ -1,0 +1,531 @@
+// SAR streams in: the pulse meta, sarsim, cphdsrc and cphdsink.
+#include <gst/check/gstharness.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "sar/cphd.h"
+#include "sar/simulator.h"
+#include "test_sar_support.h"
+#include "test_support.h"
+
+using namespace sar_elements;
+using cs::sar::Domain;
+
+namespace {
+
+const char *kTargets = "12.5,-20,0,1;-30,40,2,0.5@45";
+
+cs::sar::SimulatorConfig config_for(Domain domain, int64_t pulses) {
+  cs::sar::SimulatorConfig c;
+  c.domain = domain;
+  c.num_pulses = pulses;
+  c.targets.push_back({{12.5, -20, 0}, {1, 0}});
+  c.targets.push_back({{-30, 40, 2}, std::polar(0.5, 45 * M_PI / 180)});
+  return c;
+}
+
+std::string sarsim(Domain domain, int64_t pulses, int per_buffer, const char *extra = "") {
+  return std::string("sarsim num-pulses=") + std::to_string(pulses) + " pulses-per-buffer=" +
+         std::to_string(per_buffer) + " domain=" + (domain == Domain::TOA ? "time" : "frequency") + " targets=\"" +
+         kTargets + "\" " + extra;
+}
+
+GstSarPulseParameters random_pulse(std::mt19937_64 &rng) {
+  std::uniform_real_distribution<double> u(-1e6, 1e6);
+  GstSarPulseParameters p;
+  auto *d = reinterpret_cast<double *>(&p);
+  for (size_t i = 0; i < sizeof(p) / sizeof(double); ++i) d[i] = u(rng);
+  p.signal = int64_t(rng() % 2);
+  return p;
+}
+
+bool same_pulses(const GstSarPulseMeta *a, const GstSarPulseMeta *b) {
+  return a && b && a->first_pulse == b->first_pulse && a->n_pulses == b->n_pulses &&
+         std::memcmp(a->pulses, b->pulses, sizeof(GstSarPulseParameters) * a->n_pulses) == 0;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- the meta
+
+TEST(SarPulseMeta, CopiesWithItsBuffer) {
+  std::mt19937_64 rng(cs_test::fresh_seed());
+  GstSarPulseParameters pulses[3] = {random_pulse(rng), random_pulse(rng), random_pulse(rng)};
+  GstBuffer *buf = gst_buffer_new_allocate(nullptr, 3 * 16, nullptr);
+  GstSarPulseMeta *meta = gst_buffer_add_sar_pulse_meta(buf, 1234, 3, pulses);
+  ASSERT_NE(meta, nullptr);
+  EXPECT_NE(meta->pulses, pulses) << "the meta owns a copy";
+  EXPECT_EQ(std::memcmp(meta->pulses, pulses, sizeof(pulses)), 0);
+
+  GstBuffer *copy = gst_buffer_copy(buf);
+  const GstSarPulseMeta *copied = gst_buffer_get_sar_pulse_meta(copy);
+  EXPECT_TRUE(same_pulses(meta, copied));
+  EXPECT_NE(copied->pulses, meta->pulses) << "a deep copy, freed with its own buffer";
+  // Part of a buffer does not hold the rows the meta names.
+  GstBuffer *part = gst_buffer_copy_region(buf, GST_BUFFER_COPY_ALL, 16, 16);
+  EXPECT_EQ(gst_buffer_get_sar_pulse_meta(part), nullptr);
+  gst_buffer_unref(part);
+  gst_buffer_unref(buf);
+  EXPECT_EQ(copied->pulses[2].tx_time, pulses[2].tx_time) << "the copy outlives the original";
+  gst_buffer_unref(copy);
+
+  GstBuffer *defaults = gst_buffer_new();
+  GstSarPulseMeta *d = gst_buffer_add_sar_pulse_meta(defaults, 0, 2, nullptr);
+  EXPECT_EQ(d->pulses[1].amp_sf, 1.0);
+  EXPECT_EQ(d->pulses[1].signal, 1);
+  EXPECT_EQ(d->pulses[1].tx_time, 0.0);
+  gst_buffer_unref(defaults);
+}
+
+static void meta_through(const char *launch) {
+  GstHarness *h = gst_harness_new_parse(launch);
+  gst_harness_set_src_caps_str(h, GST_SAR_PHASE_HISTORY_MEDIA_TYPE ", format=(string)CF32");
+  std::mt19937_64 rng(cs_test::fresh_seed());
+  std::vector<GstSarPulseParameters> pulses = {random_pulse(rng), random_pulse(rng)};
+  GstBuffer *buf = gst_buffer_new_allocate(nullptr, 2 * 64 * 8, nullptr);
+  gst_buffer_memset(buf, 0, 0x5a, 2 * 64 * 8);
+  GstSarPulseMeta *sent = gst_buffer_add_sar_pulse_meta(buf, 77, 2, pulses.data());
+  GstSarPulseMeta expected = *sent;
+  ASSERT_EQ(gst_harness_push(h, buf), GST_FLOW_OK);
+  ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
+  GstBuffer *out = gst_harness_pull(h);
+  ASSERT_NE(out, nullptr);
+  const GstSarPulseMeta *got = gst_buffer_get_sar_pulse_meta(out);
+  ASSERT_NE(got, nullptr) << "the pulse meta was lost";
+  EXPECT_EQ(got->first_pulse, expected.first_pulse);
+  ASSERT_EQ(got->n_pulses, 2u);
+  EXPECT_EQ(std::memcmp(got->pulses, pulses.data(), 2 * sizeof(GstSarPulseParameters)), 0);
+  gst_buffer_unref(out);
+  gst_harness_teardown(h);
+}
+
+TEST(SarPulseMeta, SurvivesUploadAndDownload) {
+  // Without a GPU both pass system memory through; with one the buffer goes to the device and back.
+  meta_through("gpuupload ! gpudownload");
+}
+
+TEST(GpuSarPulseMeta, SurvivesDeviceMemory) {
+  CS_REQUIRE_GPU();
+  meta_through("gpuupload ! capsfilter caps=\"" GST_SAR_PHASE_HISTORY_MEDIA_TYPE
+               "(memory:CudaSensing)\" ! gpudownload");
+}
+
+// ---------------------------------------------------------------- sarsim
+
+class SarSim : public ::testing::TestWithParam<Domain> {};
+
+TEST_P(SarSim, StreamsTheSimulatorsPulsesWithCapsMetaAndTimes) {
+  const Domain domain = GetParam();
+  PipelineRun run;
+  run_pipeline(sarsim(domain, 10, 4, "prf=500 seed=9 snr=20") + " ! appsink name=out sync=false", &run);
+  ASSERT_EQ(run.error, "");
+  ASSERT_EQ(run.samples.size(), 3u) << "10 pulses in blocks of 4: 4 + 4 + 2";
+
+  cs::sar::SimulatorConfig c = config_for(domain, 10);
+  c.prf_hz = 500;
+  c.noise_seed = 9;
+  c.snr_db = 20;
+  cs::sar::PhaseHistorySimulator sim(c);
+  const int64_t n = sim.samples_per_pulse();
+  std::vector<cs::sar::PulseParameters> pvp(10);
+  std::vector<std::complex<float>> samples(static_cast<size_t>(10 * n));
+  sim.generate(0, 10, pvp.data(), samples.data());
+
+  GstCaps *caps = run.caps(0);
+  EXPECT_TRUE(gst_structure_has_name(gst_caps_get_structure(caps, 0), GST_SAR_PHASE_HISTORY_MEDIA_TYPE));
+  EXPECT_EQ(caps_string(caps, "format"), "CF32");
+  EXPECT_EQ(caps_int(caps, "samples-per-pulse"), n);
+  EXPECT_EQ(caps_string(caps, "domain"), domain == Domain::TOA ? "time" : "frequency");
+  EXPECT_EQ(caps_double(caps, "center-frequency"), c.center_frequency_hz);
+  EXPECT_EQ(caps_double(caps, "bandwidth"), c.bandwidth_hz);
+  EXPECT_EQ(caps_int(caps, "phase-sign"), -1);
+  if (domain == Domain::TOA) {
+    EXPECT_EQ(caps_double(caps, "sample-rate"), c.sample_rate_hz);
+    EXPECT_EQ(caps_double(caps, "chirp-rate"), sim.chirp().rate_hz_per_s);
+    EXPECT_EQ(caps_double(caps, "chirp-duration"), sim.chirp().duration_s);
+    EXPECT_EQ(caps_double(caps, "sample-start"), sim.sc0());
+  } else {
+    EXPECT_EQ(caps_double(caps, "frequency-step"), sim.scss());
+  }
+
+  const std::vector<uint8_t> bytes = all_bytes(run);
+  ASSERT_EQ(bytes.size(), samples.size() * sizeof(samples[0]));
+  EXPECT_EQ(std::memcmp(bytes.data(), samples.data(), bytes.size()), 0) << "samples differ from the simulator's";
+  bool consecutive = false;
+  const auto pulses = all_pulses(run, &consecutive);
+  EXPECT_TRUE(consecutive);
+  ASSERT_EQ(pulses.size(), 10u);
+  for (size_t k = 0; k < 10; ++k) {
+    EXPECT_EQ(pulses[k].tx_time, pvp[k].tx_time);
+    EXPECT_EQ(pulses[k].rcv_time, pvp[k].rcv_time);
+    EXPECT_EQ(pulses[k].tx_pos[0], pvp[k].tx_pos.x);
+    EXPECT_EQ(pulses[k].srp_pos[2], pvp[k].srp_pos.z);
+    EXPECT_EQ(pulses[k].sc0, pvp[k].sc0);
+    EXPECT_EQ(pulses[k].scss, pvp[k].scss);
+    EXPECT_EQ(pulses[k].fx2, pvp[k].fx2);
+  }
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(GST_BUFFER_PTS(run.buffer(i)), i * 4 * GST_SECOND / 500) << "pulse k is sent at k / prf";
+    EXPECT_EQ(GST_BUFFER_DURATION(run.buffer(i)), (i < 2 ? 4 : 2) * GST_SECOND / 500);
+  }
+}
+
+TEST_P(SarSim, Ci16SamplesTimesAmpSfAreTheSignal) {
+  const Domain domain = GetParam();
+  PipelineRun run, reference;
+  run_pipeline(sarsim(domain, 5, 5, "format=ci16") + " ! appsink name=out sync=false", &run);
+  run_pipeline(sarsim(domain, 5, 5) + " ! appsink name=out sync=false", &reference);
+  ASSERT_EQ(run.error, "");
+  ASSERT_EQ(reference.error, "");
+  EXPECT_EQ(caps_string(run.caps(0), "format"), "CI16");
+  const auto q = all_bytes(run), f = all_bytes(reference);
+  ASSERT_EQ(q.size() * 2, f.size());
+  bool consecutive = false;
+  const auto pulses = all_pulses(run, &consecutive);
+  const double amp_sf = pulses.at(0).amp_sf;
+  EXPECT_GT(amp_sf, 0.0);
+  EXPECT_NEAR(amp_sf, 1.5 / 32000, 1e-12) << "full scale at the sum of the amplitudes (1.5), no noise";
+  const auto *qi = reinterpret_cast<const int16_t *>(q.data());
+  const auto *fv = reinterpret_cast<const float *>(f.data());
+  double worst = 0;
+  for (size_t i = 0; i < q.size() / 2; ++i) worst = std::max(worst, std::fabs(qi[i] * amp_sf - fv[i]));
+  EXPECT_LE(worst, 0.5 * amp_sf * (1 + 1e-6)) << "rounded to the nearest step";
+}
+
+INSTANTIATE_TEST_SUITE_P(Domains, SarSim, ::testing::Values(Domain::TOA, Domain::FX),
+                         [](const auto &info) { return std::string(cs::sar::to_string(info.param)); });
+
+TEST(SarSimSettings, EndlessStreamKeepsGoing) {
+  PipelineRun run;
+  run_pipeline("sarsim num-pulses=-1 pulses-per-buffer=2 num-buffers=7 ! appsink name=out sync=false", &run);
+  ASSERT_EQ(run.error, "");
+  ASSERT_EQ(run.samples.size(), 7u);
+  EXPECT_EQ(gst_buffer_get_sar_pulse_meta(run.buffer(6))->first_pulse, 12u);
+}
+
+TEST(SarSimSettings, StripmapReferencePointFollowsThePlatform) {
+  PipelineRun spot, strip;
+  run_pipeline(sarsim(Domain::FX, 3, 3) + " ! appsink name=out sync=false", &spot);
+  run_pipeline(sarsim(Domain::FX, 3, 3, "mode=stripmap speed=200") + " ! appsink name=out sync=false", &strip);
+  ASSERT_EQ(spot.error, "");
+  ASSERT_EQ(strip.error, "");
+  bool c = false;
+  const auto a = all_pulses(spot, &c), b = all_pulses(strip, &c);
+  ASSERT_EQ(b.size(), 3u);
+  auto moved = [](const GstSarPulseParameters &p, const GstSarPulseParameters &q) {
+    return std::sqrt(std::pow(p.srp_pos[0] - q.srp_pos[0], 2) + std::pow(p.srp_pos[1] - q.srp_pos[1], 2) +
+                     std::pow(p.srp_pos[2] - q.srp_pos[2], 2));
+  };
+  EXPECT_EQ(moved(a[0], a[2]), 0.0) << "spotlight: one scene reference point";
+  EXPECT_NEAR(moved(b[0], b[2]), 2 * 200.0 / 1000, 1e-6) << "stripmap: the point abeam the platform, 0.2 m a pulse";
+}
+
+TEST(SarSimSettings, BadTargetListIsAClearError) {
+  PipelineRun run;
+  run_pipeline("sarsim targets=\"1,2,3\" ! appsink name=out", &run);
+  EXPECT_NE(run.error.find("four numbers"), std::string::npos) << run.error;
+  PipelineRun run2;
+  run_pipeline("sarsim targets=\"1,2,x,1\" ! appsink name=out", &run2);
+  EXPECT_NE(run2.error.find("'x' is not a number"), std::string::npos) << run2.error;
+  PipelineRun run3;
+  run_pipeline("sarsim sample-rate=1e6 ! appsink name=out", &run3);  // below the 150 MHz bandwidth
+  EXPECT_NE(run3.error.find("simulation"), std::string::npos) << run3.error;
+}
+
+// ---------------------------------------------------------------- CPHD
+
+struct RoundTripCase {
+  Domain domain;
+  const char *format;
+};
+void PrintTo(const RoundTripCase &c, std::ostream *os) { *os << cs::sar::to_string(c.domain) << " " << c.format; }
+
+class CphdRoundTrip : public ::testing::TestWithParam<RoundTripCase> {};
+
+TEST_P(CphdRoundTrip, SarsimToCphdsinkToCphdsrcIsBitExact) {
+  const RoundTripCase rc = GetParam();
+  TempFile file("roundtrip.cphd");
+  const std::string sim =
+      sarsim(rc.domain, 23, 4, (std::string("snr=10 seed=5 format=") + rc.format).c_str());
+  PipelineRun write, direct, read;
+  run_pipeline(sim + " ! cphdsink location=" + file.path(), &write);
+  ASSERT_EQ(write.error, "");
+  run_pipeline(sim + " ! appsink name=out sync=false", &direct);
+  ASSERT_EQ(direct.error, "");
+  run_pipeline("cphdsrc location=" + file.path() + " pulses-per-buffer=5 ! appsink name=out sync=false", &read);
+  ASSERT_EQ(read.error, "");
+  ASSERT_EQ(read.samples.size(), 5u) << "23 pulses in blocks of 5";
+
+  EXPECT_TRUE(all_bytes(read) == all_bytes(direct)) << "samples differ after the round trip";
+  bool c1 = false, c2 = false;
+  const auto written = all_pulses(direct, &c1), back = all_pulses(read, &c2);
+  EXPECT_TRUE(c1 && c2);
+  ASSERT_EQ(back.size(), 23u);
+  ASSERT_EQ(written.size(), 23u);
+  for (size_t k = 0; k < 23; ++k)
+    EXPECT_EQ(std::memcmp(&back[k], &written[k], sizeof(GstSarPulseParameters)), 0) << "pulse " << k;
+
+  GstCaps *a = direct.caps(0), *b = read.caps(0);
+  EXPECT_EQ(caps_string(b, "format"), caps_string(a, "format"));
+  EXPECT_EQ(caps_string(b, "domain"), caps_string(a, "domain"));
+  EXPECT_EQ(caps_int(b, "samples-per-pulse"), caps_int(a, "samples-per-pulse"));
+  EXPECT_EQ(caps_int(b, "phase-sign"), caps_int(a, "phase-sign"));
+  // Centre and bandwidth come back from FxC/FxBW (computed from FX1/FX2): equal up to rounding.
+  EXPECT_NEAR(caps_double(b, "center-frequency"), caps_double(a, "center-frequency"), 1e-6);
+  EXPECT_NEAR(caps_double(b, "bandwidth"), caps_double(a, "bandwidth"), 1e-6);
+  const std::vector<const char *> fields = rc.domain == Domain::TOA
+      ? std::vector<const char *>{"sample-rate", "chirp-rate", "chirp-duration", "sample-start"}
+      : std::vector<const char *>{"frequency-step"};
+  for (const char *f : fields) EXPECT_DOUBLE_EQ(caps_double(b, f), caps_double(a, f)) << f;
+  EXPECT_EQ(GST_BUFFER_PTS(read.buffer(1)), 5 * GST_SECOND / 1000) << "times from the file's TxTime";
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, CphdRoundTrip,
+                         ::testing::Values(RoundTripCase{Domain::TOA, "cf32"}, RoundTripCase{Domain::FX, "cf32"},
+                                           RoundTripCase{Domain::TOA, "ci16"}, RoundTripCase{Domain::FX, "ci16"}),
+                         [](const auto &info) {
+                           return std::string(cs::sar::to_string(info.param.domain)) + "_" + info.param.format;
+                         });
+
+TEST(CphdErrors, MissingFile) {
+  PipelineRun run;
+  run_pipeline("cphdsrc location=/nonexistent/x.cphd ! appsink name=out", &run);
+  EXPECT_NE(run.error.find("does not exist"), std::string::npos) << run.error;
+}
+
+TEST(CphdErrors, MalformedFilesNameTheFieldAndOffset) {
+  TempFile file("good.cphd");
+  PipelineRun write;
+  run_pipeline(sarsim(Domain::FX, 12, 4) + " ! cphdsink location=" + file.path(), &write);
+  ASSERT_EQ(write.error, "");
+  std::string bytes;
+  {
+    std::ifstream in(file.path(), std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_GT(bytes.size(), 1000u);
+  struct Case {
+    const char *what;
+    std::string contents;
+    const char *expected;
+  };
+  std::string bad_magic = bytes;
+  bad_magic[0] = 'X';
+  std::string bad_xml = bytes;
+  const size_t cphd_tag = bad_xml.find("<CPHD");
+  ASSERT_NE(cphd_tag, std::string::npos);
+  bad_xml.replace(cphd_tag, 5, "<QQQQ");
+  const std::vector<Case> cases = {
+      {"truncated in the signal block", bytes.substr(0, bytes.size() - 100), "offset"},
+      {"truncated in the header", bytes.substr(0, 40), "offset"},
+      {"not CPHD", bad_magic, "not a CPHD file"},
+      {"broken XML", bad_xml, "XML"},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.what);
+    TempFile bad("bad.cphd");
+    {
+      std::ofstream out(bad.path(), std::ios::binary);
+      out.write(c.contents.data(), std::streamsize(c.contents.size()));
+    }
+    PipelineRun run;
+    run_pipeline("cphdsrc location=" + bad.path() + " ! fakesink", &run);
+    EXPECT_NE(run.error.find(c.expected), std::string::npos) << run.error;
+    EXPECT_NE(run.error.find(bad.path()), std::string::npos) << "the message names the file: " << run.error;
+  }
+}
+
+TEST(CphdErrors, UnknownChannel) {
+  TempFile file("one-channel.cphd");
+  PipelineRun write;
+  run_pipeline(sarsim(Domain::TOA, 3, 4) + " ! cphdsink location=" + file.path(), &write);
+  ASSERT_EQ(write.error, "");
+  PipelineRun run;
+  run_pipeline("cphdsrc channel=7 location=" + file.path() + " ! fakesink", &run);
+  EXPECT_NE(run.error.find("7"), std::string::npos) << run.error;
+  PipelineRun by_id;
+  run_pipeline("cphdsrc channel=1 location=" + file.path() + " ! appsink name=out sync=false", &by_id);
+  EXPECT_EQ(by_id.error, "") << "channel by its Identifier";
+  EXPECT_EQ(by_id.samples.size(), 1u);
+}
+
+// A harness around cphdsink, without the asynchronous state change of a sink
+// (the harness expects its element to reach PLAYING at once).
+static GstHarness *sink_harness(const std::string &location) {
+  GstElement *sink = gst_element_factory_make("cphdsink", nullptr);
+  g_object_set(sink, "location", location.c_str(), "async", FALSE, nullptr);
+  GstHarness *h = gst_harness_new_with_element(sink, "sink", nullptr);
+  gst_object_unref(sink);
+  return h;
+}
+
+static std::string harness_error(GstHarness *h, GstBus *bus) {
+  (void)h;
+  GstMessage *msg = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
+  std::string text = msg ? error_text(msg) : "";
+  if (msg) gst_message_unref(msg);
+  return text;
+}
+
+TEST(CphdErrors, SinkRejectsBuffersWithoutPulses) {
+  TempFile file("rejected.cphd");
+  GstHarness *h = sink_harness(file.path());
+  GstBus *bus = gst_bus_new();
+  gst_element_set_bus(h->element, bus);
+  gst_harness_set_src_caps_str(h, GST_SAR_PHASE_HISTORY_MEDIA_TYPE
+                               ", format=(string)CF32, samples-per-pulse=(int)16, domain=(string)frequency, "
+                               "center-frequency=(double)1e10, bandwidth=(double)1e8, frequency-step=(double)1e6");
+  GstBuffer *no_meta = gst_buffer_new_allocate(nullptr, 2 * 16 * 8, nullptr);
+  EXPECT_EQ(gst_harness_push(h, no_meta), GST_FLOW_ERROR);
+  std::string error = harness_error(h, bus);
+  EXPECT_NE(error.find("no pulse meta"), std::string::npos) << error;
+  GstBuffer *short_buf = gst_buffer_new_allocate(nullptr, 16 * 8 + 3, nullptr);
+  gst_buffer_add_sar_pulse_meta(short_buf, 0, 1, nullptr);
+  EXPECT_EQ(gst_harness_push(h, short_buf), GST_FLOW_ERROR);
+  error = harness_error(h, bus);
+  EXPECT_NE(error.find("not a whole number of pulses"), std::string::npos) << error;
+  gst_element_set_bus(h->element, nullptr);
+  gst_object_unref(bus);
+  gst_harness_teardown(h);
+}
+
+TEST(CphdErrors, SinkRefusesIncompleteCaps) {
+  TempFile file("refused.cphd");
+  GstHarness *h = sink_harness(file.path());
+  GstBus *bus = gst_bus_new();
+  gst_element_set_bus(h->element, bus);
+  gst_harness_set_src_caps_str(h, GST_SAR_PHASE_HISTORY_MEDIA_TYPE ", format=(string)CF32, domain=(string)time");
+  GstBuffer *buf = gst_buffer_new_allocate(nullptr, 64, nullptr);
+  EXPECT_NE(gst_harness_push(h, buf), GST_FLOW_OK);
+  const std::string error = harness_error(h, bus);
+  EXPECT_NE(error.find("samples-per-pulse"), std::string::npos) << error;
+  gst_element_set_bus(h->element, nullptr);
+  gst_object_unref(bus);
+  gst_harness_teardown(h);
+}
+
+TEST(CphdErrors, SinkSaysWhenTheReservedRoomIsFull) {
+  TempFile file("small.cphd");
+  PipelineRun run;
+  run_pipeline(sarsim(Domain::FX, 12, 4) + " ! cphdsink max-pulses=5 location=" + file.path(), &run);
+  EXPECT_NE(run.error.find("declared with 5 vectors"), std::string::npos) << run.error;
+  // What was written before the error is still a valid file.
+  PipelineRun read;
+  run_pipeline("cphdsrc location=" + file.path() + " ! appsink name=out sync=false", &read);
+  EXPECT_EQ(read.error, "");
+  bool consecutive = false;
+  EXPECT_EQ(all_pulses(read, &consecutive).size(), 4u);
+}
+
+// Files written by the kernels' writer in each stored format, with AmpSF:
+// CI4 comes out as CI16 as stored (AmpSF in the meta), CF8 and CI2 as CF32
+// with AmpSF applied (the meta's amp_sf is then 1); CPHD 1.1 reads the same.
+TEST(CphdSrcFormats, StoredFormatsAndAmpSf) {
+  struct Case {
+    cs::sar::SampleFormat format;
+    const char *version;
+  };
+  std::mt19937_64 rng(cs_test::fresh_seed());
+  for (const Case &c : {Case{cs::sar::SampleFormat::CF8, "1.0.1"}, Case{cs::sar::SampleFormat::CI4, "1.0.1"},
+                        Case{cs::sar::SampleFormat::CI2, "1.1.0"}}) {
+    SCOPED_TRACE(cs::sar::to_string(c.format));
+    cs::sar::PhaseHistorySimulator sim(config_for(Domain::FX, 9));
+    const int64_t n = sim.samples_per_pulse(), pulses = 9;
+    cs::sar::CphdMetadata m = sim.cphd_metadata(pulses);
+    m.version = c.version;
+    m.format = c.format;
+    m.pvp = cs::sar::PvpLayout::packed({cs::sar::Pvp::AmpSF});
+    std::vector<cs::sar::PulseParameters> pvp(static_cast<size_t>(pulses));
+    std::vector<std::complex<float>> samples(static_cast<size_t>(pulses * n));
+    sim.generate(0, pulses, pvp.data(), samples.data());
+    std::uniform_real_distribution<double> scale(0.5, 2.0);
+    std::normal_distribution<float> g(0.0f, 15.0f);  // int8 full scale is 8.5 deviations away
+    for (auto &p : pvp) p.amp_sf = scale(rng);
+    for (auto &s : samples) s = {std::round(g(rng)), std::round(g(rng))};  // representable in every format
+    TempFile file("formats.cphd");
+    {
+      cs::sar::CphdWriter writer(file.path(), m);
+      writer.write(0, pvp, samples.data());
+      writer.close();
+    }
+    PipelineRun run;
+    run_pipeline("cphdsrc location=" + file.path() + " pulses-per-buffer=4 ! appsink name=out sync=false", &run);
+    ASSERT_EQ(run.error, "");
+    bool consecutive = false;
+    const auto metas = all_pulses(run, &consecutive);
+    ASSERT_EQ(metas.size(), size_t(pulses));
+    const auto bytes = all_bytes(run);
+    if (c.format == cs::sar::SampleFormat::CI4) {
+      EXPECT_EQ(caps_string(run.caps(0), "format"), "CI16");
+      ASSERT_EQ(bytes.size(), samples.size() * 4);
+      const auto *q = reinterpret_cast<const int16_t *>(bytes.data());
+      for (size_t i = 0; i < samples.size(); ++i) {
+        ASSERT_EQ(q[2 * i], samples[i].real()) << i;
+        ASSERT_EQ(q[2 * i + 1], samples[i].imag()) << i;
+      }
+      for (int64_t k = 0; k < pulses; ++k) EXPECT_EQ(metas[k].amp_sf, pvp[k].amp_sf);
+    } else {
+      EXPECT_EQ(caps_string(run.caps(0), "format"), "CF32");
+      ASSERT_EQ(bytes.size(), samples.size() * 8);
+      const auto *f = reinterpret_cast<const std::complex<float> *>(bytes.data());
+      for (size_t i = 0; i < samples.size(); ++i) {
+        const float s = static_cast<float>(pvp[i / size_t(n)].amp_sf);
+        ASSERT_EQ(f[i], samples[i] * s) << i;
+      }
+      for (int64_t k = 0; k < pulses; ++k) EXPECT_EQ(metas[k].amp_sf, 1.0) << "applied to the samples";
+    }
+    for (int64_t k = 0; k < pulses; ++k) EXPECT_EQ(metas[k].tx_time, pvp[k].tx_time);
+  }
+}
+
+TEST(CphdSrcSeeking, DurationAndSeekByTransmitTime) {
+  TempFile file("seek.cphd");
+  PipelineRun write;
+  run_pipeline(sarsim(Domain::FX, 40, 8, "prf=1000") + " ! cphdsink location=" + file.path(), &write);
+  ASSERT_EQ(write.error, "");
+  GstElement *pipeline =
+      gst_parse_launch(("cphdsrc location=" + file.path() + " pulses-per-buffer=4 ! appsink name=out sync=false")
+                           .c_str(),
+                       nullptr);
+  ASSERT_NE(pipeline, nullptr);
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "out");
+  g_object_set(sink, "wait-on-eos", FALSE, nullptr);
+  gst_element_set_state(pipeline, GST_STATE_PAUSED);
+  ASSERT_EQ(gst_element_get_state(pipeline, nullptr, nullptr, 10 * GST_SECOND), GST_STATE_CHANGE_SUCCESS);
+  gint64 duration = -1;
+  EXPECT_TRUE(gst_element_query_duration(pipeline, GST_FORMAT_TIME, &duration));
+  EXPECT_EQ(duration, 40 * GST_MSECOND) << "40 pulses at 1 kHz";
+  // 10.0004 ms: the first pulse at or after it is pulse 11.
+  ASSERT_TRUE(gst_element_seek_simple(pipeline, GST_FORMAT_TIME, GstSeekFlags(GST_SEEK_FLAG_FLUSH),
+                                      10 * GST_MSECOND + 400 * GST_USECOND));
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  GstBus *bus = gst_element_get_bus(pipeline);
+  GstMessage *msg =
+      gst_bus_timed_pop_filtered(bus, 30 * GST_SECOND, GstMessageType(GST_MESSAGE_ERROR | GST_MESSAGE_EOS));
+  ASSERT_NE(msg, nullptr);
+  EXPECT_EQ(GST_MESSAGE_TYPE(msg), GST_MESSAGE_EOS) << (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR ? error_text(msg) : "");
+  gst_message_unref(msg);
+  std::vector<guint64> firsts;
+  GstClockTime first_pts = GST_CLOCK_TIME_NONE;
+  while (GstSample *s = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 0)) {
+    GstBuffer *b = gst_sample_get_buffer(s);
+    if (firsts.empty()) first_pts = GST_BUFFER_PTS(b);
+    firsts.push_back(gst_buffer_get_sar_pulse_meta(b)->first_pulse);
+    gst_sample_unref(s);
+  }
+  ASSERT_FALSE(firsts.empty());
+  EXPECT_EQ(firsts.front(), 11u);
+  EXPECT_EQ(first_pts, 11 * GST_MSECOND);
+  EXPECT_EQ(firsts.back(), 39u) << "11, 15, ... 35, 39";
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(bus);
+  gst_object_unref(sink);
+  gst_object_unref(pipeline);
+}
