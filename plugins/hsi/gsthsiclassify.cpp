@@ -354,6 +354,19 @@ static gboolean classify_stop(GstCsBaseTransform *base) {
   return TRUE;
 }
 
+// The classes' names as a string array field (class k at index k - 1).
+static void set_class_names(GstStructure *s, const char *field, const std::vector<std::string> &class_names) {
+  GValue names = G_VALUE_INIT;
+  gst_value_array_init(&names, class_names.size());
+  for (const std::string &name : class_names) {
+    GValue item = G_VALUE_INIT;
+    g_value_init(&item, G_TYPE_STRING);
+    g_value_set_string(&item, trim(name).c_str());
+    gst_value_array_append_and_take_value(&names, &item);
+  }
+  gst_structure_take_value(s, field, &names);
+}
+
 static GstCaps *classify_transform_caps(GstBaseTransform *trans, GstPadDirection direction, GstCaps *caps,
                                         GstCaps *filter) {
   auto *self = GST_HSI_CLASSIFY(trans);
@@ -370,15 +383,7 @@ static GstCaps *classify_transform_caps(GstBaseTransform *trans, GstPadDirection
         try {
           auto p = self->state->get(one);
           gst_structure_set(out, "bands", G_TYPE_INT, int(p->classifier->class_count()), nullptr);
-          GValue names = G_VALUE_INIT;
-          gst_value_array_init(&names, p->classifier->class_count());
-          for (const std::string &name : p->classifier->class_names()) {
-            GValue item = G_VALUE_INIT;
-            g_value_init(&item, G_TYPE_STRING);
-            g_value_set_string(&item, trim(name).c_str());
-            gst_value_array_append_and_take_value(&names, &item);
-          }
-          gst_structure_take_value(out, "band-names", &names);
+          set_class_names(out, "band-names", p->classifier->class_names());
         } catch (const std::exception &e) {
           GST_DEBUG_OBJECT(self, "cannot prepare for %" GST_PTR_FORMAT ": %s", one, e.what());
         }
@@ -400,15 +405,7 @@ static GstCaps *classify_transform_caps(GstBaseTransform *trans, GstPadDirection
           auto p = self->state->get(one);
           gst_structure_set(out, "format", G_TYPE_STRING, gst_video_format_to_string(p->video_format()), nullptr);
           // Class k's name at index k - 1, for hsicolorize and envisink.
-          GValue names = G_VALUE_INIT;
-          gst_value_array_init(&names, p->classifier->class_count());
-          for (const std::string &name : p->classifier->class_names()) {
-            GValue item = G_VALUE_INIT;
-            g_value_init(&item, G_TYPE_STRING);
-            g_value_set_string(&item, trim(name).c_str());
-            gst_value_array_append_and_take_value(&names, &item);
-          }
-          gst_structure_take_value(out, "class-names", &names);
+          set_class_names(out, "class-names", p->classifier->class_names());
         } catch (const std::exception &e) {
           GST_DEBUG_OBJECT(self, "cannot prepare for %" GST_PTR_FORMAT ": %s", one, e.what());
         }
