@@ -58,8 +58,12 @@ double tolerance(Method method, Precision precision, double expected) {
     case Method::sam:
       return exact ? 1e-6 : 1e-6 + 5e-7 / std::max(1e-3, std::sin(expected));
     case Method::correlation:  // r in [-1, 1]
-    case Method::bandfit:
       return exact ? 1e-6 : 1e-5;
+    case Method::bandfit:
+      // The continuum-removed ratios are float32 before the double sums:
+      // ~1e-7 relative per term, which a near-flat feature amplifies (seen:
+      // 1.2e-6 on random spectra).
+      return exact ? 4e-6 : 1e-5;
     case Method::euclidean:
       return (exact ? 2e-7 : 1e-6) * std::fabs(expected) + 1e-7;
     case Method::sid:  // float logs of p and q in both precisions

@@ -1,0 +1,218 @@
+/* siftmatch: matches each frame's SIFT descriptors (GstSiftFeaturesMeta)
+ * against the previous frame's or against a reference (a features file
+ * written by featuresink), with Lowe's ratio test and an optional mutual
+ * check, and attaches a GstSiftMatchesMeta; optionally a RANSAC homography
+ * (cv::findHomography) from the frame's points to the reference's. Frames
+ * pass through unchanged. CPU path (brute force L2) so far. */
+#include "gstsiftmatch.h"
+
+#include <opencv2/calib3d.hpp>
+
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "gst/cudasensing/sift/gstsiftfeatures-opencv.hpp"
+#include "sift/features_cpu.h"
+
+GST_DEBUG_CATEGORY_STATIC(gst_sift_match_debug);
+#define GST_CAT_DEFAULT gst_sift_match_debug
+
+struct _GstSiftMatcher {
+  GstBaseTransform parent;
+  // properties (object lock)
+  gchar *reference;
+  double ratio;
+  gboolean mutual_check;
+  gboolean homography;
+  double ransac_threshold;
+  // while running
+  std::optional<sift_cpu::Features> *train;  // reference or previous frame
+  bool train_is_reference;
+};
+
+G_DEFINE_TYPE(GstSiftMatcher, gst_sift_matcher, GST_TYPE_BASE_TRANSFORM)
+GST_ELEMENT_REGISTER_DEFINE(siftmatch, "siftmatch", GST_RANK_NONE, GST_TYPE_SIFT_MATCHER)
+
+enum { PROP_0, PROP_REFERENCE, PROP_RATIO, PROP_MUTUAL_CHECK, PROP_HOMOGRAPHY, PROP_RANSAC_THRESHOLD };
+
+static GstStaticPadTemplate sink_template =
+    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
+static GstStaticPadTemplate src_template =
+    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
+
+static gboolean match_start(GstBaseTransform *trans) {
+  auto *self = GST_SIFT_MATCHER(trans);
+  GST_OBJECT_LOCK(self);
+  const std::string reference = self->reference ? self->reference : "";
+  GST_OBJECT_UNLOCK(self);
+  self->train->reset();
+  self->train_is_reference = !reference.empty();
+  if (reference.empty()) return TRUE;
+  try {
+    std::vector<sift_cpu::Record> records = sift_cpu::read_records(reference);
+    if (records.empty()) throw std::runtime_error(reference + ": no records");
+    self->train->emplace(std::move(records.front().features));
+    GST_INFO_OBJECT(self, "reference %s: %zu keypoints", reference.c_str(), (*self->train)->keypoints.size());
+  } catch (const std::exception &e) {
+    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ, ("Cannot read the reference features %s", reference.c_str()),
+                      ("%s", e.what()));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean match_stop(GstBaseTransform *trans) {
+  GST_SIFT_MATCHER(trans)->train->reset();
+  return TRUE;
+}
+
+static GstFlowReturn match_transform_ip(GstBaseTransform *trans, GstBuffer *buf) {
+  auto *self = GST_SIFT_MATCHER(trans);
+  const GstSiftFeaturesMeta *meta = gst_buffer_get_sift_features_meta(buf);
+  if (!meta) {
+    GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("A frame has no SIFT features"),
+                      ("Put the sift element before siftmatch (buffer pts %" GST_TIME_FORMAT ")",
+                       GST_TIME_ARGS(GST_BUFFER_PTS(buf))));
+    return GST_FLOW_ERROR;
+  }
+  GST_OBJECT_LOCK(self);
+  const double ratio = self->ratio;
+  const bool mutual = self->mutual_check, want_h = self->homography;
+  const double threshold = self->ransac_threshold;
+  GST_OBJECT_UNLOCK(self);
+  sift_cpu::Features query{gst_sift::keypoints(*meta), gst_sift::descriptors(*meta)};
+  std::vector<sift_cpu::Match> matches;
+  guint train_count = 0;
+  cv::Mat h;
+  try {
+    if (self->train->has_value()) {
+      const sift_cpu::Features &train = **self->train;
+      train_count = guint(train.keypoints.size());
+      matches = sift_cpu::match_descriptors(query.descriptors, train.descriptors, ratio, mutual);
+      if (want_h && matches.size() >= 4) {
+        std::vector<cv::Point2f> from, to;
+        for (const auto &m : matches) {
+          from.push_back(query.keypoints[size_t(m.query)].pt);
+          to.push_back(train.keypoints[size_t(m.train)].pt);
+        }
+        std::vector<uchar> mask;
+        h = cv::findHomography(from, to, cv::RANSAC, threshold, mask);
+        if (!h.empty())
+          for (size_t i = 0; i < matches.size(); ++i) matches[i].inlier = mask[i] != 0;
+      }
+    }
+  } catch (const std::exception &e) {
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot match the frame's features"), ("%s", e.what()));
+    return GST_FLOW_ERROR;
+  }
+  GstSiftMatchesMeta *out = gst_buffer_add_sift_matches_meta(buf, guint(matches.size()));
+  out->train_count = train_count;
+  for (size_t i = 0; i < matches.size(); ++i)
+    out->matches[i] = GstSiftMatch{guint32(matches[i].query), guint32(matches[i].train), matches[i].distance,
+                                   matches[i].inlier ? TRUE : FALSE};
+  if (!h.empty()) {
+    out->has_homography = TRUE;
+    for (int k = 0; k < 9; ++k) out->homography[k] = h.at<double>(k / 3, k % 3);
+  }
+  GST_LOG_OBJECT(self, "%zu matches of %zu keypoints against %u", matches.size(), query.keypoints.size(), train_count);
+  if (!self->train_is_reference) self->train->emplace(std::move(query));
+  return GST_FLOW_OK;
+}
+
+static void match_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  auto *self = GST_SIFT_MATCHER(object);
+  GST_OBJECT_LOCK(self);
+  switch (prop_id) {
+    case PROP_REFERENCE:
+      g_free(self->reference);
+      self->reference = g_value_dup_string(value);
+      break;
+    case PROP_RATIO: self->ratio = g_value_get_double(value); break;
+    case PROP_MUTUAL_CHECK: self->mutual_check = g_value_get_boolean(value); break;
+    case PROP_HOMOGRAPHY: self->homography = g_value_get_boolean(value); break;
+    case PROP_RANSAC_THRESHOLD: self->ransac_threshold = g_value_get_double(value); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+static void match_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
+  auto *self = GST_SIFT_MATCHER(object);
+  GST_OBJECT_LOCK(self);
+  switch (prop_id) {
+    case PROP_REFERENCE: g_value_set_string(value, self->reference); break;
+    case PROP_RATIO: g_value_set_double(value, self->ratio); break;
+    case PROP_MUTUAL_CHECK: g_value_set_boolean(value, self->mutual_check); break;
+    case PROP_HOMOGRAPHY: g_value_set_boolean(value, self->homography); break;
+    case PROP_RANSAC_THRESHOLD: g_value_set_double(value, self->ransac_threshold); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+static void match_finalize(GObject *object) {
+  auto *self = GST_SIFT_MATCHER(object);
+  g_free(self->reference);
+  delete self->train;
+  G_OBJECT_CLASS(gst_sift_matcher_parent_class)->finalize(object);
+}
+
+static void gst_sift_matcher_class_init(GstSiftMatcherClass *klass) {
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  gobject_class->set_property = match_set_property;
+  gobject_class->get_property = match_get_property;
+  gobject_class->finalize = match_finalize;
+  const auto flags = GParamFlags(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  g_object_class_install_property(
+      gobject_class, PROP_REFERENCE,
+      g_param_spec_string("reference", "Reference features",
+                          "A features file written by featuresink (format=binary; its first record is used), e.g. "
+                          "of a reference image run through sift; unset = match each frame against the previous one",
+                          nullptr, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_RATIO,
+      g_param_spec_double("ratio", "Ratio test",
+                          "Lowe's ratio test: keep a match when its L2 distance is below ratio times the second "
+                          "nearest neighbour's",
+                          0.0, 1.0, 0.8, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_MUTUAL_CHECK,
+      g_param_spec_boolean("mutual-check", "Mutual check",
+                           "Keep only pairs that are each other's nearest neighbours", FALSE, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_HOMOGRAPHY,
+      g_param_spec_boolean("homography", "Homography",
+                           "Estimate the homography from the frame's points to the reference's with RANSAC "
+                           "(cv::findHomography; needs 4 matches) and mark the inliers",
+                           FALSE, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_RANSAC_THRESHOLD,
+      g_param_spec_double("ransac-threshold", "RANSAC threshold",
+                          "Largest reprojection error, in pixels, of a RANSAC inlier", 0.01, 1000.0, 3.0, flags));
+  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
+  gst_element_class_add_static_pad_template(element_class, &sink_template);
+  gst_element_class_add_static_pad_template(element_class, &src_template);
+  gst_element_class_set_static_metadata(
+      element_class, "SIFT matcher", "Filter/Analyzer/Video",
+      "Matches each frame's SIFT descriptors against the previous frame or a reference features file (Lowe's "
+      "ratio test, optional mutual check, optional RANSAC homography) and attaches a GstSiftMatchesMeta; frames "
+      "pass through unchanged",
+      "gst-cuda-sensing developers");
+  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
+  trans_class->start = match_start;
+  trans_class->stop = match_stop;
+  trans_class->transform_ip = match_transform_ip;
+  trans_class->passthrough_on_same_caps = FALSE;
+  GST_DEBUG_CATEGORY_INIT(gst_sift_match_debug, "siftmatch", 0, "SIFT matching");
+}
+
+static void gst_sift_matcher_init(GstSiftMatcher *self) {
+  self->ratio = 0.8;
+  self->mutual_check = FALSE;
+  self->homography = FALSE;
+  self->ransac_threshold = 3.0;
+  self->train = new std::optional<sift_cpu::Features>();
+  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
+}

@@ -1,0 +1,18 @@
+#include "gstfeaturesink.h"
+#include "gstsift.h"
+#include "gstsiftmatch.h"
+#include "gstsiftoverlay.h"
+
+static gboolean plugin_init(GstPlugin *plugin) {
+  gboolean ok = FALSE;
+  ok |= GST_ELEMENT_REGISTER(sift, plugin);
+  ok |= GST_ELEMENT_REGISTER(siftoverlay, plugin);
+  ok |= GST_ELEMENT_REGISTER(siftmatch, plugin);
+  ok |= GST_ELEMENT_REGISTER(featuresink, plugin);
+  return ok;
+}
+
+GST_PLUGIN_DEFINE(GST_VERSION_MAJOR, GST_VERSION_MINOR, cudasensingsift,
+                  "SIFT features of video frames (OpenCV-compatible keypoints and descriptors), keypoint overlay, "
+                  "matching with homography, and features files (gst-cuda-sensing)",
+                  plugin_init, "0.1.0", "LGPL", "gst-cuda-sensing", "https://github.com/gst-cuda-sensing/gst-cuda-sensing")

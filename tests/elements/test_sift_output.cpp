@@ -1,0 +1,435 @@
+// featuresink (binary records read back by a reader written here; OpenCV
+// FileStorage YAML/XML read by cv::FileStorage), siftoverlay (pixels drawn
+// where the keypoints are), siftmatch (a homography close to the true one
+// between a frame and a rotated, shifted copy).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <opencv2/calib3d.hpp>
+
+#include "gst/cudasensing/sift/gstsiftfeaturesmeta.h"
+#include "test_sift_support.h"
+
+using namespace sift_test;
+
+namespace {
+
+struct TempFile {
+  std::string path;
+  explicit TempFile(const std::string &suffix) {
+    char tmpl[] = "/tmp/cs-sift-XXXXXX";
+    const int fd = mkstemp(tmpl);
+    close(fd);
+    std::remove(tmpl);
+    path = std::string(tmpl) + suffix;
+  }
+  ~TempFile() { std::remove(path.c_str()); }
+};
+
+// The binary format as the plugin's README documents it, read independently.
+struct FileRecord {
+  uint64_t pts = 0;
+  uint32_t width = 0, height = 0, format = 0;
+  Features features;
+};
+
+std::vector<FileRecord> read_binary(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<FileRecord> out;
+  EXPECT_TRUE(in.good()) << path;
+  while (in.peek() != EOF) {
+    char magic[4];
+    uint32_t version, count, length, reserved;
+    FileRecord r;
+    in.read(magic, 4);
+    in.read(reinterpret_cast<char *>(&version), 4);
+    in.read(reinterpret_cast<char *>(&r.pts), 8);
+    in.read(reinterpret_cast<char *>(&r.width), 4);
+    in.read(reinterpret_cast<char *>(&r.height), 4);
+    in.read(reinterpret_cast<char *>(&count), 4);
+    in.read(reinterpret_cast<char *>(&length), 4);
+    in.read(reinterpret_cast<char *>(&r.format), 4);
+    in.read(reinterpret_cast<char *>(&reserved), 4);
+    EXPECT_EQ(std::string(magic, 4), "SIFT");
+    EXPECT_EQ(version, 1u);
+    if (!in) break;
+    for (uint32_t i = 0; i < count; ++i) {
+      float f[5];
+      int32_t octave, class_id;
+      in.read(reinterpret_cast<char *>(f), sizeof f);
+      in.read(reinterpret_cast<char *>(&octave), 4);
+      in.read(reinterpret_cast<char *>(&class_id), 4);
+      r.features.keypoints.emplace_back(cv::Point2f(f[0], f[1]), f[2], f[3], f[4], octave, class_id);
+    }
+    r.features.descriptors.create(int(count), int(length), r.format == 0 ? CV_8U : CV_32F);
+    in.read(reinterpret_cast<char *>(r.features.descriptors.data),
+            std::streamsize(r.features.descriptors.total() * r.features.descriptors.elemSize()));
+    EXPECT_TRUE(in.good() || in.eof());
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+// Features of frames through "sift <props>" (collected from the meta).
+std::vector<Features> sift_frames(const std::vector<cv::Mat> &images, const std::string &props = "") {
+  std::vector<GstBuffer *> frames;
+  for (const cv::Mat &m : images) frames.push_back(make_frame(m, GST_VIDEO_FORMAT_GRAY8));
+  RunResult r = run("sift backend=cpu " + props,
+                    frame_caps(GST_VIDEO_FORMAT_GRAY8, images[0].cols, images[0].rows), frames);
+  EXPECT_EQ(r.error, "") << r.everything();
+  std::vector<Features> out;
+  for (GstBuffer *b : r.buffers) out.push_back(from_meta(*gst_buffer_get_sift_features_meta(b)));
+  return out;
+}
+
+TEST(FeatureSink, BinaryRecordsEqualTheMeta) {
+  const uint32_t seed = cs_test::fresh_seed();
+  const std::vector<cv::Mat> images = {textured_bgr(200, 150, seed), textured_bgr(200, 150, seed + 1),
+                                       cv::Mat(150, 200, CV_8UC3, cv::Scalar::all(50))};
+  for (const char *format : {"opencv", "float", "rootsift"}) {
+    SCOPED_TRACE(format);
+    const std::string props = std::string("descriptor-format=") + format;
+    const std::vector<Features> metas = sift_frames(images, props);
+    ASSERT_EQ(metas.size(), images.size());
+    TempFile file(".bin");
+    std::vector<GstBuffer *> frames;
+    for (const cv::Mat &m : images) frames.push_back(make_frame(m, GST_VIDEO_FORMAT_GRAY8));
+    RunResult r = run("sift backend=cpu " + props + " ! featuresink location=" + file.path,
+                      frame_caps(GST_VIDEO_FORMAT_GRAY8, 200, 150), frames, false);
+    ASSERT_EQ(r.error, "") << r.everything();
+    const std::vector<FileRecord> records = read_binary(file.path);
+    ASSERT_EQ(records.size(), images.size());
+    for (size_t i = 0; i < records.size(); ++i) {
+      EXPECT_EQ(records[i].pts, gst_util_uint64_scale(i, GST_SECOND, 30));
+      EXPECT_EQ(records[i].width, 200u);
+      EXPECT_EQ(records[i].height, 150u);
+      EXPECT_EQ(records[i].format, std::string(format) == "opencv" ? 0u : std::string(format) == "float" ? 1u : 2u);
+      expect_same(records[i].features, metas[i]);  // same order too
+    }
+    EXPECT_GT(records[0].features.keypoints.size(), 0u);
+    EXPECT_EQ(records[2].features.keypoints.size(), 0u);  // the flat frame
+  }
+}
+
+TEST(FeatureSink, FrameWithoutMetaGivesAnEmptyRecord) {
+  TempFile file(".bin");
+  RunResult r = run("featuresink location=" + file.path, frame_caps(GST_VIDEO_FORMAT_GRAY8, 64, 48),
+                    {make_frame(textured_bgr(64, 48, 3), GST_VIDEO_FORMAT_GRAY8)}, false);
+  ASSERT_EQ(r.error, "") << r.everything();
+  const std::vector<FileRecord> records = read_binary(file.path);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].features.keypoints.size(), 0u);
+}
+
+TEST(FeatureSink, OpenCVFileStorageReadsIt) {
+  const uint32_t seed = cs_test::fresh_seed();
+  const std::vector<cv::Mat> images = {textured_bgr(200, 150, seed), textured_bgr(200, 150, seed + 7)};
+  for (const char *format : {"opencv", "rootsift"}) {
+    const std::vector<Features> metas = sift_frames(images, std::string("descriptor-format=") + format);
+    for (const char *storage : {"opencv-yaml", "opencv-xml"}) {
+      SCOPED_TRACE(std::string(format) + " " + storage);
+      TempFile file(std::string(storage) == "opencv-xml" ? ".xml" : ".yml");
+      std::vector<GstBuffer *> frames;
+      for (const cv::Mat &m : images) frames.push_back(make_frame(m, GST_VIDEO_FORMAT_GRAY8));
+      RunResult r = run(std::string("sift backend=cpu descriptor-format=") + format + " ! featuresink format=" +
+                            storage + " location=" + file.path,
+                        frame_caps(GST_VIDEO_FORMAT_GRAY8, 200, 150), frames, false);
+      ASSERT_EQ(r.error, "") << r.everything();
+      cv::FileStorage fs(file.path, cv::FileStorage::READ);
+      ASSERT_TRUE(fs.isOpened());
+      cv::FileNode list = fs["frames"];
+      ASSERT_TRUE(list.isSeq());
+      ASSERT_EQ(list.size(), images.size());
+      for (size_t i = 0; i < images.size(); ++i) {
+        cv::FileNode node = list[int(i)];
+        EXPECT_EQ(double(node["pts"]), double(gst_util_uint64_scale(i, GST_SECOND, 30)));
+        EXPECT_EQ(int(node["width"]), 200);
+        EXPECT_EQ(int(node["height"]), 150);
+        Features f;
+        cv::read(node["keypoints"], f.keypoints);
+        node["descriptors"] >> f.descriptors;
+        // cv::FileStorage writes floats with enough digits to read them back exactly.
+        expect_same(f, metas[i]);
+      }
+    }
+  }
+}
+
+TEST(FeatureSink, UnwritableLocationIsAClearError) {
+  RunResult r = run("featuresink location=/nonexistent-dir/x.bin", frame_caps(GST_VIDEO_FORMAT_GRAY8, 64, 48),
+                    {make_frame(textured_bgr(64, 48, 3), GST_VIDEO_FORMAT_GRAY8)}, false);
+  EXPECT_NE(r.error.find("/nonexistent-dir/x.bin"), std::string::npos) << r.everything();
+}
+
+// --- siftoverlay ---
+
+GstBuffer *frame_with_keypoint(GstVideoFormat format, const cv::Mat &background, float x, float y, float size,
+                               float angle) {
+  GstBuffer *buf = make_frame(background, format);
+  GstSiftFeaturesMeta *m =
+      gst_buffer_add_sift_features_meta(buf, guint(background.cols), guint(background.rows), 1,
+                                        GST_SIFT_DESCRIPTOR_OPENCV, 128);
+  m->keypoints[0] = GstSiftKeypoint{x, y, size, angle, 0.1f, 0, -1};
+  return buf;
+}
+
+cv::Mat pixels(GstBuffer *buf, GstVideoFormat format, int width, int height) {
+  GstVideoInfo info;
+  gst_video_info_set_format(&info, format, guint(width), guint(height));
+  GstMapInfo map;
+  gst_buffer_map(buf, &map, GST_MAP_READ);
+  const int type = format == GST_VIDEO_FORMAT_GRAY8 ? CV_8UC1 : CV_8UC4;
+  cv::Mat out = cv::Mat(height, width, type, map.data, size_t(GST_VIDEO_INFO_PLANE_STRIDE(&info, 0))).clone();
+  gst_buffer_unmap(buf, &map);
+  return out;
+}
+
+TEST(SiftOverlay, DrawsCircleAndAngleLine) {
+  const cv::Mat black(100, 130, CV_8UC3, cv::Scalar::all(0));
+  for (GstVideoFormat format : {GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_BGRA, GST_VIDEO_FORMAT_BGRx,
+                                GST_VIDEO_FORMAT_GRAY8}) {
+    SCOPED_TRACE(gst_video_format_to_string(format));
+    // Keypoint at (60, 50), size 40 (radius 20), angle 90 degrees: the line points down (y grows).
+    RunResult r = run("siftoverlay color=0xff8000", frame_caps(format, 130, 100),
+                      {frame_with_keypoint(format, black, 60.f, 50.f, 40.f, 90.f)});
+    ASSERT_EQ(r.error, "") << r.everything();
+    ASSERT_EQ(r.buffers.size(), 1u);
+    const cv::Mat img = pixels(r.buffers[0], format, 130, 100);
+    auto painted = [&](int x, int y) {
+      if (format == GST_VIDEO_FORMAT_GRAY8) return int(img.at<uint8_t>(y, x)) == int(std::lround(0.299 * 255 + 0.587 * 128));
+      const cv::Vec4b p = img.at<cv::Vec4b>(y, x);
+      return format == GST_VIDEO_FORMAT_RGBA ? (p[0] == 255 && p[1] == 128 && p[2] == 0)
+                                             : (p[2] == 255 && p[1] == 128 && p[0] == 0);
+    };
+    auto blank = [&](int x, int y) {
+      if (format == GST_VIDEO_FORMAT_GRAY8) return img.at<uint8_t>(y, x) == 0;
+      const cv::Vec4b p = img.at<cv::Vec4b>(y, x);
+      return p[0] == 0 && p[1] == 0 && p[2] == 0;
+    };
+    // On the circle: left, right, top.
+    EXPECT_TRUE(painted(40, 50));
+    EXPECT_TRUE(painted(80, 50));
+    EXPECT_TRUE(painted(60, 30));
+    // The angle line from the centre downwards.
+    EXPECT_TRUE(painted(60, 55));
+    EXPECT_TRUE(painted(60, 65));
+    // Not upwards, not far away.
+    EXPECT_TRUE(blank(60, 45));
+    EXPECT_TRUE(blank(5, 5));
+    EXPECT_TRUE(blank(120, 90));
+  }
+}
+
+TEST(SiftOverlay, FramesWithoutMetaPassUnchanged) {
+  const cv::Mat bgr = textured_bgr(64, 48, 5);
+  RunResult r = run("siftoverlay", frame_caps(GST_VIDEO_FORMAT_RGBA, 64, 48), {make_frame(bgr, GST_VIDEO_FORMAT_RGBA)});
+  ASSERT_EQ(r.error, "") << r.everything();
+  GstBuffer *expected = make_frame(bgr, GST_VIDEO_FORMAT_RGBA);
+  EXPECT_EQ(cv::norm(pixels(r.buffers[0], GST_VIDEO_FORMAT_RGBA, 64, 48),
+                     pixels(expected, GST_VIDEO_FORMAT_RGBA, 64, 48), cv::NORM_INF), 0.0);
+  gst_buffer_unref(expected);
+}
+
+TEST(SiftOverlay, DrawsAfterSift) {
+  const cv::Mat bgr = textured_bgr(160, 120, cs_test::fresh_seed());
+  RunResult r = run("sift backend=cpu ! siftoverlay", frame_caps(GST_VIDEO_FORMAT_BGRx, 160, 120),
+                    {make_frame(bgr, GST_VIDEO_FORMAT_BGRx)});
+  ASSERT_EQ(r.error, "") << r.everything();
+  GstBuffer *plain = make_frame(bgr, GST_VIDEO_FORMAT_BGRx);
+  EXPECT_GT(cv::norm(pixels(r.buffers[0], GST_VIDEO_FORMAT_BGRx, 160, 120),
+                     pixels(plain, GST_VIDEO_FORMAT_BGRx, 160, 120), cv::NORM_L1), 0.0);
+  gst_buffer_unref(plain);
+}
+
+// --- siftmatch ---
+
+// A frame and a copy rotated by 12 degrees and shifted: both are the same
+// crop of a larger scene and of its warped copy, so no border effects enter.
+// `truth` maps the copy's pixels to the frame's (the query -> train homography).
+struct Pair {
+  cv::Mat first, second, truth;
+};
+
+Pair rotated_pair(uint32_t seed) {
+  const cv::Mat scene = textured_bgr(480, 360, seed);
+  cv::Mat a = cv::getRotationMatrix2D(cv::Point2f(240.f, 180.f), 12.0, 1.0);
+  a.at<double>(0, 2) += 9.0;
+  a.at<double>(1, 2) -= 6.0;
+  cv::Mat warped;
+  cv::warpAffine(scene, warped, a, scene.size(), cv::INTER_LINEAR, cv::BORDER_REFLECT);
+  const cv::Rect crop(80, 60, 320, 240);
+  Pair p;
+  p.first = scene(crop).clone();
+  p.second = warped(crop).clone();
+  cv::Mat forward = cv::Mat::eye(3, 3, CV_64F), to_scene = cv::Mat::eye(3, 3, CV_64F);
+  a.copyTo(forward.rowRange(0, 2));
+  to_scene.at<double>(0, 2) = crop.x;
+  to_scene.at<double>(1, 2) = crop.y;
+  p.truth = to_scene.inv() * forward.inv() * to_scene;
+  return p;
+}
+
+// Largest distance, over a grid of points inside the frame, between where
+// two homographies send them.
+double max_disagreement(const cv::Mat &h1, const cv::Mat &h2) {
+  double worst = 0;
+  for (int y = 20; y <= 220; y += 40)
+    for (int x = 20; x <= 300; x += 40) {
+      std::vector<cv::Point2d> in = {cv::Point2d(x, y)}, a, b;
+      cv::perspectiveTransform(in, a, h1);
+      cv::perspectiveTransform(in, b, h2);
+      worst = std::max(worst, cv::norm(a[0] - b[0]));
+    }
+  return worst;
+}
+
+cv::Mat homography_of(const GstSiftMatchesMeta &m) {
+  cv::Mat h(3, 3, CV_64F);
+  for (int k = 0; k < 9; ++k) h.at<double>(k / 3, k % 3) = m.homography[k];
+  return h;
+}
+
+TEST(SiftMatch, PreviousFrameHomographyIsCloseToTheTruth) {
+  const Pair p = rotated_pair(cs_test::fresh_seed());
+  RunResult r = run("sift backend=cpu ! siftmatch homography=true", frame_caps(GST_VIDEO_FORMAT_GRAY8, 320, 240),
+                    {make_frame(p.first, GST_VIDEO_FORMAT_GRAY8), make_frame(p.second, GST_VIDEO_FORMAT_GRAY8)});
+  ASSERT_EQ(r.error, "") << r.everything();
+  ASSERT_EQ(r.buffers.size(), 2u);
+  const GstSiftMatchesMeta *first = gst_buffer_get_sift_matches_meta(r.buffers[0]);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(first->count, 0u);  // nothing to match the first frame against
+  EXPECT_FALSE(first->has_homography);
+  const GstSiftMatchesMeta *m = gst_buffer_get_sift_matches_meta(r.buffers[1]);
+  ASSERT_NE(m, nullptr);
+  ASSERT_TRUE(m->has_homography);
+  const GstSiftFeaturesMeta *q = gst_buffer_get_sift_features_meta(r.buffers[1]);
+  const GstSiftFeaturesMeta *t = gst_buffer_get_sift_features_meta(r.buffers[0]);
+  EXPECT_EQ(m->train_count, t->count);
+  EXPECT_GT(m->count, 50u);
+  guint inliers = 0;
+  for (guint i = 0; i < m->count; ++i) {
+    ASSERT_LT(m->matches[i].query_index, q->count);
+    ASSERT_LT(m->matches[i].train_index, t->count);
+    inliers += m->matches[i].inlier ? 1 : 0;
+  }
+  EXPECT_GT(inliers, m->count / 2);
+  // Within half a pixel everywhere in the frame: SIFT keypoints are sub-pixel accurate, and the
+  // homography is fitted to inliers spread over the frame (its corners are extrapolated).
+  EXPECT_LT(max_disagreement(homography_of(*m), p.truth), 0.5);
+}
+
+TEST(SiftMatch, ReferenceFileAndMutualCheck) {
+  const Pair p = rotated_pair(cs_test::fresh_seed());
+  TempFile reference(".bin");
+  RunResult w = run("sift backend=cpu ! featuresink location=" + reference.path,
+                    frame_caps(GST_VIDEO_FORMAT_GRAY8, 320, 240), {make_frame(p.first, GST_VIDEO_FORMAT_GRAY8)}, false);
+  ASSERT_EQ(w.error, "") << w.everything();
+  guint plain_count = 0;
+  for (bool mutual : {false, true}) {
+    SCOPED_TRACE(mutual ? "mutual" : "ratio only");
+    RunResult r = run("sift backend=cpu ! siftmatch homography=true reference=" + reference.path +
+                          (mutual ? " mutual-check=true" : ""),
+                      frame_caps(GST_VIDEO_FORMAT_GRAY8, 320, 240),
+                      {make_frame(p.second, GST_VIDEO_FORMAT_GRAY8), make_frame(p.second, GST_VIDEO_FORMAT_GRAY8)});
+    ASSERT_EQ(r.error, "") << r.everything();
+    ASSERT_EQ(r.buffers.size(), 2u);
+    for (GstBuffer *b : r.buffers) {  // both frames against the reference, not each other
+      const GstSiftMatchesMeta *m = gst_buffer_get_sift_matches_meta(b);
+      ASSERT_NE(m, nullptr);
+      ASSERT_TRUE(m->has_homography);
+      EXPECT_LT(max_disagreement(homography_of(*m), p.truth), 0.5);  // as above
+    }
+    const GstSiftMatchesMeta *m = gst_buffer_get_sift_matches_meta(r.buffers[0]);
+    if (!mutual) {
+      plain_count = m->count;
+    } else {
+      EXPECT_LE(m->count, plain_count);
+      std::set<guint32> trains;
+      for (guint i = 0; i < m->count; ++i) trains.insert(m->matches[i].train_index);
+      EXPECT_EQ(trains.size(), m->count) << "a mutual match uses each reference keypoint once";
+    }
+  }
+}
+
+TEST(SiftMatch, RatioTestMatchesABruteForceReference) {
+  const Pair p = rotated_pair(cs_test::fresh_seed());
+  RunResult r = run("sift backend=cpu ! siftmatch", frame_caps(GST_VIDEO_FORMAT_GRAY8, 320, 240),
+                    {make_frame(p.first, GST_VIDEO_FORMAT_GRAY8), make_frame(p.second, GST_VIDEO_FORMAT_GRAY8)});
+  ASSERT_EQ(r.error, "") << r.everything();
+  const Features train = from_meta(*gst_buffer_get_sift_features_meta(r.buffers[0]));
+  const Features query = from_meta(*gst_buffer_get_sift_features_meta(r.buffers[1]));
+  // The test's own brute force in double precision: nearest and second nearest by L2.
+  auto distance = [](const cv::Mat &a, int i, const cv::Mat &b, int j) {
+    double sum = 0;
+    for (int c = 0; c < a.cols; ++c) {
+      const double d = double(a.at<uint8_t>(i, c)) - double(b.at<uint8_t>(j, c));
+      sum += d * d;
+    }
+    return std::sqrt(sum);
+  };
+  std::map<int, int> expected;
+  for (int i = 0; i < query.descriptors.rows; ++i) {
+    int best = -1;
+    double d1 = INFINITY, d2 = INFINITY;
+    for (int j = 0; j < train.descriptors.rows; ++j) {
+      const double d = distance(query.descriptors, i, train.descriptors, j);
+      if (d < d1) {
+        d2 = d1;
+        d1 = d;
+        best = j;
+      } else if (d < d2) {
+        d2 = d;
+      }
+    }
+    if (best >= 0 && d1 < 0.8 * d2) expected[i] = best;
+  }
+  ASSERT_GT(expected.size(), 20u);
+  const GstSiftMatchesMeta *m = gst_buffer_get_sift_matches_meta(r.buffers[1]);
+  ASSERT_NE(m, nullptr);
+  std::map<int, int> got;
+  for (guint i = 0; i < m->count; ++i) got[int(m->matches[i].query_index)] = int(m->matches[i].train_index);
+  // The element sums in float: allow a handful of borderline ratios.
+  size_t differing = 0;
+  for (const auto &[q, t] : expected) differing += (got.count(q) && got[q] == t) ? 0 : 1;
+  for (const auto &[q, t] : got) differing += expected.count(q) ? 0 : 1;
+  EXPECT_LE(differing, 2u + expected.size() / 100) << got.size() << " vs " << expected.size();
+}
+
+TEST(SiftMatch, FramesWithoutFeaturesAreAClearError) {
+  RunResult r = run("siftmatch", frame_caps(GST_VIDEO_FORMAT_GRAY8, 64, 48),
+                    {make_frame(textured_bgr(64, 48, 3), GST_VIDEO_FORMAT_GRAY8)});
+  EXPECT_NE(r.error.find("no SIFT features"), std::string::npos) << r.everything();
+}
+
+TEST(SiftMatch, UnreadableReferenceIsAClearError) {
+  RunResult r = run("sift backend=cpu ! siftmatch reference=/nonexistent/ref.bin",
+                    frame_caps(GST_VIDEO_FORMAT_GRAY8, 64, 48),
+                    {make_frame(textured_bgr(64, 48, 3), GST_VIDEO_FORMAT_GRAY8)});
+  EXPECT_NE(r.everything().find("/nonexistent/ref.bin"), std::string::npos) << r.everything();
+}
+
+TEST(SiftMatch, MalformedReferenceNamesTheOffset) {
+  const cv::Mat image = textured_bgr(160, 120, cs_test::fresh_seed());
+  TempFile reference(".bin");
+  RunResult w = run("sift backend=cpu ! featuresink location=" + reference.path,
+                    frame_caps(GST_VIDEO_FORMAT_GRAY8, 160, 120), {make_frame(image, GST_VIDEO_FORMAT_GRAY8)}, false);
+  ASSERT_EQ(w.error, "") << w.everything();
+  {
+    std::ifstream in(reference.path, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_GT(bytes.size(), 100u);
+    std::ofstream out(reference.path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), std::streamsize(bytes.size() - 5));  // cut inside the descriptors
+  }
+  RunResult r = run("sift backend=cpu ! siftmatch reference=" + reference.path,
+                    frame_caps(GST_VIDEO_FORMAT_GRAY8, 160, 120), {make_frame(image, GST_VIDEO_FORMAT_GRAY8)});
+  EXPECT_NE(r.everything().find("offset 0: truncated"), std::string::npos) << r.everything();
+}
+
+}  // namespace

@@ -1,0 +1,233 @@
+// Helpers for the SIFT element tests: synthetic textured images, frames in
+// any of the supported video formats, a pipeline runner (appsrc "src" ->
+// ... -> appsink "sink") that collects buffers and the first error, and
+// OpenCV references in a canonical order.
+#pragma once
+
+#include <gst/app/gstappsink.h>
+#include <gst/app/gstappsrc.h>
+#include <gst/gst.h>
+#include <gst/video/video.h>
+#include <gtest/gtest.h>
+
+#include <opencv2/features2d.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "gst/cudasensing/sift/gstsiftfeatures-opencv.hpp"
+#include "test_support.h"
+
+namespace sift_test {
+
+// A BGR image with texture at several scales: smoothed noise, random
+// rectangles and many discs (blobs, which SIFT finds), blurred a little.
+inline cv::Mat textured_bgr(int width, int height, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> byte(0, 255);
+  cv::Mat coarse(height / 6 + 2, width / 6 + 2, CV_8UC3);
+  for (auto it = coarse.begin<cv::Vec3b>(); it != coarse.end<cv::Vec3b>(); ++it)
+    *it = cv::Vec3b(uchar(byte(rng)), uchar(byte(rng)), uchar(byte(rng)));
+  cv::Mat image;
+  cv::resize(coarse, image, cv::Size(width, height), 0, 0, cv::INTER_CUBIC);
+  std::uniform_int_distribution<int> xs(0, width - 1), ys(0, height - 1), rs(2, std::max(3, width / 24));
+  const int shapes = std::max(20, width * height / 250);
+  for (int i = 0; i < shapes; ++i) {
+    const cv::Scalar colour(byte(rng), byte(rng), byte(rng));
+    if (i % 8 == 0) {
+      const cv::Point corner(xs(rng), ys(rng));
+      cv::rectangle(image, corner, corner + cv::Point(rs(rng) * 2, rs(rng) * 2), colour, cv::FILLED);
+    } else {
+      cv::circle(image, cv::Point(xs(rng), ys(rng)), rs(rng), colour, cv::FILLED, cv::LINE_AA);
+    }
+  }
+  cv::GaussianBlur(image, image, cv::Size(0, 0), 1.0);
+  return image;
+}
+
+// A video frame of `format` holding `bgr` (GRAY8/NV12/I420: its gray as the
+// luma, chroma 128), with stride padding poisoned.
+inline GstBuffer *make_frame(const cv::Mat &bgr, GstVideoFormat format, GstVideoInfo *info_out = nullptr) {
+  GstVideoInfo info;
+  gst_video_info_set_format(&info, format, guint(bgr.cols), guint(bgr.rows));
+  GstBuffer *buf = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info), nullptr);
+  GstVideoFrame frame;
+  gst_video_frame_map(&frame, &info, buf, GST_MAP_WRITE);
+  for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(&frame); ++p) {
+    const int rows = GST_VIDEO_FRAME_COMP_HEIGHT(&frame, p == 0 ? 0 : 1);
+    std::memset(GST_VIDEO_FRAME_PLANE_DATA(&frame, p), 128, size_t(GST_VIDEO_FRAME_PLANE_STRIDE(&frame, p)) * rows);
+  }
+  const size_t stride = size_t(GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0));
+  auto *plane = static_cast<uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&frame, 0));
+  cv::Mat packed;
+  switch (format) {
+    case GST_VIDEO_FORMAT_RGBA: cv::cvtColor(bgr, packed, cv::COLOR_BGR2RGBA); break;
+    case GST_VIDEO_FORMAT_BGRA:
+    case GST_VIDEO_FORMAT_BGRx: cv::cvtColor(bgr, packed, cv::COLOR_BGR2BGRA); break;
+    default: cv::cvtColor(bgr, packed, cv::COLOR_BGR2GRAY); break;
+  }
+  for (int y = 0; y < bgr.rows; ++y) {
+    std::memcpy(plane + y * stride, packed.ptr(y), packed.cols * packed.elemSize());
+    if (stride > packed.cols * packed.elemSize())  // poison the padding
+      std::memset(plane + y * stride + packed.cols * packed.elemSize(), 0xEE,
+                  stride - packed.cols * packed.elemSize());
+  }
+  gst_video_frame_unmap(&frame);
+  if (info_out) *info_out = info;
+  return buf;
+}
+
+inline GstCaps *frame_caps(GstVideoFormat format, int width, int height) {
+  GstVideoInfo info;
+  gst_video_info_set_format(&info, format, guint(width), guint(height));
+  GST_VIDEO_INFO_FPS_N(&info) = 30;
+  GST_VIDEO_INFO_FPS_D(&info) = 1;
+  return gst_video_info_to_caps(&info);
+}
+
+struct RunResult {
+  std::vector<GstBuffer *> buffers;
+  std::string error, error_debug;
+  RunResult() = default;
+  RunResult(const RunResult &) = delete;
+  RunResult(RunResult &&o) noexcept : buffers(std::move(o.buffers)), error(o.error), error_debug(o.error_debug) {
+    o.buffers.clear();
+  }
+  ~RunResult() {
+    for (GstBuffer *b : buffers) gst_buffer_unref(b);
+  }
+  std::string everything() const { return error + " | " + error_debug; }
+};
+
+// Runs "appsrc name=src ! <middle> ! appsink name=sink" (without the appsink
+// when `middle` ends in a sink of its own), pushing `frames` with `caps`
+// (taken) and timestamps 0, 1/30 s, ...; takes the frames.
+inline RunResult run(const std::string &middle, GstCaps *caps, std::vector<GstBuffer *> frames,
+                     bool append_appsink = true) {
+  RunResult result;
+  const std::string launch = "appsrc name=src format=time ! " + middle +
+                             (append_appsink ? " ! appsink name=sink sync=false" : "");
+  GError *err = nullptr;
+  GstElement *pipeline = gst_parse_launch(launch.c_str(), &err);
+  if (!pipeline || err) {
+    result.error = std::string("parse: ") + (err ? err->message : "?");
+    g_clear_error(&err);
+    gst_caps_unref(caps);
+    for (GstBuffer *b : frames) gst_buffer_unref(b);
+    if (pipeline) gst_object_unref(pipeline);
+    return result;
+  }
+  GstElement *src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+  g_object_set(src, "caps", caps, nullptr);
+  gst_caps_unref(caps);
+  if (sink) g_object_set(sink, "emit-signals", FALSE, "max-buffers", 0u, nullptr);
+  GstBus *bus = gst_element_get_bus(pipeline);
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  for (size_t i = 0; i < frames.size(); ++i) {
+    GST_BUFFER_PTS(frames[i]) = gst_util_uint64_scale(i, GST_SECOND, 30);
+    GST_BUFFER_DURATION(frames[i]) = GST_SECOND / 30;
+    gst_app_src_push_buffer(GST_APP_SRC(src), frames[i]);
+  }
+  gst_app_src_end_of_stream(GST_APP_SRC(src));
+  // appsink holds EOS back until its samples are pulled: pull while waiting.
+  auto pull = [&] {
+    if (!sink) return;
+    while (GstSample *s = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 0)) {
+      result.buffers.push_back(gst_buffer_ref(gst_sample_get_buffer(s)));
+      gst_sample_unref(s);
+    }
+  };
+  const gint64 deadline = g_get_monotonic_time() + 120 * G_USEC_PER_SEC;
+  for (bool done = false; !done;) {
+    pull();
+    GstMessage *msg = gst_bus_timed_pop_filtered(bus, 5 * GST_MSECOND,
+                                                 GstMessageType(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+    if (!msg) {
+      if (g_get_monotonic_time() > deadline) {
+        result.error = "timeout";
+        break;
+      }
+      continue;
+    }
+    if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
+      GError *e = nullptr;
+      gchar *debug = nullptr;
+      gst_message_parse_error(msg, &e, &debug);
+      result.error = e ? e->message : "?";
+      result.error_debug = debug ? debug : "";
+      g_clear_error(&e);
+      g_free(debug);
+    }
+    done = true;
+    gst_message_unref(msg);
+  }
+  pull();
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(bus);
+  gst_object_unref(src);
+  if (sink) gst_object_unref(sink);
+  gst_object_unref(pipeline);
+  return result;
+}
+
+struct Features {
+  std::vector<cv::KeyPoint> keypoints;
+  cv::Mat descriptors;
+};
+
+inline Features from_meta(const GstSiftFeaturesMeta &m) {
+  return {gst_sift::keypoints(m), gst_sift::descriptors(m)};
+}
+
+// Every field of a keypoint, for exact comparisons and a total order.
+inline auto key(const cv::KeyPoint &k) {
+  return std::make_tuple(k.pt.x, k.pt.y, k.size, k.angle, k.response, k.octave, k.class_id);
+}
+
+// Sorted by all keypoint fields (and descriptor rows with them): the test's
+// own order, independent of the element's.
+inline Features sorted(const Features &f) {
+  std::vector<int> idx(f.keypoints.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) {
+    if (key(f.keypoints[a]) != key(f.keypoints[b])) return key(f.keypoints[a]) < key(f.keypoints[b]);
+    return std::lexicographical_compare(f.descriptors.ptr(a), f.descriptors.ptr(a) + f.descriptors.cols * f.descriptors.elemSize(),
+                                        f.descriptors.ptr(b), f.descriptors.ptr(b) + f.descriptors.cols * f.descriptors.elemSize());
+  });
+  Features out;
+  out.descriptors.create(int(idx.size()), f.descriptors.cols, f.descriptors.type());
+  for (size_t i = 0; i < idx.size(); ++i) {
+    out.keypoints.push_back(f.keypoints[size_t(idx[i])]);
+    f.descriptors.row(idx[i]).copyTo(out.descriptors.row(int(i)));
+  }
+  return out;
+}
+
+inline void expect_same(const Features &a, const Features &b) {
+  ASSERT_EQ(a.keypoints.size(), b.keypoints.size());
+  for (size_t i = 0; i < a.keypoints.size(); ++i)
+    ASSERT_TRUE(key(a.keypoints[i]) == key(b.keypoints[i])) << "keypoint " << i;
+  ASSERT_EQ(a.descriptors.rows, b.descriptors.rows);
+  ASSERT_EQ(a.descriptors.type(), b.descriptors.type());
+  if (a.descriptors.rows) {
+    EXPECT_EQ(cv::norm(a.descriptors, b.descriptors, cv::NORM_INF), 0.0);
+  }
+}
+
+// OpenCV's SIFT on an image (BGR or gray) with OpenCV's default parameters
+// unless given.
+inline Features opencv_sift(const cv::Mat &image, int descriptor_type = CV_8U, int n_features = 0) {
+  Features f;
+  cv::SIFT::create(n_features, 3, 0.04, 10, 1.6, descriptor_type)
+      ->detectAndCompute(image, cv::noArray(), f.keypoints, f.descriptors);
+  return f;
+}
+
+}  // namespace sift_test
