@@ -212,12 +212,13 @@ struct CpuJob {
 // added to the pixel's total; the totals meet the image once at the end. The
 // CUDA kernel sums in the same order.
 template <Precision P, Interpolation I, int kLegs>
-void backproject_tile(const CpuJob &job, int tile_column, int tile_row, FastTileRecord *records) {
-  using Real = std::conditional_t<P == Precision::Double, double, float>;
+void backproject_tile(const CpuJob &job, int tile_column, int tile_row, TileRecord *records) {
+  constexpr bool kTiled = P != Precision::Double;
+  using Real = std::conditional_t<kTiled, float, double>;
   const GridGeometry &g = job.grid;
   const int c0 = tile_column * kTileColumns, r0 = tile_row * kTileRows;
   const int columns = std::min(kTileColumns, g.width - c0), rows = std::min(kTileRows, g.height - r0);
-  const int reference_column = c0 + kTileColumns / 2, reference_row = r0 + kTileRows / 2;
+  const int reference_column = c0 + kTileHalfColumns, reference_row = r0 + kTileHalfRows;
   const Pos3 reference = pixel_offset(g, reference_column, reference_row);
   Complex<Real> total[kTileRows][kTileColumns];
   for (auto &row : total)
@@ -227,19 +228,20 @@ void backproject_tile(const CpuJob &job, int tile_column, int tile_row, FastTile
     const int count = static_cast<int>(std::min<int64_t>(kPulseChunk, job.pulse_count - start));
     const PulseGeometry *pulses = job.pulses + start;
     const Cf32 *profiles = job.samples + start * job.bins;
-    if constexpr (P == Precision::Fast)
-      for (int p = 0; p < count; ++p) records[p] = make_fast_tile_record<kLegs>(pulses[p], reference, g);
+    if constexpr (kTiled)
+      for (int p = 0; p < count; ++p) records[p] = make_tile_record<kLegs>(pulses[p], reference, g, job.bins);
     for (int r = 0; r < rows; ++r)
       for (int c = 0; c < columns; ++c) {
         Complex<Real> acc = {Real(0), Real(0)};
-        if constexpr (P == Precision::Fast) {
-          const FastPixel px = fast_pixel(g, c0 + c - reference_column, r0 + r - reference_row);
+        if constexpr (kTiled) {
+          const TilePixel px = tile_pixel(g, c0 + c - reference_column, r0 + r - reference_row);
           for (int p = 0; p < count; ++p)
-            accumulate_fast<I, kLegs, true>(acc, records[p], px, profiles + p * job.bins, job.bins, job.knab);
+            accumulate_tile<I, kLegs, P == Precision::Fast>(acc, records[p], px, profiles + p * job.bins, job.bins,
+                                                            job.knab);
         } else {
           const Pos3 x = pixel_offset(g, c0 + c, r0 + r);
           for (int p = 0; p < count; ++p)
-            accumulate_precise<Real, I, kLegs>(acc, pulses[p], x, profiles + p * job.bins, job.bins, job.knab);
+            accumulate_double<I, kLegs>(acc, pulses[p], x, profiles + p * job.bins, job.bins, job.knab);
         }
         total[r][c].re += acc.re;
         total[r][c].im += acc.im;
@@ -269,7 +271,7 @@ void backproject_tiles(const CpuJob &job, int threads) {
   const int64_t tiles = static_cast<int64_t>(tiles_x) * tiles_y;
   std::atomic<int64_t> next{0};
   auto worker = [&] {
-    std::vector<FastTileRecord> records(P == Precision::Fast ? kPulseChunk : 0);
+    std::vector<TileRecord> records(P != Precision::Double ? kPulseChunk : 0);
     for (int64_t t; (t = next.fetch_add(1)) < tiles;)
       backproject_tile<P, I, kLegs>(job, static_cast<int>(t % tiles_x), static_cast<int>(t / tiles_x),
                                     records.data());

@@ -130,9 +130,9 @@ class CpuBackprojector {
   KnabKernel knab_;
 };
 
-// The same on a GPU: one thread per pixel for two pixels of a 32 x 16 tile
-// (256 threads per tile), pulses staged in shared memory in chunks of
-// kPulseChunk (fast mode: each (tile, pulse) record made there in double).
+// The same on a GPU: one thread block per 32 x 16 tile, each thread a few
+// pixels of one column, pulses staged in shared memory in chunks of
+// kPulseChunk (mixed and fast: each (tile, pulse) record made there in double).
 // One backprojector serves one stream at a time (its pulse buffer is reused
 // by the next call). Without CUDA in the build, or without a device, the
 // constructor throws cs::CudaError.

@@ -1,13 +1,20 @@
 // Backprojection on the GPU. One thread block per image tile of
-// kTileColumns x kTileRows pixels (the fast mode's tiles), 256 threads, each
-// thread two pixels of one column (rows r and r + 8 of the tile). Pulses are
-// taken in chunks of kPulseChunk: the block stages the chunk's per-pulse data
-// in shared memory (fast mode: each thread makes one pulse's FastTileRecord
-// for this tile, in double), then every thread runs the chunk against its
-// pixels with the math of backprojection_math.h, reading the records as
-// shared-memory broadcasts and the profiles through the read-only cache. The
-// summation order (partial sum per chunk, added to a total, the total to the
-// image) is the CPU path's.
+// kTileColumns x kTileRows pixels (the tiles of backprojection_math.h), each
+// thread several pixels of one column (mixed and fast: 4 rows, 128 threads;
+// double: 2 rows, 256 threads). Pulses are taken in chunks of kPulseChunk:
+// the block stages the chunk's per-pulse data in shared memory (mixed and
+// fast: each thread makes pulse records for this tile, in double), then every
+// thread runs the chunk against its pixels with the math of
+// backprojection_math.h, reading the records as shared-memory broadcasts
+// (once per pulse for all of its pixels) and the profiles through the
+// read-only cache. The summation order (partial sum per chunk, added to a
+// total, the total to the image) is the CPU path's.
+//
+// Fast mode's cost per pixel and pulse (linear interpolation, one leg): two
+// 8-byte profile loads (cache hits: a warp's pixels read neighbouring bins),
+// about 35 other instructions and three on the quarter-rate special-function
+// unit (reciprocal square root, sine, cosine), so the kernel is bound by
+// instruction issue, not by memory.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -23,10 +30,13 @@ namespace cs::sar {
 
 namespace {
 
-constexpr int kRowsPerThread = 2;
-constexpr int kThreadRows = kTileRows / kRowsPerThread;  // 8
-constexpr int kThreads = kTileColumns * kThreadRows;     // 256
-static_assert(kTileRows % kRowsPerThread == 0, "tile rows must split evenly among a thread's pixels");
+// Pixels per thread (rows of one column): more amortise the shared-memory
+// record loads; double keeps two for registers.
+template <Precision P>
+constexpr int rows_per_thread() { return P == Precision::Double ? 2 : 4; }
+template <Precision P>
+constexpr int threads_per_block() { return kTileColumns * kTileRows / rows_per_thread<P>(); }
+static_assert(kTileRows % 4 == 0, "tile rows must split evenly among a thread's pixels");
 
 struct KernelArgs {
   GridGeometry grid;
@@ -39,28 +49,57 @@ struct KernelArgs {
   Accumulate mode;
 };
 
+// A thread's pixels: each a partial sum over the current chunk of pulses.
+template <Precision P, Interpolation I, int kLegs, bool kKnownInside, class Record, class Real, int kRows>
+__device__ __forceinline__ void run_chunk(Complex<Real> (&partial)[kRows], const Record *records,
+                                          const Cf32 *const *profile_of, int count, const TilePixel (&tile_pixels)[kRows],
+                                          const Pos3 (&positions)[kRows], const bool (&inside)[kRows],
+                                          const KernelArgs &a) {
+  constexpr bool kTiled = P != Precision::Double;
+  for (int p = 0; p < count; ++p) {
+    const Record record = records[p];  // once for all of this thread's pixels
+    const Cf32 *profile = profile_of[p];
+#pragma unroll
+    for (int k = 0; k < kRows; ++k) {
+      // Mixed and fast compute pixels beyond the image edge too (their reads
+      // stay inside the profile or are checked; the result is not written):
+      // no branch in the inner loop.
+      if constexpr (kTiled)
+        accumulate_tile<I, kLegs, P == Precision::Fast, kKnownInside>(partial[k], record, tile_pixels[k], profile,
+                                                                       a.bins, a.knab);
+      else if (inside[k])
+        accumulate_double<I, kLegs>(partial[k], record, positions[k], profile, a.bins, a.knab);
+    }
+  }
+}
+
 template <Precision P, Interpolation I, int kLegs>
-__global__ void __launch_bounds__(kThreads) backproject_kernel(const KernelArgs a) {
-  using Real = std::conditional_t<P == Precision::Double, double, float>;
-  using Record = std::conditional_t<P == Precision::Fast, FastTileRecord, PulseGeometry>;
+__global__ void __launch_bounds__(threads_per_block<P>()) backproject_kernel(const KernelArgs a) {
+  constexpr bool kTiled = P != Precision::Double;
+  constexpr int kRows = rows_per_thread<P>();
+  constexpr int kThreads = threads_per_block<P>();
+  constexpr int kThreadRows = kTileRows / kRows;
+  using Real = std::conditional_t<kTiled, float, double>;
+  using Record = std::conditional_t<kTiled, TileRecord, PulseGeometry>;
   __shared__ Record records[kPulseChunk];
+  __shared__ const Cf32 *profile_of[kPulseChunk];  // a pointer each: the pixels' loads need one add
 
   const GridGeometry &g = a.grid;
   const int c0 = static_cast<int>(blockIdx.x) * kTileColumns, r0 = static_cast<int>(blockIdx.y) * kTileRows;
-  const int reference_column = c0 + kTileColumns / 2, reference_row = r0 + kTileRows / 2;
+  const int reference_column = c0 + kTileHalfColumns, reference_row = r0 + kTileHalfRows;
   const Pos3 reference = pixel_offset(g, reference_column, reference_row);
   const int column = c0 + static_cast<int>(threadIdx.x) % kTileColumns;
   const int first_row = r0 + static_cast<int>(threadIdx.x) / kTileColumns;
 
-  bool inside[kRowsPerThread];
-  FastPixel fast_pixels[kRowsPerThread];
-  Pos3 positions[kRowsPerThread];
-  Complex<Real> total[kRowsPerThread];
+  bool inside[kRows];
+  TilePixel tile_pixels[kRows];
+  Pos3 positions[kRows];
+  Complex<Real> total[kRows];
 #pragma unroll
-  for (int k = 0; k < kRowsPerThread; ++k) {
+  for (int k = 0; k < kRows; ++k) {
     const int row = first_row + k * kThreadRows;
     inside[k] = column < g.width && row < g.height;
-    fast_pixels[k] = fast_pixel(g, column - reference_column, row - reference_row);
+    tile_pixels[k] = tile_pixel(g, column - reference_column, row - reference_row);
     positions[k] = pixel_offset(g, column, row);
     total[k] = {Real(0), Real(0)};
   }
@@ -68,39 +107,36 @@ __global__ void __launch_bounds__(kThreads) backproject_kernel(const KernelArgs 
   for (int64_t start = 0; start < a.pulse_count; start += kPulseChunk) {
     const int count = static_cast<int>(a.pulse_count - start < kPulseChunk ? a.pulse_count - start : kPulseChunk);
     __syncthreads();  // every thread is done with the previous chunk's records
+    int all_inside = 1;
     for (int p = static_cast<int>(threadIdx.x); p < count; p += kThreads) {
-      if constexpr (P == Precision::Fast)
-        records[p] = make_fast_tile_record<kLegs>(a.pulses[start + p], reference, g);
-      else
+      if constexpr (kTiled) {
+        records[p] = make_tile_record<kLegs>(a.pulses[start + p], reference, g, a.bins);
+        all_inside &= records[p].tile_inside;
+      } else {
         records[p] = a.pulses[start + p];
-    }
-    __syncthreads();
-
-    const Cf32 *profiles = a.samples + start * a.bins;
-    Complex<Real> partial[kRowsPerThread];
-#pragma unroll
-    for (int k = 0; k < kRowsPerThread; ++k) partial[k] = {Real(0), Real(0)};
-    for (int p = 0; p < count; ++p) {
-      const Record record = records[p];  // once for all of this thread's pixels
-      const Cf32 *profile = profiles + static_cast<int64_t>(p) * a.bins;
-#pragma unroll
-      for (int k = 0; k < kRowsPerThread; ++k) {
-        if (!inside[k]) continue;
-        if constexpr (P == Precision::Fast)
-          accumulate_fast<I, kLegs, true>(partial[k], record, fast_pixels[k], profile, a.bins, a.knab);
-        else
-          accumulate_precise<Real, I, kLegs>(partial[k], record, positions[k], profile, a.bins, a.knab);
       }
+      profile_of[p] = a.samples + (start + p) * a.bins;
     }
+    // Usually every pulse of the chunk sees the whole tile inside its
+    // profile: then the pixels run without any bounds check.
+    const bool chunk_inside = __syncthreads_and(all_inside) != 0;
+
+    Complex<Real> partial[kRows];
 #pragma unroll
-    for (int k = 0; k < kRowsPerThread; ++k) {
+    for (int k = 0; k < kRows; ++k) partial[k] = {Real(0), Real(0)};
+    if (kTiled && chunk_inside)
+      run_chunk<P, I, kLegs, true>(partial, records, profile_of, count, tile_pixels, positions, inside, a);
+    else
+      run_chunk<P, I, kLegs, false>(partial, records, profile_of, count, tile_pixels, positions, inside, a);
+#pragma unroll
+    for (int k = 0; k < kRows; ++k) {
       total[k].re += partial[k].re;
       total[k].im += partial[k].im;
     }
   }
 
 #pragma unroll
-  for (int k = 0; k < kRowsPerThread; ++k) {
+  for (int k = 0; k < kRows; ++k) {
     if (!inside[k]) continue;
     Cf32 &out = a.image[static_cast<int64_t>(first_row + k * kThreadRows) * g.width + column];
     switch (a.mode) {
@@ -119,7 +155,7 @@ using KernelLauncher = void (*)(const KernelArgs &, dim3, StreamHandle);
 
 template <Precision P, Interpolation I, int kLegs>
 void launch(const KernelArgs &args, dim3 blocks, StreamHandle stream) {
-  backproject_kernel<P, I, kLegs><<<blocks, kThreads, 0, stream>>>(args);
+  backproject_kernel<P, I, kLegs><<<blocks, threads_per_block<P>(), 0, stream>>>(args);
 }
 
 template <Precision P, Interpolation I>

@@ -17,25 +17,30 @@
 // Precision modes (what each one computes in which type):
 //  Double  dr, the bin position, the interpolation, the phasor and the sums in
 //          double: the fp64 reference.
-//  Mixed   dr in double (positions relative to the grid centre, so no large
-//          coordinates meet), the bin position split into an integer and a
-//          fraction and the phase reduced modulo one turn in double; then the
-//          interpolation, the phasor and the sums in float.
-//  Fast    float per pixel, with ranges taken relative to a reference: the
-//          image is cut into tiles of kTileColumns x kTileRows pixels and for
-//          every (tile, pulse) a FastTileRecord is made in double at the tile's
-//          reference pixel (its range, bin and phase, reduced). A pixel then
-//          adds in float its offset from that reference: a linear part whose
-//          phase uses per-pixel-step increments already reduced modulo one
-//          turn (so integer pixel offsets keep the phase exact to float
-//          rounding), and the small curvature term
-//              q = p / (s + sqrt(s^2 + p)),  s = R_ref + l,  p = |v|^2 - l^2,
-//          the exact remainder of |d - v| - |d| for a pixel offset v and the
-//          linear term l = -(d/|d|).v, evaluated without cancellation.
-//          CUDA uses its fast sin/cos/exp/divide intrinsics in this mode.
-//          The precision holds while the curvature over a tile stays small
-//          (tile radius^2 / (2 range) well under a metre: any SAR geometry
-//          with pixels up to a few metres).
+//  Mixed and Fast: the image is cut into tiles of kTileColumns x kTileRows
+//          pixels and for every (tile, pulse) a TileRecord is made in double
+//          at the tile's reference pixel: its range, bin and phase (reduced),
+//          and their linear change per pixel step, with the phase steps
+//          already reduced modulo one turn. A pixel then adds in float its
+//          offset from that reference: the linear part, and the small
+//          curvature term
+//              q = sqrt(s^2 + p) - s  ~  h / sqrt(s^2 + h),
+//              s = R_ref + l,  p = |v|^2 - l^2,  h = p / 2,
+//          the remainder of |d - v| - |d| beyond the linear term l = -(d/|d|).v
+//          for a pixel offset v. The approximation's error is p^3 / (64 s^5):
+//          under 0.05 um for tiles of 2 m pixels at 1 km range, so it stays far
+//          below float rounding in any SAR geometry with pixels up to a few
+//          metres. Double precision matters only in the per-(tile, pulse)
+//          record; no large coordinates meet in float.
+//  Mixed   additionally keeps the pixel's phase exact to float rounding of
+//          numbers under one turn (each step product c * turns_per_column is
+//          reduced modulo one turn exactly, with a fused multiply-add) and uses
+//          the correctly rounded sine and cosine of pi.
+//  Fast    sums the phase terms before one reduction (a pixel's phase is then
+//          exact to the float rounding of a few turns) and, on the GPU, takes
+//          the hardware's approximate sine, cosine and reciprocal square root
+//          and splits numbers into integer and fraction with additions
+//          instead of conversions.
 #pragma once
 
 #include <math.h>
@@ -107,9 +112,9 @@ struct alignas(16) PulseGeometry {
   double turns_per_metre;    // -SGN * 2 fc / c: phase compensation per metre of dr
 };
 
-// Fast mode: one pulse seen from one tile's reference pixel (see the top).
+// Mixed and fast: one pulse seen from one tile's reference pixel (see the top).
 // 64 bytes, 16-aligned: the GPU reads it from shared memory in 4 vector loads.
-struct alignas(16) FastTileRecord {
+struct alignas(16) TileRecord {
   int32_t bin_base;        // floor of the reference pixel's bin position
   float bin_fraction;      // the rest, in [0, 1)
   float bins_per_column;   // linear change of the bin position per pixel step
@@ -120,22 +125,27 @@ struct alignas(16) FastTileRecord {
   float bins_per_metre;
   float turns_per_metre;
   // Per leg (transmit, receive): range from the antenna to the reference
-  // pixel, and the linear change of that range per column and per row step.
+  // pixel, and the linear change of that range per column and per row step
+  // divided by sqrt(2) (the curvature term needs half its square).
   float leg_range_m[2];
-  float leg_metres_per_column[2];
-  float leg_metres_per_row[2];
+  float leg_scaled_per_column[2];
+  float leg_scaled_per_row[2];
+  // 1 when every pixel of the tile, with the widest interpolation stencil,
+  // reads inside the profile: the pixels then skip their bounds checks (the
+  // same for the whole tile, so a GPU warp takes one branch).
+  int32_t tile_inside;
 };
 
-// Fast mode: a pixel's offset from its tile's reference pixel.
-struct FastPixel {
-  float columns, rows;  // small integers
-  float offset_sq_m2;   // |v|^2 (the grid axes are orthonormal)
+// Mixed and fast: a pixel's offset from its tile's reference pixel.
+struct TilePixel {
+  float columns, rows;       // small integers
+  float half_offset_sq_m2;   // |v|^2 / 2 (the grid axes are orthonormal)
 };
 
-CS_HD FastPixel fast_pixel(const GridGeometry &g, int column_offset, int row_offset) {
+CS_HD TilePixel tile_pixel(const GridGeometry &g, int column_offset, int row_offset) {
   const float x = static_cast<float>(column_offset * g.column_spacing_m);
   const float y = static_cast<float>(row_offset * g.row_spacing_m);
-  return {static_cast<float>(column_offset), static_cast<float>(row_offset), x * x + y * y};
+  return {static_cast<float>(column_offset), static_cast<float>(row_offset), 0.5f * (x * x + y * y)};
 }
 
 // Knab's sampling window (Knab 1979; the approximate prolate kernel):
@@ -183,12 +193,49 @@ CS_HD double fma_hd(double a, double b, double c) {
 #endif
 }
 
-CS_HD float floor_hd(float x) { return floorf(x); }
-CS_HD double floor_hd(double x) { return floor(x); }
+// Adding 1.5 * 2^23 to a float under 2^22 in magnitude puts its rounded
+// integer part in the low mantissa bits (the sum's unit in the last place is
+// one). On the GPU two additions do what a conversion instruction does at a
+// quarter of the rate; the host uses the C library (same results).
+constexpr float kRoundingShift = 12582912.0f;  // 1.5 * 2^23, bit pattern 0x4B400000
+constexpr int32_t kRoundingShiftBits = 0x4B400000;
+constexpr float kSplitLimit = 4194304.0f;      // 2^22: |x| below it for split_floor
 
 // A phase in turns reduced to [-1/2, 1/2] (exact in floating point).
 CS_HD double reduce_turns(double t) { return t - rint(t); }
-CS_HD float reduce_turns(float t) { return t - rintf(t); }
+CS_HD float reduce_turns(float t) {
+#if defined(__CUDA_ARCH__)
+  return t - __fsub_rn(__fadd_rn(t, kRoundingShift), kRoundingShift);  // round half to even, as rintf
+#else
+  return t - rintf(t);
+#endif
+}
+
+// x = whole + fraction with whole = floor(x), 0 <= fraction < 1, for |x| < kSplitLimit.
+CS_HD void split_floor(float x, int32_t &whole, float &fraction) {
+#if defined(__CUDA_ARCH__)
+  const float shifted = __fadd_rd(x, kRoundingShift);  // rounded down: floor(x) + shift
+  whole = __float_as_int(shifted) - kRoundingShiftBits;
+  fraction = x - __fsub_rn(shifted, kRoundingShift);   // exact
+#else
+  const float w = floorf(x);
+  whole = static_cast<int32_t>(w);
+  fraction = x - w;
+#endif
+}
+
+// x * y reduced modulo one turn, exactly up to the final rounding: the fused
+// multiply-add subtracts the integer nearest the product from the exact product.
+// (The host computes the product in double, where it is exact.)
+CS_HD float product_turns(float x, float y) {
+#if defined(__CUDA_ARCH__)
+  const float rounded = x * y;
+  return __fmaf_rn(x, y, -(rounded - reduce_turns(rounded)));
+#else
+  const double exact = static_cast<double>(x) * static_cast<double>(y);
+  return static_cast<float>(exact - rint(exact));
+#endif
+}
 
 // exp(+j 2 pi t) for |t| <= 1/2.
 template <bool kFastMath>
@@ -259,14 +306,20 @@ CS_HD double divide_hd(double a, double b) { return a / b; }
 CS_HD float sqrt_hd(float x) { return sqrtf(x); }
 CS_HD double sqrt_hd(double x) { return sqrt(x); }
 
-// sqrt(x) for x > 0 (not 0): in fast mode on the GPU x * rsqrt(x), two
-// instructions instead of the correctly rounded sequence, within 2 ulp.
+// 1 / sqrt(x) for x > 0: in fast mode on the GPU the hardware approximation
+// alone (flush-to-zero: no handling of subnormal inputs, which never occur
+// here), within 2 ulp as the library's.
 template <bool kFastMath>
-CS_HD float sqrt_positive(float x) {
+CS_HD float rsqrt_hd(float x) {
 #if defined(__CUDA_ARCH__)
-  return kFastMath ? x * rsqrtf(x) : sqrtf(x);
+  if (kFastMath) {
+    float r;
+    asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+  }
+  return rsqrtf(x);
 #else
-  return sqrtf(x);
+  return 1.0f / sqrtf(x);
 #endif
 }
 
@@ -312,12 +365,16 @@ CS_HD Real knab_weight(Real x, int n, Real sin_pi_f, const KnabKernel &k) {
   return sinc * window;
 }
 
-// The profile at bin position base + fraction (0 <= fraction < 1).
-template <Interpolation I, class Real, bool kFastMath>
+// The profile at bin position base + fraction (0 <= fraction < 1). kChecked
+// false: the caller knows the whole stencil lies inside the profile.
+template <Interpolation I, class Real, bool kFastMath, bool kChecked = true>
 CS_HD Complex<Real> interpolate_profile(const Cf32 *profile, int bins, int base, Real fraction, const KnabKernel &knab) {
-  if (I == Interpolation::Nearest) return profile_sample<Real>(profile, bins, fraction >= Real(0.5) ? base + 1 : base);
+  if (I == Interpolation::Nearest) {
+    const int index = fraction >= Real(0.5) ? base + 1 : base;
+    return kChecked ? profile_sample<Real>(profile, bins, index) : load_sample<Real>(profile + index);
+  }
   if (I == Interpolation::Linear) {
-    const bool both_inside = base >= 0 && base < bins - 1;  // the common case: one check
+    const bool both_inside = !kChecked || (base >= 0 && base < bins - 1);  // the common case: one check
     const Complex<Real> a = both_inside ? load_sample<Real>(profile + base) : profile_sample<Real>(profile, bins, base);
     const Complex<Real> b =
         both_inside ? load_sample<Real>(profile + base + 1) : profile_sample<Real>(profile, bins, base + 1);
@@ -326,7 +383,8 @@ CS_HD Complex<Real> interpolate_profile(const Cf32 *profile, int bins, int base,
   Complex<Real> acc = {Real(0), Real(0)};
   const Real sin_pi_f = sin_pi_fraction(fraction);
   for (int n = 1 - knab.taps / 2; n <= knab.taps / 2; ++n) {
-    const Complex<Real> s = profile_sample<Real>(profile, bins, base + n);
+    const Complex<Real> s =
+        kChecked ? profile_sample<Real>(profile, bins, base + n) : load_sample<Real>(profile + base + n);
     add_scaled(acc, s, knab_weight<Real, kFastMath>(fraction - Real(n), n, sin_pi_f, knab));
   }
   return acc;
@@ -339,7 +397,7 @@ CS_HD void multiply_accumulate(Complex<Real> &acc, Complex<Real> s, Complex<Real
   acc.im = fma_hd(s.re, p.im, fma_hd(s.im, p.re, acc.im));
 }
 
-// ---------------------------------------------------------------- mixed and double
+// ---------------------------------------------------------------- double
 
 // dr of a pixel at `x` (relative to the grid centre) for a pulse; kLegs = 1
 // for a monostatic pulse (T == R), 2 otherwise.
@@ -349,33 +407,44 @@ CS_HD double differential_range(const PulseGeometry &p, Pos3 x) {
   return 0.5 * (norm(p.tx - x) + norm(p.rcv - x)) - p.reference_range_m;
 }
 
-// Mixed (Real = float) and double (Real = double): acc += this pulse's contribution.
-template <class Real, Interpolation I, int kLegs>
-CS_HD void accumulate_precise(Complex<Real> &acc, const PulseGeometry &p, Pos3 pixel, const Cf32 *profile, int bins,
+// Double: acc += this pulse's contribution.
+template <Interpolation I, int kLegs>
+CS_HD void accumulate_double(Complex<double> &acc, const PulseGeometry &p, Pos3 pixel, const Cf32 *profile, int bins,
                               const KnabKernel &knab) {
   const double dr = differential_range<kLegs>(p, pixel);
   const double position = (dr - p.first_bin_m) * p.bins_per_metre;
   // Outside the profile, with room for the widest stencil (also false for NaN).
   if (!(position > -kMaxKnabTaps && position < static_cast<double>(bins) + kMaxKnabTaps)) return;
   const double whole = floor(position);
-  const Complex<Real> sample = interpolate_profile<I, Real, false>(profile, bins, static_cast<int>(whole),
-                                                                   static_cast<Real>(position - whole), knab);
-  const Complex<Real> phasor = phasor_of_turns<false>(static_cast<Real>(reduce_turns(dr * p.turns_per_metre)));
+  const Complex<double> sample =
+      interpolate_profile<I, double, false>(profile, bins, static_cast<int>(whole), position - whole, knab);
+  const Complex<double> phasor = phasor_of_turns<false>(reduce_turns(dr * p.turns_per_metre));
   multiply_accumulate(acc, sample, phasor);
 }
 
-// ---------------------------------------------------------------- fast
+// ---------------------------------------------------------------- mixed and fast
+
+// Offsets of a tile's pixels from its reference pixel: columns in
+// [-kTileColumns/2, kTileColumns/2), rows in [-kTileRows/2, kTileRows/2).
+constexpr int kTileHalfColumns = kTileColumns / 2;
+constexpr int kTileHalfRows = kTileRows / 2;
+
+constexpr double kInverseRoot2 = 0.70710678118654752440;
+constexpr float kRoot2 = 1.41421356237309504880f;
 
 // The record of pulse `p` for the tile whose reference pixel lies at
-// `reference` (relative to the grid centre). All in double, once per (tile, pulse).
+// `reference` (relative to the grid centre), for profiles of `bins` samples.
+// All in double, once per (tile, pulse).
 template <int kLegs>
-CS_HD FastTileRecord make_fast_tile_record(const PulseGeometry &p, Pos3 reference, const GridGeometry &g) {
-  FastTileRecord r;
+CS_HD TileRecord make_tile_record(const PulseGeometry &p, Pos3 reference, const GridGeometry &g, int bins) {
+  TileRecord r;
   const double weight = kLegs == 1 ? 1.0 : 0.5;
-  double range = 0, per_column = 0, per_row = 0;
+  const double tile_radius_sq = (kTileHalfColumns * g.column_spacing_m) * (kTileHalfColumns * g.column_spacing_m) +
+                                (kTileHalfRows * g.row_spacing_m) * (kTileHalfRows * g.row_spacing_m);
+  double range = 0, per_column = 0, per_row = 0, curvature_bound = 0;
   for (int leg = 0; leg < 2; ++leg) {
     if (leg >= kLegs) {
-      r.leg_range_m[leg] = r.leg_metres_per_column[leg] = r.leg_metres_per_row[leg] = 0.0f;
+      r.leg_range_m[leg] = r.leg_scaled_per_column[leg] = r.leg_scaled_per_row[leg] = 0.0f;
       continue;
     }
     const Pos3 to_antenna = (leg == 0 ? p.tx : p.rcv) - reference;
@@ -387,9 +456,12 @@ CS_HD FastTileRecord make_fast_tile_record(const PulseGeometry &p, Pos3 referenc
     range += weight * distance;
     per_column += weight * column_m;
     per_row += weight * row_m;
+    // q <= p / (2 (R - radius)); an antenna inside the tile: no bound.
+    const double nearest = distance - sqrt(tile_radius_sq);
+    curvature_bound += nearest > 0 ? weight * tile_radius_sq / (2.0 * nearest) : kFarBins;
     r.leg_range_m[leg] = static_cast<float>(distance);
-    r.leg_metres_per_column[leg] = static_cast<float>(column_m);
-    r.leg_metres_per_row[leg] = static_cast<float>(row_m);
+    r.leg_scaled_per_column[leg] = static_cast<float>(column_m * kInverseRoot2);
+    r.leg_scaled_per_row[leg] = static_cast<float>(row_m * kInverseRoot2);
   }
   const double dr = range - p.reference_range_m;
   double position = (dr - p.first_bin_m) * p.bins_per_metre;
@@ -404,30 +476,63 @@ CS_HD FastTileRecord make_fast_tile_record(const PulseGeometry &p, Pos3 referenc
   r.turns_per_row = static_cast<float>(reduce_turns(per_row * p.turns_per_metre));
   r.bins_per_metre = static_cast<float>(p.bins_per_metre);
   r.turns_per_metre = static_cast<float>(p.turns_per_metre);
+  // The farthest any pixel's bin position strays from the reference's, plus
+  // the widest stencil and a margin for float rounding.
+  const double spread = kTileHalfColumns * fabs(per_column * p.bins_per_metre) +
+                        kTileHalfRows * fabs(per_row * p.bins_per_metre) +
+                        curvature_bound * fabs(p.bins_per_metre) + kMaxKnabTaps / 2 + 2;
+  r.tile_inside = position - spread >= 0.0 && position + spread < static_cast<double>(bins) - 1.0 &&
+                  spread < kSplitLimit / 2;
   return r;
 }
 
-// Fast mode: acc += the contribution of the pulse behind `r` to pixel `px`.
-template <Interpolation I, int kLegs, bool kFastMath>
-CS_HD void accumulate_fast(Complex<float> &acc, const FastTileRecord &r, const FastPixel &px, const Cf32 *profile,
+// Mixed (kFastMath false) and fast (true): acc += the contribution of the
+// pulse behind `r` to pixel `px`. kKnownInside: the caller knows that
+// r.tile_inside holds (a GPU chunk of pulses where it holds for all). Both take the sine and cosine of a phase
+// reduced to [-1/2, 1/2] turn from the GPU's special-function unit (absolute
+// error 2^-20.5, near the float rounding of the phase itself); the host uses
+// the C library.
+template <Interpolation I, int kLegs, bool kFastMath, bool kKnownInside = false>
+CS_HD void accumulate_tile(Complex<float> &acc, const TileRecord &r, const TilePixel &px, const Cf32 *profile,
                            int bins, const KnabKernel &knab) {
   // Curvature: the part of the range offset beyond the linear term.
   float curvature = 0.0f;
   for (int leg = 0; leg < kLegs; ++leg) {
-    const float along = fma_hd(px.columns, r.leg_metres_per_column[leg], px.rows * r.leg_metres_per_row[leg]);
-    const float across_sq = fmaxf(fma_hd(-along, along, px.offset_sq_m2), 0.0f);
-    const float s = r.leg_range_m[leg] + along;
-    const float q = divide_hd<kFastMath>(across_sq, s + sqrt_positive<kFastMath>(fma_hd(s, s, across_sq)));
+    const float scaled_along = fma_hd(px.columns, r.leg_scaled_per_column[leg], px.rows * r.leg_scaled_per_row[leg]);
+    const float half_across_sq = fma_hd(-scaled_along, scaled_along, px.half_offset_sq_m2);
+    const float s = fma_hd(scaled_along, kRoot2, r.leg_range_m[leg]);
+    const float q = half_across_sq * rsqrt_hd<true>(fma_hd(s, s, half_across_sq));
     curvature += kLegs == 1 ? q : 0.5f * q;
   }
-  const float offset_bins = r.bin_fraction + fma_hd(px.columns, r.bins_per_column,
-                                                    fma_hd(px.rows, r.bins_per_row, curvature * r.bins_per_metre));
-  const float whole = floor_hd(offset_bins);
-  const float turns = r.turns + fma_hd(px.columns, r.turns_per_column,
-                                       fma_hd(px.rows, r.turns_per_row, curvature * r.turns_per_metre));
-  const Complex<float> sample = interpolate_profile<I, float, kFastMath>(
-      profile, bins, r.bin_base + static_cast<int>(whole), offset_bins - whole, knab);
-  multiply_accumulate(acc, sample, phasor_of_turns<kFastMath>(reduce_turns(turns)));
+  float offset_bins =
+      fma_hd(curvature, r.bins_per_metre, fma_hd(px.columns, r.bins_per_column, fma_hd(px.rows, r.bins_per_row, r.bin_fraction)));
+  float turns;
+  if (kFastMath) {
+    turns = fma_hd(curvature, r.turns_per_metre,
+                   fma_hd(px.columns, r.turns_per_column, fma_hd(px.rows, r.turns_per_row, r.turns)));
+  } else {
+    turns = fma_hd(curvature, r.turns_per_metre,
+                   r.turns + (product_turns(px.columns, r.turns_per_column) + product_turns(px.rows, r.turns_per_row)));
+  }
+  Complex<float> sample;
+  if (kKnownInside || r.tile_inside) {
+    int32_t whole;
+    float fraction;
+    split_floor(offset_bins, whole, fraction);
+    // Never negative here: unsigned indexing spares the GPU a sign extension.
+    const Cf32 *at = profile + static_cast<uint32_t>(r.bin_base + whole);
+    sample = interpolate_profile<I, float, kFastMath, false>(at, bins, 0, fraction, knab);
+  } else {
+    // Far outside (or NaN): clamped so that the split stays valid; the bounds checks do the rest.
+    offset_bins = fminf(fmaxf(offset_bins, -kSplitLimit / 2), kSplitLimit / 2);
+    int32_t whole;
+    float fraction;
+    split_floor(offset_bins, whole, fraction);
+    const int64_t base = static_cast<int64_t>(r.bin_base) + whole;
+    const int32_t clamped = base < -kMaxKnabTaps ? -kMaxKnabTaps : (base > bins ? bins : static_cast<int32_t>(base));
+    sample = interpolate_profile<I, float, kFastMath, true>(profile, bins, clamped, fraction, knab);
+  }
+  multiply_accumulate(acc, sample, phasor_of_turns<true>(reduce_turns(turns)));
 }
 
 }  // namespace cs::sar
