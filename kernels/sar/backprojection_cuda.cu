@@ -23,6 +23,7 @@
 #include <type_traits>
 
 #include "common/cuda_check.h"
+#include "common/parameter_upload.h"
 #include "sar/backprojection.h"
 #include "sar/backprojection_math.h"
 
@@ -184,33 +185,16 @@ KernelLauncher kernel_launcher(Precision p, Interpolation i, int legs) {
 
 }  // namespace
 
-// Per-pulse data goes up through two alternating slots (page-locked staging +
-// device copy), so the host can prepare call N+1 while the kernel of call N
-// still reads its slot; a slot is refilled only after its previous upload
-// completed (its event), and on the same stream after the kernel that read it.
+// Per-pulse data goes up through a ParameterUploader, so the host can
+// prepare call N+1 while the kernel of call N still reads its copy.
 struct CudaBackprojector::Impl {
-  struct Slot {
-    PulseGeometry *staging = nullptr;  // page-locked
-    PulseGeometry *device = nullptr;
-    int64_t capacity = 0;
-    Event uploaded;
-    bool pending = false;
-  };
-  int device = 0;
-  Slot slots[2];
-  int next_slot = 0;
-
-  ~Impl() {
-    for (Slot &s : slots) {
-      if (s.pending) cudaEventSynchronize(s.uploaded.get());  // no throw in a destructor
-      pinned_free(s.staging);
-      device_free(s.device, device);
-    }
-  }
+  explicit Impl(int device) : device(device), pulses(device) {}
+  int device;
+  ParameterUploader pulses;
 };
 
 CudaBackprojector::CudaBackprojector(const BackprojectionConfig &config, int device)
-    : config_(config), grid_(grid_geometry(config.grid)), impl_(std::make_unique<Impl>()) {
+    : config_(config), grid_(grid_geometry(config.grid)) {
   validate(config_);
   knab_ = make_knab_kernel(config_.knab_taps, config_.knab_oversampling);
   const int devices = device_count();
@@ -218,8 +202,7 @@ CudaBackprojector::CudaBackprojector(const BackprojectionConfig &config, int dev
   if (device < 0 || device >= devices)
     throw CudaError(0, "backprojection: no CUDA device " + std::to_string(device) + " (there are " +
                            std::to_string(devices) + ")");
-  impl_->device = device;
-  for (Impl::Slot &s : impl_->slots) s.uploaded = Event(device);
+  impl_ = std::make_unique<Impl>(device);
 }
 
 CudaBackprojector::~CudaBackprojector() = default;
@@ -230,36 +213,13 @@ void CudaBackprojector::backproject(const RangeProfileBlock &block, std::complex
   const PreparedPulses prepared = prepare_pulses(config_, block);
   DeviceGuard guard(impl_->device);
 
-  Impl::Slot &slot = impl_->slots[impl_->next_slot];
-  impl_->next_slot ^= 1;
-  if (slot.pending) slot.uploaded.synchronize();  // its staging may be rewritten now
-  slot.pending = false;
-  if (block.pulses > slot.capacity) {
-    // Rare (the block size grew): the kernel that read the old device copy
-    // must be done before it goes.
-    stream_synchronize(stream);
-    pinned_free(slot.staging);
-    device_free(slot.device, impl_->device);
-    slot.staging = nullptr;
-    slot.device = nullptr;
-    slot.capacity = 0;
-    const int64_t capacity = std::max<int64_t>(block.pulses, kPulseChunk);
-    const size_t bytes = static_cast<size_t>(capacity) * sizeof(PulseGeometry);
-    slot.staging = static_cast<PulseGeometry *>(pinned_alloc(bytes));
-    slot.device = static_cast<PulseGeometry *>(device_alloc(bytes, impl_->device));
-    slot.capacity = capacity;
-  }
-  if (block.pulses > 0) {
-    std::copy(prepared.geometry.begin(), prepared.geometry.end(), slot.staging);
-    copy_async(slot.device, slot.staging, prepared.geometry.size() * sizeof(PulseGeometry), stream);
-    slot.uploaded.record(stream);
-    slot.pending = true;
-  }
+  const auto *pulses = static_cast<const PulseGeometry *>(impl_->pulses.upload(
+      prepared.geometry.data(), prepared.geometry.size() * sizeof(PulseGeometry), stream));
 
   KernelArgs args;
   args.grid = grid_;
   args.knab = knab_;
-  args.pulses = slot.device;
+  args.pulses = pulses;
   args.pulse_count = block.pulses;
   args.samples = reinterpret_cast<const Cf32 *>(block.samples);
   args.bins = static_cast<int>(block.bins);

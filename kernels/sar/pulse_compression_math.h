@@ -34,6 +34,18 @@ struct Cf32 {
 
 CS_HD Cf32 cmul(Cf32 a, Cf32 b) { return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re}; }
 
+// Complex int16 input (CPHD CI4, ADC data): the signal is the integer pair
+// times the pulse's scale (CPHD AmpSF). Layout-compatible with std::complex<int16_t>.
+struct Ci16 {
+  int16_t re, im;
+};
+
+// A sample as complex float: the input formats' one conversion.
+CS_HD Cf32 sample_value(Cf32 s, float) { return s; }
+CS_HD Cf32 sample_value(Ci16 s, float scale) {
+  return {static_cast<float>(s.re) * scale, static_cast<float>(s.im) * scale};
+}
+
 // Where spectrum bin k of an n-point FFT goes in the m-point zero-padded
 // spectrum (m >= n): non-negative frequencies stay at the front, negative
 // frequencies move to the back, zeros fill the middle.

@@ -231,17 +231,34 @@ CpuPulseCompressor::Plans &CpuPulseCompressor::plans_for(int64_t batch) {
 }
 
 void CpuPulseCompressor::compress(const std::complex<float> *in, std::complex<float> *out, int64_t pulses) {
+  compress_samples(reinterpret_cast<const Cf32 *>(in), nullptr, out, pulses);
+}
+
+void CpuPulseCompressor::compress(const std::complex<int16_t> *in, const float *scales, std::complex<float> *out,
+                                  int64_t pulses) {
+  if (pulses > 0 && scales == nullptr) throw std::invalid_argument("pulse compression: CI16 input needs its scales");
+  compress_samples(reinterpret_cast<const Ci16 *>(in), scales, out, pulses);
+}
+
+template <class Sample>
+void CpuPulseCompressor::compress_samples(const Sample *in, const float *scales, std::complex<float> *out,
+                                          int64_t pulses) {
   const int64_t n = tables_.input_length, m = tables_.output_length;
   const Cf32 *filter = reinterpret_cast<const Cf32 *>(tables_.filter.data());
   for (int64_t done = 0; done < pulses;) {
     const int64_t batch = std::min(config_.max_pulses_per_block, pulses - done);
     Plans &p = plans_for(batch);
-    const Cf32 *src = reinterpret_cast<const Cf32 *>(in + done * n);
+    const Sample *src = in + done * n;
+    auto scale_of = [&](int64_t row) { return scales ? scales[done + row] : 1.0f; };
     Cf32 *work_out = reinterpret_cast<Cf32 *>(p.output);
     if (config_.domain == Domain::TOA) {
-      std::memcpy(p.input, src, static_cast<size_t>(batch * n) * sizeof(Cf32));
+      Cf32 *work_in = reinterpret_cast<Cf32 *>(p.input);
+      for (int64_t row = 0; row < batch; ++row) {
+        const float scale = scale_of(row);
+        for (int64_t j = 0; j < n; ++j) work_in[row * n + j] = sample_value(src[row * n + j], scale);
+      }
       fftwf_execute(p.forward);
-      const Cf32 *spectrum = reinterpret_cast<const Cf32 *>(p.input);
+      const Cf32 *spectrum = work_in;
       for (int64_t row = 0; row < batch; ++row)
         for (int64_t j = 0; j < m; ++j) {
           const int64_t k = spectrum_source_index(j, n, m);
@@ -250,9 +267,11 @@ void CpuPulseCompressor::compress(const std::complex<float> *in, std::complex<fl
       fftwf_execute(p.to_range);
       std::memcpy(static_cast<void *>(out + done * m), work_out, static_cast<size_t>(batch * m) * sizeof(Cf32));
     } else {
-      for (int64_t row = 0; row < batch; ++row)
+      for (int64_t row = 0; row < batch; ++row) {
+        const float scale = scale_of(row);
         for (int64_t j = 0; j < m; ++j)
-          work_out[row * m + j] = j < n ? cmul(src[row * n + j], filter[j]) : Cf32{0, 0};
+          work_out[row * m + j] = j < n ? cmul(sample_value(src[row * n + j], scale), filter[j]) : Cf32{0, 0};
+      }
       fftwf_execute(p.to_range);
       const Cf32 *rotation = reinterpret_cast<const Cf32 *>(tables_.output_rotation.data());
       Cf32 *dst = reinterpret_cast<Cf32 *>(out + done * m);
@@ -274,6 +293,11 @@ CudaPulseCompressor::CudaPulseCompressor(const PulseCompressionConfig &config, i
 }
 CudaPulseCompressor::~CudaPulseCompressor() = default;
 void CudaPulseCompressor::compress(const std::complex<float> *, std::complex<float> *, int64_t, StreamHandle) {
+  throw CudaError(0, "pulse compression: this build has no CUDA");
+}
+
+void CudaPulseCompressor::compress(const std::complex<int16_t> *, const float *, std::complex<float> *, int64_t,
+                                   StreamHandle) {
   throw CudaError(0, "pulse compression: this build has no CUDA");
 }
 #endif

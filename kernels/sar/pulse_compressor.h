@@ -84,10 +84,15 @@ class CpuPulseCompressor {
   // Samples are not checked: a NaN or Inf sample makes its own pulse's output
   // non-finite and leaves every other pulse untouched.
   void compress(const std::complex<float> *in, std::complex<float> *out, int64_t pulses);
+  // Complex int16 input: pulse p's signal is its integers times scales[p]
+  // (CPHD AmpSF; host memory, `pulses` entries).
+  void compress(const std::complex<int16_t> *in, const float *scales, std::complex<float> *out, int64_t pulses);
 
  private:
   struct Plans;
   Plans &plans_for(int64_t batch);
+  template <class Sample>
+  void compress_samples(const Sample *in, const float *scales, std::complex<float> *out, int64_t pulses);
 
   PulseCompressionConfig config_;
   PulseCompressionTables tables_;
@@ -110,9 +115,17 @@ class CudaPulseCompressor {
   // One compressor serves one stream at a time (its TOA work buffer is shared).
   // Non-finite samples are treated as by CpuPulseCompressor.
   void compress(const std::complex<float> *in, std::complex<float> *out, int64_t pulses, StreamHandle stream);
+  // Complex int16 input on the device (half the bytes of CF32 to move):
+  // pulse p's signal is its integers times scales[p] (host memory, `pulses`
+  // entries; copied on `stream` before return, so it may be reused).
+  void compress(const std::complex<int16_t> *in, const float *scales, std::complex<float> *out, int64_t pulses,
+                StreamHandle stream);
 
  private:
   struct Impl;
+  template <class Sample>
+  void compress_samples(const Sample *in, const float *device_scales, std::complex<float> *out, int64_t pulses,
+                        StreamHandle stream);
   PulseCompressionConfig config_;
   PulseCompressionTables tables_;
   std::unique_ptr<Impl> impl_;

@@ -303,6 +303,69 @@ TEST(PulseCompression, NonFiniteSamplesStayInTheirPulse) {
   }
 }
 
+// Random complex int16 samples (the full range) and a scale per pulse, as
+// CPHD CI4 data with a varying AmpSF; and the same signal as complex float.
+struct Ci16Block {
+  std::vector<std::complex<int16_t>> samples;
+  std::vector<float> scales;
+  std::vector<std::complex<float>> as_float;
+};
+
+Ci16Block random_ci16(int64_t pulses, int64_t samples_per_pulse, std::mt19937_64 &rng) {
+  Ci16Block b;
+  std::uniform_int_distribution<int> value(-32767, 32767);
+  std::uniform_real_distribution<float> scale(1e-6f, 1e-3f);
+  for (int64_t p = 0; p < pulses; ++p) b.scales.push_back(scale(rng));
+  for (int64_t i = 0; i < pulses * samples_per_pulse; ++i) {
+    const std::complex<int16_t> s(static_cast<int16_t>(value(rng)), static_cast<int16_t>(value(rng)));
+    const float k = b.scales[static_cast<size_t>(i / samples_per_pulse)];
+    b.samples.push_back(s);
+    b.as_float.emplace_back(static_cast<float>(s.real()) * k, static_cast<float>(s.imag()) * k);
+  }
+  return b;
+}
+
+double relative_rms(const std::vector<std::complex<float>> &got, const std::vector<std::complex<float>> &expected) {
+  double err = 0, ref = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    err += std::norm(std::complex<double>(got[i]) - std::complex<double>(expected[i]));
+    ref += std::norm(std::complex<double>(expected[i]));
+  }
+  return std::sqrt(err / ref);
+}
+
+PulseCompressionConfig small_config(Domain domain, int upsample) {
+  PulseCompressionConfig pc;
+  pc.domain = domain;
+  pc.samples_per_pulse = 1000;
+  pc.upsample = upsample;
+  pc.window.kind = upsample == 2 ? WindowKind::Taylor : WindowKind::Hamming;
+  pc.sample_rate_hz = 120e6;
+  pc.chirp = {100e6 / 2e-6, 2e-6};
+  pc.frequency_step_hz = 1.5e6;
+  pc.max_pulses_per_block = 16;
+  return pc;
+}
+
+// Complex int16 input with per-pulse scales compresses exactly as the same
+// signal given as complex float (the conversion is exact in float).
+TEST(PulseCompression, Ci16InputEqualsItsFloatSignal) {
+  std::mt19937_64 rng(cs_test::fresh_seed());
+  for (Domain domain : {Domain::FX, Domain::TOA}) {
+    SCOPED_TRACE(to_string(domain));
+    const PulseCompressionConfig pc = small_config(domain, 2);
+    const int64_t pulses = 37;
+    const Ci16Block in = random_ci16(pulses, pc.samples_per_pulse, rng);
+    CpuPulseCompressor compressor(pc);
+    std::vector<std::complex<float>> from_float(static_cast<size_t>(pulses * compressor.output_length()));
+    std::vector<std::complex<float>> from_ci16(from_float.size());
+    compressor.compress(in.as_float.data(), from_float.data(), pulses);
+    compressor.compress(in.samples.data(), in.scales.data(), from_ci16.data(), pulses);
+    for (size_t i = 0; i < from_float.size(); ++i) ASSERT_EQ(from_float[i], from_ci16[i]) << i;
+    EXPECT_THROW(compressor.compress(in.samples.data(), nullptr, from_ci16.data(), pulses), std::invalid_argument);
+  }
+}
+
 TEST(GpuPulseCompression, CudaMatchesCpu) {
   CS_REQUIRE_GPU();
   std::mt19937_64 rng(cs_test::fresh_seed());
@@ -345,6 +408,43 @@ TEST(GpuPulseCompression, CudaMatchesCpu) {
         ref += std::norm(std::complex<double>(expected[i]));
       }
       EXPECT_LT(std::sqrt(err / ref), 1e-5);
+    }
+  }
+}
+
+// CI16 on the device (widened there, scales uploaded per call) equals the
+// CPU's CI16 path.
+TEST(GpuPulseCompression, Ci16CudaMatchesCpu) {
+  CS_REQUIRE_GPU();
+  std::mt19937_64 rng(cs_test::fresh_seed());
+  for (Domain domain : {Domain::FX, Domain::TOA}) {
+    for (int upsample : {1, 2}) {
+      SCOPED_TRACE(std::string(to_string(domain)) + " x" + std::to_string(upsample));
+      const PulseCompressionConfig pc = small_config(domain, upsample);
+      const int64_t pulses = 37;  // two full blocks and a short one
+      const Ci16Block in = random_ci16(pulses, pc.samples_per_pulse, rng);
+      CpuPulseCompressor cpu(pc);
+      std::vector<std::complex<float>> expected(static_cast<size_t>(pulses * cpu.output_length()));
+      cpu.compress(in.samples.data(), in.scales.data(), expected.data(), pulses);
+
+      CudaPulseCompressor gpu(pc, 0);
+      cs::Stream stream(0);
+      const size_t in_bytes = in.samples.size() * sizeof(in.samples[0]);
+      const size_t out_bytes = expected.size() * sizeof(expected[0]);
+      auto *d_in = static_cast<std::complex<int16_t> *>(cs::device_alloc(in_bytes, 0));
+      auto *d_out = static_cast<std::complex<float> *>(cs::device_alloc(out_bytes, 0));
+      cs::memset_async(d_out, 0xff, out_bytes, stream.get());  // poison: NaNs
+      cs::copy_async(d_in, in.samples.data(), in_bytes, stream.get());
+      // Twice, the second time with other scales: each call's scales are its own.
+      std::vector<float> other_scales(in.scales.size(), 1.0f);
+      gpu.compress(d_in, other_scales.data(), d_out, pulses, stream.get());
+      gpu.compress(d_in, in.scales.data(), d_out, pulses, stream.get());
+      std::vector<std::complex<float>> got(expected.size());
+      cs::copy_async(got.data(), d_out, out_bytes, stream.get());
+      stream.synchronize();
+      cs::device_free(d_in, 0);
+      cs::device_free(d_out, 0);
+      EXPECT_LT(relative_rms(got, expected), 1e-5);
     }
   }
 }
