@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_support.h"
 #include "common/cuda_runtime.h"
 #include "kernels/sar/backprojection_test_util.h"
 #include "sar/backprojection.h"
@@ -33,36 +34,6 @@ using bp_test::Geometry;
 
 constexpr int kDevice = 0;
 constexpr int64_t kCrop = 64;
-
-class DeviceArray {
- public:
-  explicit DeviceArray(size_t bytes) : ptr_(cs::device_alloc(std::max<size_t>(bytes, 1), kDevice)) {}
-  ~DeviceArray() { cs::device_free(ptr_, kDevice); }
-  DeviceArray(const DeviceArray &) = delete;
-  DeviceArray &operator=(const DeviceArray &) = delete;
-  std::complex<float> *get() const { return static_cast<std::complex<float> *>(ptr_); }
-
- private:
-  void *ptr_;
-};
-
-class Timer {
- public:
-  Timer() : start_(cs::timing_event_create(kDevice)), stop_(cs::timing_event_create(kDevice)) {}
-  ~Timer() {
-    cs::event_destroy(start_);
-    cs::event_destroy(stop_);
-  }
-  void start(cs::StreamHandle s) { cs::event_record(start_, s); }
-  double stop_ms(cs::StreamHandle s) {
-    cs::event_record(stop_, s);
-    cs::event_synchronize(stop_);
-    return cs::event_elapsed_ms(start_, stop_);
-  }
-
- private:
-  cs::EventHandle start_, stop_;
-};
 
 // Random clutter profiles covering a scene of `extent_m` in the geometry.
 bp_test::CompressedCollection clutter(Geometry g, int64_t pulses, double extent_m, std::mt19937_64 &rng) {
@@ -90,27 +61,10 @@ struct Row {
 }  // namespace
 
 int main(int argc, char **argv) {
-  int64_t size = 4096, pulses = 8192;
-  int repeats = 3;
-  std::string csv;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--size") size = std::stoll(value());
-    else if (a == "--pulses") pulses = std::stoll(value());
-    else if (a == "--repeats") repeats = std::max(1, std::stoi(value()));
-    else if (a == "--csv") csv = value();
-    else {
-      std::fprintf(stderr, "usage: %s [--size N] [--pulses N] [--repeats N] [--csv FILE]\n", argv[0]);
-      return 2;
-    }
-  }
+  const bench::Options options(argc, argv, {{"size", "4096"}, {"pulses", "8192"}, {"repeats", "3"}, {"csv", ""}});
+  const int64_t size = options.integer("size"), pulses = options.integer("pulses");
+  const int repeats = static_cast<int>(options.integer("repeats"));
+  const std::string csv = options.text("csv");
   if (cs::device_count() == 0) {
     std::printf("backprojection_bench: no CUDA device (%s); nothing to measure\n", cs::no_device_reason().c_str());
     return 0;
@@ -128,15 +82,15 @@ int main(int argc, char **argv) {
   for (Geometry geometry : {Geometry::Airborne, Geometry::Spaceborne}) {
     const bp_test::CompressedCollection cc = clutter(geometry, pulses, spacing * size, rng);
     const size_t sample_bytes = cc.profiles.size() * sizeof(std::complex<float>);
-    DeviceArray samples(sample_bytes);
+    bench::DeviceArray samples(sample_bytes, kDevice);
     cs::copy_async(samples.get(), cc.profiles.data(), sample_bytes, stream.get());
     RangeProfileBlock device_block = cc.block();
-    device_block.samples = samples.get();
+    device_block.samples = samples.get<std::complex<float>>();
 
     BackprojectionConfig config;
     config.grid = north_up_ground_grid(cc.frame().origin_ecf(), size, size, spacing);
     const int64_t pixels = size * size;
-    DeviceArray image(static_cast<size_t>(pixels) * sizeof(std::complex<float>));
+    bench::DeviceArray image(static_cast<size_t>(pixels) * sizeof(std::complex<float>), kDevice);
 
     // The fp64 reference of a crop away from the centre (its own grid, same pixels).
     const int64_t crop_column = size / 5, crop_row = (3 * size) / 5;
@@ -151,15 +105,9 @@ int main(int argc, char **argv) {
     for (Precision precision : {Precision::Double, Precision::Mixed, Precision::Fast}) {
       config.precision = precision;
       CudaBackprojector gpu(config, kDevice);
-      gpu.backproject(device_block, image.get(), Accumulate::Replace, stream.get());  // warm-up
-      std::vector<double> times;
-      Timer timer;
-      for (int r = 0; r < repeats; ++r) {
-        timer.start(stream.get());
-        gpu.backproject(device_block, image.get(), Accumulate::Replace, stream.get());
-        times.push_back(timer.stop_ms(stream.get()));
-      }
-      std::sort(times.begin(), times.end());
+      const double ms = bench::timed_ms(stream.get(), kDevice, repeats, [&] {
+        gpu.backproject(device_block, image.get<std::complex<float>>(), Accumulate::Replace, stream.get());
+      });
       std::vector<std::complex<float>> result(static_cast<size_t>(pixels));
       cs::copy_async(result.data(), image.get(), result.size() * sizeof(result[0]), stream.get());
       stream.synchronize();
@@ -174,7 +122,7 @@ int main(int argc, char **argv) {
       row.mode = to_string(precision);
       row.pixels = pixels;
       row.pulses = pulses;
-      row.ms = times[times.size() / 2];
+      row.ms = ms;
       row.gbps = static_cast<double>(pixels) * static_cast<double>(pulses) / (row.ms * 1e-3) / 1e9;
       row.ser_crop_db = bp_test::signal_to_error_db(crop_result, crop_reference);
       row.ser_double_db = precision == Precision::Double ? INFINITY : bp_test::signal_to_error_db(result, double_image);
@@ -192,30 +140,35 @@ int main(int argc, char **argv) {
   if (frames >= 1) {
     const bp_test::CompressedCollection cc = clutter(Geometry::Airborne, pulses, spacing * frame_size, rng);
     const size_t sample_bytes = cc.profiles.size() * sizeof(std::complex<float>);
-    DeviceArray samples(sample_bytes);
+    bench::DeviceArray samples(sample_bytes, kDevice);
     cs::copy_async(samples.get(), cc.profiles.data(), sample_bytes, stream.get());
     auto on_device = [&](int64_t first, int64_t count) {
       RangeProfileBlock b = cc.block(first, count);
-      b.samples = samples.get() + first * cc.bins;
+      b.samples = samples.get<std::complex<float>>() + first * cc.bins;
       return b;
     };
     BackprojectionConfig config;
     config.grid = north_up_ground_grid(cc.frame().origin_ecf(), frame_size, frame_size, spacing);
-    DeviceArray image(static_cast<size_t>(frame_size * frame_size) * sizeof(std::complex<float>));
+    bench::DeviceArray image(static_cast<size_t>(frame_size * frame_size) * sizeof(std::complex<float>), kDevice);
+    auto *frame = image.get<std::complex<float>>();
     std::printf("\nvideo SAR, %lld x %lld frames, aperture %lld pulses, stride %lld, %lld frames (kernel time):\n",
                 static_cast<long long>(frame_size), static_cast<long long>(frame_size),
                 static_cast<long long>(aperture), static_cast<long long>(stride), static_cast<long long>(frames));
     for (Precision precision : {Precision::Mixed, Precision::Fast}) {
       config.precision = precision;
       CudaBackprojector gpu(config, kDevice);
-      gpu.backproject(on_device(0, aperture), image.get(), Accumulate::Replace, stream.get());
-      Timer timer;
-      timer.start(stream.get());
-      for (int64_t f = 1; f <= frames; ++f) {
-        gpu.backproject(on_device(aperture + (f - 1) * stride, stride), image.get(), Accumulate::Add, stream.get());
-        gpu.backproject(on_device((f - 1) * stride, stride), image.get(), Accumulate::Subtract, stream.get());
-      }
-      const double ms = timer.stop_ms(stream.get());
+      // The warm-up call forms the first image; the timed call moves it through every frame.
+      const double ms = bench::timed_ms(stream.get(), kDevice, 1, [&, first = true]() mutable {
+        if (first) {
+          gpu.backproject(on_device(0, aperture), frame, Accumulate::Replace, stream.get());
+          first = false;
+          return;
+        }
+        for (int64_t f = 1; f <= frames; ++f) {
+          gpu.backproject(on_device(aperture + (f - 1) * stride, stride), frame, Accumulate::Add, stream.get());
+          gpu.backproject(on_device((f - 1) * stride, stride), frame, Accumulate::Subtract, stream.get());
+        }
+      });
       std::printf("  %-6s %8.2f ms per frame, %8.1f frames/s\n", to_string(precision), ms / frames, 1e3 * frames / ms);
       Row row;
       row.geometry = "video-sar";

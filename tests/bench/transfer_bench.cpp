@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/cuda_runtime.h"
+#include "common/staged_copy.h"
 #include "common/device_resources.h"
 
 namespace {
@@ -76,6 +77,59 @@ double raw_pageable_gbps(void *dst, const void *src, size_t bytes, int iteration
   for (int i = 0; i < iterations; ++i) cs::copy_async(dst, src, bytes, s.get());
   s.synchronize();
   return gbps(bytes * size_t(iterations), std::chrono::duration<double>(Clock::now() - t0).count());
+}
+
+// The staged uploader alone (no GStreamer) with `threads` host copy threads:
+// separates the staging's own cost from the element's per-buffer work.
+double staged_gbps(void *dev, const void *src, size_t bytes, int iterations, int threads) {
+  cs::Stream s(0);
+  cs::StagedUploader uploader(0, size_t(8) << 20, 4, threads);
+  uploader.upload(dev, src, bytes, s.get());
+  s.synchronize();
+  auto t0 = Clock::now();
+  for (int i = 0; i < iterations; ++i) uploader.upload(dev, src, bytes, s.get());
+  s.synchronize();
+  return gbps(bytes * size_t(iterations), std::chrono::duration<double>(Clock::now() - t0).count());
+}
+
+// Host time of what one staged 1 MiB chunk costs the calling thread: the
+// CUDA calls (mean of many) and the team's copy.
+void print_staging_costs() {
+  constexpr size_t kBytes = MiB;
+  constexpr int kCalls = 2000;
+  cs::Stream s(0);
+  cs::Event done(0);
+  void *dev = cs::device_alloc(kBytes, 0);
+  void *staging = cs::pinned_alloc(kBytes);
+  std::vector<unsigned char> source(kBytes, 0x11);
+  auto mean_us = [&](auto &&call) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < kCalls; ++i) call();
+    return std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / kCalls;
+  };
+  done.record(s.get());
+  s.synchronize();
+  const double sync_us = mean_us([&] { done.synchronize(); });
+  const double record_us = mean_us([&] { done.record(s.get()); });
+  s.synchronize();
+  const double guard_us = mean_us([&] { cs::DeviceGuard guard(0); });
+  const double copy_call_us = mean_us([&] {
+    cs::copy_async(dev, staging, 64, s.get());  // the call, not the transfer
+  });
+  s.synchronize();
+  std::fprintf(stderr,
+               "staging costs on the calling thread: cudaEventSynchronize (done) %.1f us, cudaEventRecord %.1f us, "
+               "cudaMemcpyAsync call %.1f us, DeviceGuard %.2f us; 1 MiB host copy:",
+               sync_us, record_us, copy_call_us, guard_us);
+  for (int threads : {1, 4, 8}) {
+    cs::ParallelCopier copier(threads);
+    copier.copy(staging, source.data(), kBytes);
+    std::fprintf(stderr, " %d threads %.1f us", threads,
+                 mean_us([&] { copier.copy(staging, source.data(), kBytes); }));
+  }
+  std::fprintf(stderr, "\n");
+  cs::pinned_free(staging);
+  cs::device_free(dev, 0);
 }
 
 struct LastBuffer {
@@ -214,6 +268,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   std::printf("device 0: %s\n", cs::device_name(0).c_str());
+  print_staging_costs();
   std::printf("%8s | %10s %10s %6s %10s %6s | %10s %10s %6s | %10s\n", "MiB", "H2D pinned", "up pageab", "%", "up pinned",
               "%", "D2H pinned", "download", "%", "pageable");
   std::printf("%8s | %10s %10s %6s %10s %6s | %10s %10s %6s | %10s\n", "", "cudaMemcpy", "gpuupload", "", "gpuupload",
@@ -235,6 +290,9 @@ int main(int argc, char **argv) {
     const double h2d = raw_copy_gbps(dev, host, bytes, iterations);
     const double d2h = raw_copy_gbps(host, dev, bytes, iterations);
     const double pageable_raw = raw_pageable_gbps(dev, pmap.data, bytes, std::max(4, iterations / 8));
+    const double staged1 = staged_gbps(dev, pmap.data, bytes, iterations, 1);
+    const double staged4 = staged_gbps(dev, pmap.data, bytes, iterations, 4);
+    const double staged8 = staged_gbps(dev, pmap.data, bytes, iterations, 8);
     gst_buffer_unmap(pageable, &pmap);
     GstBuffer *pinned_buf = gst_buffer_new_allocate(pinned, bytes, nullptr);
     gst_buffer_memset(pinned_buf, 0, 0x5a, bytes);
@@ -263,6 +321,8 @@ int main(int argc, char **argv) {
                  "         6 rotating page-locked buffers: H2D %.1f, D2H %.1f GB/s; gpudownload max-in-flight=2: %.1f, "
                  "=3: %.1f GB/s; pageable -> gpuupload ! gpudownload: %.1f GB/s each way\n",
                  h2d_rot, d2h_rot, down2, down3, round_trip);
+    std::fprintf(stderr, "         staged uploader alone (pageable source): 1 thread %.1f, 4 threads %.1f, 8 threads %.1f GB/s\n",
+                 staged1, staged4, staged8);
     const auto pinned_stats = cs::pinned_cache().stats();
     const auto device_stats = cs::DeviceResources::get(0).device_cache().stats();
     std::fprintf(stderr, "         cache hits/misses: page-locked %zu/%zu, device %zu/%zu\n", pinned_stats.hits,
