@@ -33,9 +33,12 @@ inline std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
   return v;
 }
 
+// A fresh random seed, printed so that a failure can be replayed:
+// CS_TEST_SEED=<seed> makes every fresh_seed() return it.
 inline uint32_t fresh_seed() {
   static std::random_device rd;
-  uint32_t seed = rd();
+  const char *fixed = std::getenv("CS_TEST_SEED");
+  const uint32_t seed = fixed ? static_cast<uint32_t>(std::strtoul(fixed, nullptr, 10)) : rd();
   std::printf("[ seed     ] %u\n", seed);
   return seed;
 }
