@@ -15,7 +15,7 @@ packages=(
   libglib2.0-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libgstreamer-plugins-bad1.0-dev
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
   libfftw3-dev libopencv-dev libxml2-dev libgtest-dev
-  python3 python3-numpy python3-scipy python3-spectral python3-gst-1.0
+  python3 python3-numpy python3-scipy python3-spectral python3-gst-1.0 python3-skimage
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Hyperspectral classification of an AVIRIS-NG tile against the USGS library:
 #   pipelines/hsi-classify.sh [BUILD_DIR=build] [OUT_DIR=out/hsi] [CUBE.hdr] [LIBRARY.hdr]
-# Defaults use the shared real data. Writes a colour class map (PNG) and an
-# ENVI classification file.
+# Defaults use the shared real data. Two pipelines (CUDA when a device is
+# present, else the CPU):
+#   1. the ENVI cube in one block -> hsiclassify -> hsicolorize -> PNG;
+#   2. the same cube as a push-broom line stream (one line per buffer): the
+#      class map to an ENVI classification file and, from hsiclassify's rules
+#      pad, every pixel's spectral angle to each class as an ENVI float cube.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -15,6 +19,8 @@ export GST_PLUGIN_PATH=$build/plugins${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}
 
 gst-launch-1.0 -q envisrc location="$cube" lines-per-buffer=100000 ! hsiclassify library="$library" ! \
   hsicolorize ! pngenc ! filesink location="$out/classes.png"
-gst-launch-1.0 -q envisrc location="$cube" lines-per-buffer=1 ! hsiclassify library="$library" ! \
-  envisink location="$out/classes.img"
-echo "wrote $out/classes.png and $out/classes.img (+ .hdr)"
+gst-launch-1.0 -q envisrc location="$cube" lines-per-buffer=1 ! hsiclassify name=c library="$library" ! \
+  queue ! envisink location="$out/classes.img" \
+  c.rules ! queue ! envisink location="$out/rules.img"
+bands=$(sed -n 's/^bands *= *//p' "$out/rules.hdr")
+echo "wrote $out/classes.png, $out/classes.img and $out/rules.img (+ .hdr): $bands classes"

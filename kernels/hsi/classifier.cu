@@ -8,6 +8,14 @@
 // constant memory when the prepared table fits (every thread of a warp reads
 // the same value at the same time: a broadcast), otherwise each chunk of the
 // current reference group is staged in shared memory next to the pixels.
+//
+// Precision::tensor, for the dot-product methods (sam, correlation,
+// euclidean): classify_gemm_kernel forms every pixel's dot products with the
+// references as one matrix product on the tensor cores (WMMA, TF32 split into
+// high and low parts; classify_math.h gives its error), and the scores from
+// those and per-pixel sums with the same score functions.
+#include <mma.h>
+
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -160,6 +168,203 @@ __global__ void __launch_bounds__(kPixelsPerBlock) classify_kernel(const KernelA
     row[pixel % a.layout.samples] = uint8_t(label);
 }
 
+// --- Precision::tensor: the dot products as a matrix product ---
+
+// A block: kGemmPixels pixels against kGemmRefs references per pass. Each
+// warp owns 16 pixels x kGemmWarpRefs references (few accumulators: small
+// register footprint, several blocks per SM to hide the staging latency).
+constexpr int kGemmPixels = 64;
+constexpr int kGemmRefs = 64;
+constexpr int kGemmWarpRefs = 32;
+constexpr int kGemmFragments = kGemmWarpRefs / 16;
+constexpr int kGemmStrips = kGemmPixels / 16;
+constexpr int kGemmThreads = 32 * kGemmStrips * (kGemmRefs / kGemmWarpRefs);
+// Threads per pixel in the per-pixel sums and scores.
+constexpr int kGemmPixelParts = kGemmThreads / kGemmPixels;
+// Row pitch (floats) of the staged tiles: WMMA needs a multiple of 4; the
+// extra 4 spreads rows over the shared-memory banks.
+constexpr int kGemmLd = kBandChunk + 4;
+constexpr int kGemmOutLd = kGemmRefs + 4;
+static_assert(kBandChunk % 8 == 0 && kBandChunk % kGemmPixelParts == 0, "chunk shape");
+static_assert(kGemmRefs % kGemmPixelParts == 0, "references split evenly over a pixel's threads");
+
+using TensorA = nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 8, nvcuda::wmma::precision::tf32,
+                                       nvcuda::wmma::row_major>;
+using TensorB = nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 8, nvcuda::wmma::precision::tf32,
+                                       nvcuda::wmma::col_major>;
+using TensorAcc = nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 8, float>;
+
+// x = hi + lo with both parts representable in TF32: hi x hi + hi x lo +
+// lo x hi recovers a float product to ~2^-22. (Splitting once when staging,
+// into two tiles, measured ~5% slower on an H200 than splitting fragments.)
+template <class Fragment>
+__device__ void split_tf32(Fragment &hi, Fragment &lo) {
+  for (int i = 0; i < hi.num_elements; ++i) {
+    const float x = hi.x[i];
+    const float h = nvcuda::wmma::__float_to_tf32(x);
+    hi.x[i] = h;
+    lo.x[i] = nvcuda::wmma::__float_to_tf32(x - h);
+  }
+}
+
+template <Method M, DataType T>
+__global__ void __launch_bounds__(kGemmThreads, 3) classify_gemm_kernel(const KernelArgs a) {
+  static_assert(dot_product_method(M), "only dot-product methods are a matrix product");
+  using namespace nvcuda;
+  // The pixel and reference tiles while the bands are summed; the pass's
+  // dot products (kGemmPixels x kGemmRefs) over them afterwards.
+  constexpr int kTileFloats = (kGemmPixels + kGemmRefs) * kGemmLd, kOutFloats = kGemmPixels * kGemmOutLd;
+  __shared__ __align__(32) float smem[kTileFloats > kOutFloats ? kTileFloats : kOutFloats];
+  float *const x_tile = smem, *const r_tile = smem + kGemmPixels * kGemmLd, *const dots = smem;
+  __shared__ size_t pixel_base[kGemmPixels];
+  __shared__ float shift[kGemmPixels];
+  __shared__ double ref_norm2[kGemmRefs];
+  // Per pixel: its sums (each of its threads' share, added in a fixed order)
+  // and each thread's best match of the pass.
+  __shared__ double part_sum[kGemmPixelParts][kGemmPixels], part_sum2[kGemmPixelParts][kGemmPixels];
+  __shared__ bool part_finite[kGemmPixelParts][kGemmPixels];
+  __shared__ float part_score[kGemmPixelParts][kGemmPixels];
+  __shared__ int part_index[kGemmPixelParts][kGemmPixels];
+
+  const int tid = threadIdx.x, warp = tid / 32;
+  const int strip = warp % kGemmStrips, column = warp / kGemmStrips * kGemmWarpRefs;
+  const size_t pixels = a.layout.pixels();
+  const size_t first_pixel = size_t(blockIdx.x) * kGemmPixels;
+  const int nb = a.shape.bands, K = a.shape.references;
+  const bool bands_contiguous = a.layout.band_stride == 1;
+  for (int p = tid; p < kGemmPixels; p += kGemmThreads) {
+    const bool in_block = first_pixel + p < pixels;
+    pixel_base[p] = in_block ? a.layout.pixel_offset(first_pixel + p) : 0;
+    // correlation sums the pixel shifted by its first band (classify_math.h)
+    shift[p] = M == Method::correlation && in_block
+                   ? decode_sample<T>(a.data, pixel_base[p] + size_t(__ldg(a.bands)) * a.layout.band_stride, a.format)
+                   : 0.0f;
+  }
+  // Thread tid works for pixel `mine`, as its part `part` of kGemmPixelParts.
+  const int mine = tid % kGemmPixels, part = tid / kGemmPixels;
+  const size_t pixel = first_pixel + mine;
+  const bool active = pixel < pixels;
+  double sum = 0, sum2 = 0;  // sam, euclidean: sum2 = |x|^2; correlation: sums of d and d^2
+  bool finite = true;
+  BestMatch best;
+  for (int k0 = 0; k0 < K; k0 += kGemmRefs) {
+    const int count = min(kGemmRefs, K - k0);
+    __syncthreads();  // the previous pass's dot products are read
+    if constexpr (M == Method::euclidean) {
+      for (int k = tid; k < count; k += kGemmThreads) {
+        double n2 = 0;
+        for (int u = 0; u < nb; ++u) {
+          const double r = __ldg(a.table + a.shape.index(0, k0 + k, u));
+          n2 += r * r;
+        }
+        ref_norm2[k] = n2;
+      }
+    }
+    TensorAcc acc[kGemmFragments];
+    double total[kGemmFragments][TensorAcc::num_elements];
+    for (auto &t : total)
+      for (double &v : t) v = 0;
+    for (int c0 = 0; c0 < nb; c0 += kBandChunk) {
+      const int n = min(kBandChunk, nb - c0);
+      __syncthreads();  // the previous chunk is consumed
+      for (int i = tid; i < kBandChunk * kGemmPixels; i += kGemmThreads) {
+        const int p = bands_contiguous ? i / kBandChunk : i % kGemmPixels;
+        const int uu = bands_contiguous ? i % kBandChunk : i / kGemmPixels;
+        float x = 0.0f;  // bands beyond the last and pixels beyond the block add nothing
+        if (uu < n && first_pixel + p < pixels)
+          x = decode_sample<T>(a.data, pixel_base[p] + size_t(__ldg(a.bands + c0 + uu)) * a.layout.band_stride,
+                               a.format) - shift[p];
+        x_tile[p * kGemmLd + uu] = x;
+      }
+      for (int i = tid; i < kGemmRefs * kBandChunk; i += kGemmThreads) {
+        const int k = i / kBandChunk, uu = i % kBandChunk;
+        r_tile[k * kGemmLd + uu] = k < count && uu < n ? __ldg(a.table + a.shape.index(0, k0 + k, c0 + uu)) : 0.0f;
+      }
+      __syncthreads();
+      if (k0 == 0) {  // this thread's share of its pixel's bands
+        constexpr int kShare = kBandChunk / kGemmPixelParts;
+        for (int uu = part * kShare; uu < min(n, (part + 1) * kShare); ++uu) {
+          const float d = x_tile[mine * kGemmLd + uu];
+          finite = finite && is_finite(d);
+          sum += d;
+          sum2 += double(d) * d;
+        }
+      }
+      for (auto &f : acc) wmma::fill_fragment(f, 0.0f);
+      for (int step = 0; step < kBandChunk; step += 8) {
+        TensorA xh, xl;
+        wmma::load_matrix_sync(xh, x_tile + strip * 16 * kGemmLd + step, kGemmLd);
+        split_tf32(xh, xl);
+        for (int j = 0; j < kGemmFragments; ++j) {
+          TensorB rh, rl;
+          wmma::load_matrix_sync(rh, r_tile + (column + j * 16) * kGemmLd + step, kGemmLd);
+          split_tf32(rh, rl);
+          wmma::mma_sync(acc[j], xl, rh, acc[j]);  // small terms first
+          wmma::mma_sync(acc[j], xh, rl, acc[j]);
+          wmma::mma_sync(acc[j], xh, rh, acc[j]);
+        }
+      }
+      for (int j = 0; j < kGemmFragments; ++j)  // chunk sums in double, as Sum<float>
+        for (int i = 0; i < TensorAcc::num_elements; ++i) total[j][i] += acc[j].x[i];
+    }
+    if (k0 == 0) {
+      part_sum[part][mine] = sum;
+      part_sum2[part][mine] = sum2;
+      part_finite[part][mine] = finite;
+    }
+    for (int j = 0; j < kGemmFragments; ++j)
+      for (int i = 0; i < TensorAcc::num_elements; ++i) acc[j].x[i] = float(total[j][i]);
+    __syncthreads();  // every warp is done with the tiles that `dots` overlays
+    for (int j = 0; j < kGemmFragments; ++j)
+      wmma::store_matrix_sync(dots + strip * 16 * kGemmOutLd + column + j * 16, acc[j], kGemmOutLd,
+                              wmma::mem_row_major);
+    __syncthreads();
+    if (k0 == 0) {  // the pixel's sums, its parts added in order
+      sum = sum2 = 0;
+      finite = true;
+      for (int q = 0; q < kGemmPixelParts; ++q) {
+        sum += part_sum[q][mine];
+        sum2 += part_sum2[q][mine];
+        finite = finite && part_finite[q][mine];
+      }
+    }
+    // This thread scores references k0 + part * share ..; the pixel's best
+    // is then taken over its parts in reference order (ties: lower index).
+    constexpr int kShare = kGemmRefs / kGemmPixelParts;
+    BestMatch part_best;
+    if (active) {
+      for (int j = part * kShare; j < min(count, (part + 1) * kShare); ++j) {
+        const int k = k0 + j;
+        const double dot = dots[mine * kGemmOutLd + j];
+        float score;
+        if (!finite)
+          score = quiet_nan();
+        else if constexpr (M == Method::sam)
+          score = sam_score(dot, sum2);
+        else if constexpr (M == Method::correlation)
+          score = correlation_score(dot, sum, sum2, nb, __ldg(a.table + a.shape.constant_index(k)));
+        else
+          score = euclidean_score(sum2 - 2 * dot + ref_norm2[j]);
+        if (a.rule_images) a.rule_images[size_t(k) * pixels + pixel] = score;
+        part_best.offer(score, k, higher_is_better(M));
+      }
+    }
+    part_score[part][mine] = part_best.score;
+    part_index[part][mine] = part_best.index;
+    __syncthreads();
+    if (part == 0)
+      for (int q = 0; q < kGemmPixelParts; ++q)
+        if (part_index[q][mine] >= 0) best.offer(part_score[q][mine], part_index[q][mine], higher_is_better(M));
+  }
+  if (!active || part != 0) return;
+  const int label = best.label(a.threshold, higher_is_better(M));
+  auto *row = static_cast<unsigned char *>(a.class_map) + (pixel / a.layout.samples) * a.class_map_stride;
+  if (a.class_map_16bit)
+    reinterpret_cast<uint16_t *>(row)[pixel % a.layout.samples] = uint16_t(label);
+  else
+    row[pixel % a.layout.samples] = uint8_t(label);
+}
+
 // The constant bank is one per device and process, shared by every
 // classifier: the owner's table stays resident while it keeps classifying;
 // a new owner first waits for the kernels still reading the old table.
@@ -254,6 +459,26 @@ void CudaSpectralClassifier::classify(const CubeBlock &block, const Classificati
                               : block.layout.samples * class_map_bytes_per_pixel(output.class_map_format);
   args.rule_images = output.rule_images;
   const unsigned grid = unsigned((pixels + kPixelsPerBlock - 1) / kPixelsPerBlock);
+
+  if (host.precision() == Precision::tensor && dot_product_method(host.method())) {
+    // Reads the table from global memory: no constant bank to share.
+    const unsigned gemm_grid = unsigned((pixels + kGemmPixels - 1) / kGemmPixels);
+    with_data_type(block.format.type, [&](auto type) {
+      switch (host.method()) {
+        case Method::sam:
+          classify_gemm_kernel<Method::sam, decltype(type)::value><<<gemm_grid, kGemmThreads, 0, stream>>>(args);
+          break;
+        case Method::correlation:
+          classify_gemm_kernel<Method::correlation, decltype(type)::value>
+              <<<gemm_grid, kGemmThreads, 0, stream>>>(args);
+          break;
+        default:
+          classify_gemm_kernel<Method::euclidean, decltype(type)::value><<<gemm_grid, kGemmThreads, 0, stream>>>(args);
+      }
+    });
+    cs::check_cuda(cudaGetLastError(), "classify (tensor) kernel launch");
+    return;
+  }
 
   auto launch = [&](auto in_constant) {
     with_method(host.method(), [&](auto method) {

@@ -32,7 +32,19 @@
 //   fast   terms are summed in float over a chunk of kBandChunk bands and the
 //          chunk sums in double: relative error of a sum ~1e-7, so an angle
 //          is good to ~1e-7 / sin(angle) rad.
-// In both, sums are formed so that they do not cancel: correlation uses
+//   tensor on CUDA, sam, correlation and euclidean become one matrix product
+//          (pixels x bands times bands x references) on the tensor cores:
+//          TF32 with each operand split into a high and a low TF32 part
+//          (three products; what the two parts leave out is ~2^-22 of each
+//          operand), float accumulation within a chunk of kBandChunk bands,
+//          chunk sums in double, then rounded to float once: dot products
+//          within ~5e-7 relative of exact. An angle is then good to ~5e-7 /
+//          sin(angle) rad (1e-5 rad for angles above ~0.05 rad; ENVI's
+//          threshold is 0.1). Euclidean distances are formed from norms,
+//          d^2 = |x|^2 - 2 x.r + |r|^2, so their absolute error is ~5e-7
+//          (|x|^2 + |r|^2) / d: small distances between bright spectra lose
+//          digits. SID, bandfit and the CPU run tensor as fast.
+// In every mode, sums are formed so that they do not cancel: correlation uses
 // references centred on the host and pixel values shifted by their first
 // band; SID sums its non-negative terms directly once the pixel's total is
 // known (one extra pass over the pixel). CPU and GPU accumulate in the same
@@ -117,7 +129,37 @@ struct PixelContext {
 
 CS_HD float sid_floor(float x) { return x < kSidFloor ? kSidFloor : x; }  // NaN stays NaN
 
-enum class Precision : int { exact = 0, fast = 1 };
+enum class Precision : int { exact = 0, fast = 1, tensor = 2 };
+
+// Methods whose sums are dot products of the pixel with each reference, so
+// that a block of pixels against the references is one matrix product.
+CS_HD constexpr bool dot_product_method(Method m) {
+  return m == Method::sam || m == Method::correlation || m == Method::euclidean;
+}
+
+// Scores from finished sums: the one place of each formula, for the per-pixel
+// loops below and the CUDA matrix-product kernel.
+// sam: `dot` with the unit reference, `norm2` = sum of the pixel's squares.
+CS_HD float sam_score(double dot, double norm2) {
+  const double norm = sqrt(norm2);
+  if (!(norm > 0)) return quiet_nan();
+  double c = dot / norm;  // references are unit vectors
+  c = c > 1.0 ? 1.0 : (c < -1.0 ? -1.0 : c);
+  return float(acos(c));
+}
+// correlation, bandfit: `dot` of the shifted pixel with the centred
+// reference, `sum`/`sum2` of the shifted pixel, `reference_constant` the
+// centred reference's sum of squares.
+CS_HD float correlation_score(double dot, double sum, double sum2, int bands, float reference_constant) {
+  const double variance = sum2 - sum * sum / bands;
+  if (!(variance > 0)) return quiet_nan();
+  double r = dot / sqrt(variance * double(reference_constant));
+  r = r > 1.0 ? 1.0 : (r < -1.0 ? -1.0 : r);
+  return float(r);
+}
+// euclidean: the squared distance (negative only by rounding when it is
+// formed from norms).
+CS_HD float euclidean_score(double distance2) { return float(sqrt(distance2 > 0 ? distance2 : 0.0)); }
 
 // A running sum. Sum<double> adds every term in double; Sum<float> adds in
 // float and folds into a double at the end of each chunk of bands.
@@ -242,19 +284,11 @@ struct ReferenceSums {
   CS_HD float score(int j, int k, int bands, const PixelContext &px, const Table &table) const {
     if (!finite || !px.defined) return quiet_nan();
     if constexpr (M == Method::sam) {
-      const double norm = sqrt(pixel[0].total);
-      if (!(norm > 0)) return quiet_nan();
-      double c = ref[j].total / norm;  // references are unit vectors
-      c = c > 1.0 ? 1.0 : (c < -1.0 ? -1.0 : c);
-      return float(acos(c));
+      return sam_score(ref[j].total, pixel[0].total);
     } else if constexpr (M == Method::euclidean) {
-      return float(sqrt(ref[j].total));
+      return euclidean_score(ref[j].total);
     } else if constexpr (M == Method::correlation || M == Method::bandfit) {
-      const double variance = pixel[1].total - pixel[0].total * pixel[0].total / bands;
-      if (!(variance > 0)) return quiet_nan();
-      double r = ref[j].total / sqrt(variance * double(table.constant(k)));
-      r = r > 1.0 ? 1.0 : (r < -1.0 ? -1.0 : r);
-      return float(r);
+      return correlation_score(ref[j].total, pixel[0].total, pixel[1].total, bands, table.constant(k));
     } else {
       return float(ref[j].total);
     }
@@ -296,10 +330,12 @@ decltype(auto) with_method(Method method, F &&f) {
   return f(std::integral_constant<Method, Method::euclidean>{});
 }
 
-// Calls f(std::integral_constant<Precision, P>{}) for the run-time precision.
+// Calls f(std::integral_constant<Precision, P>{}) for the run-time precision
+// of the per-pixel loops (tensor, which only the CUDA matrix-product kernel
+// has, runs them as fast).
 template <class F>
 decltype(auto) with_precision(Precision precision, F &&f) {
-  if (precision == Precision::fast) return f(std::integral_constant<Precision, Precision::fast>{});
+  if (precision != Precision::exact) return f(std::integral_constant<Precision, Precision::fast>{});
   return f(std::integral_constant<Precision, Precision::exact>{});
 }
 

@@ -4,7 +4,13 @@
  * stop, the header with `file type = ENVI Classification`, `classes`,
  * `class names` (from the caps field class-names that hsiclassify sets) and
  * `class lookup` (the palette hsicolorize uses), so the result opens in ENVI,
- * QGIS and Spectral Python. Endless streams are written as they come. */
+ * QGIS and Spectral Python. Endless streams are written as they come.
+ * Rule images (hsiclassify's rules pad: application/x-hyperspectral, f32
+ * BSQ blocks, one band per class) are written as one ENVI float cube instead:
+ * data type 4, BIL (a block's band planes become its lines' band rows),
+ * `band names` from the caps field band-names.
+ * Input in device memory (memory:CudaSensing) is taken as it is: mapping it
+ * for reading downloads it. */
 #include "gstenvisink.h"
 
 #include <gst/video/video.h>
@@ -14,6 +20,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include <gst/cudasensing/gstcsmemory.h>
 
 #include "class-palette.h"
 
@@ -26,6 +34,11 @@ struct SinkState {
   std::string data_path, header_path;
   GstVideoInfo info;
   bool have_info = false;
+  // Rule images instead of class maps: samples x bands per line, float32.
+  bool rules = false;
+  size_t samples = 0, bands = 0;
+  int byte_order = 0;                    // ENVI's: 0 little endian, 1 big
+  std::vector<std::string> band_names;
   std::vector<std::string> class_names;  // class k at k - 1
   guint64 lines = 0;
   unsigned max_label = 0;
@@ -51,8 +64,16 @@ struct _GstEnviSink {
 G_DEFINE_TYPE(GstEnviSink, gst_envi_sink, GST_TYPE_BASE_SINK)
 GST_ELEMENT_REGISTER_DEFINE(envisink, "envisink", GST_RANK_NONE, GST_TYPE_ENVI_SINK)
 
+// Rule images as hsiclassify's rules pad gives them.
+#define RULES_CAPS(features)                                                                               \
+  "application/x-hyperspectral" features ", samples = (int) [ 1, MAX ], bands = (int) [ 1, MAX ], "        \
+  "interleave = (string) bsq, format = (string) f32, endianness = (int) { 1234, 4321 }"
+
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
-    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE("{ GRAY8, GRAY16_LE }")));
+    "sink", GST_PAD_SINK, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_CS_DEVICE, "{ GRAY8, GRAY16_LE }") "; "
+                    GST_VIDEO_CAPS_MAKE("{ GRAY8, GRAY16_LE }") "; "
+                    RULES_CAPS("(" GST_CAPS_FEATURE_MEMORY_CS_DEVICE ")") "; " RULES_CAPS("")));
 
 enum { PROP_0, PROP_LOCATION };
 
@@ -79,20 +100,21 @@ static gboolean envi_sink_start(GstBaseSink *base) {
   return TRUE;
 }
 
-static bool write_header(GstEnviSink *self) {
-  SinkState *st = self->state;
-  if (!st || st->header_written || !st->have_info) return true;
+// A name as an item of an ENVI list (its separators would split it).
+static std::string list_item(std::string name) {
+  for (char &c : name)
+    if (c == ',' || c == '{' || c == '}') c = ' ';
+  return name;
+}
+
+static std::string classification_header(const SinkState *st) {
   const bool wide = GST_VIDEO_INFO_FORMAT(&st->info) == GST_VIDEO_FORMAT_GRAY16_LE;
   // Classes: every name the caps gave, and at least every label seen.
   size_t classes = st->class_names.size() + 1;
   if (st->max_label + 1 > classes) classes = st->max_label + 1;
   std::string names = "{Unclassified";
-  for (size_t k = 1; k < classes; ++k) {
-    std::string name = k <= st->class_names.size() ? st->class_names[k - 1] : "Class " + std::to_string(k);
-    for (char &c : name)
-      if (c == ',' || c == '{' || c == '}') c = ' ';  // separators of ENVI lists
-    names += ", " + name;
-  }
+  for (size_t k = 1; k < classes; ++k)
+    names += ", " + list_item(k <= st->class_names.size() ? st->class_names[k - 1] : "Class " + std::to_string(k));
   names += "}";
   std::string text = "ENVI\ndescription = {Class map written by gst-cuda-sensing envisink}\n";
   text += "samples = " + std::to_string(GST_VIDEO_INFO_WIDTH(&st->info)) + "\n";
@@ -102,6 +124,29 @@ static bool write_header(GstEnviSink *self) {
   text += "classes = " + std::to_string(classes) + "\n";
   text += "class lookup = " + hsi_palette::format_class_lookup(hsi_palette::default_palette(classes)) + "\n";
   text += "class names = " + names + "\n";
+  return text;
+}
+
+static std::string rules_header(const SinkState *st) {
+  std::string text = "ENVI\ndescription = {Rule images (each pixel's score per class) written by gst-cuda-sensing "
+                     "envisink}\n";
+  text += "samples = " + std::to_string(st->samples) + "\n";
+  text += "lines = " + std::to_string(st->lines) + "\n";
+  text += "bands = " + std::to_string(st->bands) + "\n";
+  text += "header offset = 0\nfile type = ENVI Standard\ndata type = 4\ninterleave = bil\n";
+  text += "byte order = " + std::to_string(st->byte_order) + "\n";
+  if (st->band_names.size() == st->bands) {
+    std::string names;
+    for (const std::string &name : st->band_names) names += (names.empty() ? "" : ", ") + list_item(name);
+    text += "band names = {" + names + "}\n";
+  }
+  return text;
+}
+
+static bool write_header(GstEnviSink *self) {
+  SinkState *st = self->state;
+  if (!st || st->header_written || !st->have_info) return true;
+  const std::string text = st->rules ? rules_header(st) : classification_header(st);
   FILE *f = std::fopen(st->header_path.c_str(), "wb");
   const bool ok = f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
   if (f && std::fclose(f) != 0) return false;
@@ -115,8 +160,8 @@ static bool write_header(GstEnviSink *self) {
     return false;
   }
   st->header_written = true;
-  GST_INFO_OBJECT(self, "%s: %d x %" G_GUINT64_FORMAT " labels, %zu classes", st->header_path.c_str(),
-                  GST_VIDEO_INFO_WIDTH(&st->info), st->lines, classes);
+  GST_INFO_OBJECT(self, "%s: %" G_GUINT64_FORMAT " lines of %s", st->header_path.c_str(), st->lines,
+                  st->rules ? "rule images" : "labels");
   return true;
 }
 
@@ -131,9 +176,44 @@ static gboolean envi_sink_stop(GstBaseSink *base) {
   return ok;
 }
 
+// Rule images: f32 BSQ blocks with `bands` classes (the template admits no
+// other layout).
+static gboolean set_rules_caps(GstEnviSink *self, const GstStructure *s) {
+  SinkState *st = self->state;
+  int samples = 0, bands = 0, endianness = G_LITTLE_ENDIAN;
+  gst_structure_get_int(s, "samples", &samples);
+  gst_structure_get_int(s, "bands", &bands);
+  gst_structure_get_int(s, "endianness", &endianness);
+  if (st->have_info && (!st->rules || st->samples != size_t(samples) || st->bands != size_t(bands))) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("The rule images changed shape or follow class maps"),
+                      ("%d samples x %d bands now: one ENVI file holds one raster", samples, bands));
+    return FALSE;
+  }
+  st->rules = true;
+  st->samples = size_t(samples);
+  st->bands = size_t(bands);
+  st->byte_order = endianness == G_BIG_ENDIAN ? 1 : 0;
+  st->band_names.clear();
+  const GValue *names = gst_structure_get_value(s, "band-names");
+  if (names && GST_VALUE_HOLDS_ARRAY(names))
+    for (guint i = 0; i < gst_value_array_get_size(names); ++i) {
+      const GValue *v = gst_value_array_get_value(names, i);
+      st->band_names.push_back(G_VALUE_HOLDS_STRING(v) ? g_value_get_string(v) : "");
+    }
+  st->have_info = true;
+  return TRUE;
+}
+
 static gboolean envi_sink_set_caps(GstBaseSink *base, GstCaps *caps) {
   auto *self = GST_ENVI_SINK(base);
   SinkState *st = self->state;
+  const GstStructure *structure = gst_caps_get_structure(caps, 0);
+  if (gst_structure_has_name(structure, "application/x-hyperspectral")) return set_rules_caps(self, structure);
+  if (st->have_info && st->rules) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Class maps after rule images"),
+                      ("one ENVI file holds one raster: %" GST_PTR_FORMAT, caps));
+    return FALSE;
+  }
   GstVideoInfo info;
   if (!gst_video_info_from_caps(&info, caps)) return FALSE;
   if (st->have_info && (GST_VIDEO_INFO_WIDTH(&info) != GST_VIDEO_INFO_WIDTH(&st->info) ||
@@ -157,9 +237,41 @@ static gboolean envi_sink_set_caps(GstBaseSink *base, GstCaps *caps) {
   return TRUE;
 }
 
+// A BSQ block of rule images appended as BIL lines: line l is band 0's row l,
+// band 1's row l, and so on.
+static GstFlowReturn render_rules(GstEnviSink *self, GstBuffer *buffer) {
+  SinkState *st = self->state;
+  const size_t row = st->samples * sizeof(float), line = row * st->bands;
+  GstMapInfo map;
+  if (!gst_buffer_map(buffer, &map, GST_MAP_READ)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, READ, ("Cannot map the rule images"), (nullptr));
+    return GST_FLOW_ERROR;
+  }
+  if (map.size % line != 0) {
+    gst_buffer_unmap(buffer, &map);
+    GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("Rule image buffer is not whole lines"),
+                      ("%zu bytes; a line of %zu samples x %zu bands of f32 is %zu bytes", map.size, st->samples,
+                       st->bands, line));
+    return GST_FLOW_ERROR;
+  }
+  const size_t lines = map.size / line;
+  bool ok = true;
+  for (size_t l = 0; l < lines && ok; ++l)
+    for (size_t b = 0; b < st->bands && ok; ++b)
+      ok = std::fwrite(map.data + (b * lines + l) * row, 1, row, st->data) == row;
+  gst_buffer_unmap(buffer, &map);
+  if (!ok) {
+    GST_ELEMENT_ERROR(self, RESOURCE, WRITE, ("Cannot write %s", st->data_path.c_str()), ("%s", g_strerror(errno)));
+    return GST_FLOW_ERROR;
+  }
+  st->lines += lines;
+  return GST_FLOW_OK;
+}
+
 static GstFlowReturn envi_sink_render(GstBaseSink *base, GstBuffer *buffer) {
   auto *self = GST_ENVI_SINK(base);
   SinkState *st = self->state;
+  if (st->rules) return render_rules(self, buffer);
   GstVideoFrame frame;
   if (!gst_video_frame_map(&frame, &st->info, buffer, GST_MAP_READ)) {
     GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("Class map buffer does not match its caps"),
@@ -237,8 +349,9 @@ static void gst_envi_sink_class_init(GstEnviSinkClass *klass) {
   g_object_class_install_property(
       gobject_class, PROP_LOCATION,
       g_param_spec_string("location", "File",
-                          "Data file of the ENVI classification to write (e.g. classes.img); the header goes next "
-                          "to it with the extension replaced by .hdr (classes.hdr), or .hdr appended",
+                          "Data file of the ENVI classification (or, for rule images, float cube) to write (e.g. "
+                          "classes.img); the header goes next to it with the extension replaced by .hdr "
+                          "(classes.hdr), or .hdr appended",
                           nullptr,
                           GParamFlags(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
@@ -246,7 +359,8 @@ static void gst_envi_sink_class_init(GstEnviSinkClass *klass) {
   gst_element_class_set_static_metadata(
       element_class, "ENVI classification sink", "Sink/File",
       "Writes class maps (GRAY8 or GRAY16_LE blocks of lines, 0 = unclassified) as one ENVI Classification file: "
-      "data type 1 (12 beyond 254 classes), classes, class names and class lookup in the header",
+      "data type 1 (12 beyond 254 classes), classes, class names and class lookup in the header; or rule images "
+      "(f32 BSQ blocks, one band per class) as one ENVI float cube (BIL, band names = class names)",
       "gst-cuda-sensing developers");
   GstBaseSinkClass *sink_class = GST_BASE_SINK_CLASS(klass);
   sink_class->start = envi_sink_start;

@@ -11,9 +11,14 @@
  * CUDA its device copy) is built in set_caps, never per buffer. The math is
  * kernels/hsi: SpectralClassifier on the CPU, CudaSpectralClassifier on CUDA.
  *
- * With output=rule-images the source pad carries the per-class scores
- * instead: application/x-hyperspectral, f32 BSQ with one band per class
- * (band-names = class names), NaN where a score is undefined. */
+ * Rule images (every pixel's score against each class): application/
+ * x-hyperspectral, f32 BSQ with one band per class (band-names = class
+ * names), NaN where a score is undefined. They come out of the request pad
+ * `rules`, next to the class map (the kernel computes both in one pass; on
+ * CUDA both stay in device memory), or, with output=rule-images, out of the
+ * source pad instead of the class map. The rules pad follows the sink pad's
+ * events (its own stream-start, the caps of the rule images, segment, EOS,
+ * flushes); an unlinked rules pad costs nothing. */
 #include "gsthsiclassify.h"
 
 #include <gst/video/video.h>
@@ -25,6 +30,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../core/gstcs-cxx.h"
@@ -171,10 +177,13 @@ struct ClassifyState {
   std::unique_ptr<CudaSpectralClassifier> cuda;
   std::shared_ptr<Prepared> cuda_for;                 // which Prepared `cuda` holds
   bool rules = false;                                 // output=rule-images
+  GstStructure *rules_structure = nullptr;            // fixed rule-image caps of the active stream
+  bool rules_pad_caps_stale = true;                   // rules pad caps to (re)negotiate
   std::vector<uint8_t> host_scratch_map;              // class map nobody asked for (CPU)
   GstBuffer *device_scratch_map = nullptr;            // the same on the device (reused)
   ~ClassifyState() {
     gst_clear_caps(&prepared_caps);
+    if (rules_structure) gst_structure_free(rules_structure);
     gst_clear_buffer(&device_scratch_map);
   }
 
@@ -212,6 +221,7 @@ struct _GstHsiClassify {
   gint last_band;
   gboolean honour_bbl;
   GstHsiOutput output;
+  GstPad *rules_pad;  // request pad "rules" (object lock), NULL when not requested
   ClassifyState *state;
 };
 
@@ -243,6 +253,10 @@ static GType gst_hsi_precision_get_type(void) {
        "exact"},
       {GST_HSI_PRECISION_FAST, "Float sums within chunks of 32 bands, chunk sums in double (~1e-7 relative)",
        "fast"},
+      {GST_HSI_PRECISION_TENSOR,
+       "CUDA: sam, correlation and euclidean as one matrix product on the tensor cores (TF32 split in two parts, "
+       "dot products within ~5e-7 relative; euclidean from norms); otherwise as fast",
+       "tensor"},
       {0, nullptr, nullptr}};
   if (g_once_init_enter(&type)) g_once_init_leave(&type, g_enum_register_static("GstHsiPrecision", values));
   return type;
@@ -287,6 +301,19 @@ static bool wants_rules(GstHsiClassify *self) {
   return rules;
 }
 
+// The classes' names as a string array field (class k at index k - 1).
+static void set_class_names(GstStructure *s, const char *field, const std::vector<std::string> &class_names) {
+  GValue names = G_VALUE_INIT;
+  gst_value_array_init(&names, class_names.size());
+  for (const std::string &name : class_names) {
+    GValue item = G_VALUE_INIT;
+    g_value_init(&item, G_TYPE_STRING);
+    g_value_set_string(&item, trim(name).c_str());
+    gst_value_array_append_and_take_value(&names, &item);
+  }
+  gst_structure_take_value(s, field, &names);
+}
+
 // Rule images of a stream: one f32 band per class, BSQ blocks.
 static GstStructure *rule_structure(const GstStructure *in) {
   GstStructure *out = gst_structure_new(HSI_MEDIA_TYPE, "interleave", G_TYPE_STRING, "bsq", "format", G_TYPE_STRING,
@@ -295,6 +322,14 @@ static GstStructure *rule_structure(const GstStructure *in) {
   for (const char *field : {"samples", "lines", "block-lines"})
     if (const GValue *v = gst_structure_get_value(in, field)) gst_structure_set_value(out, field, v);
   if (!gst_structure_has_field(out, "samples")) gst_structure_set(out, "samples", GST_TYPE_INT_RANGE, 1, G_MAXINT, nullptr);
+  return out;
+}
+
+// Rule images of a stream whose classifier is known: bands and their names fixed.
+static GstStructure *rule_structure_for(const GstStructure *in, const Prepared &p) {
+  GstStructure *out = rule_structure(in);
+  gst_structure_set(out, "bands", G_TYPE_INT, int(p.classifier->class_count()), nullptr);
+  set_class_names(out, "band-names", p.classifier->class_names());
   return out;
 }
 
@@ -309,7 +344,9 @@ static gboolean classify_start(GstCsBaseTransform *base) {
   st->settings.entries = self->entries ? self->entries : "";
   st->settings.method = Method(self->method);
   st->settings.threshold = self->threshold;
-  st->settings.precision = self->precision == GST_HSI_PRECISION_FAST ? Precision::fast : Precision::exact;
+  st->settings.precision = self->precision == GST_HSI_PRECISION_TENSOR ? Precision::tensor
+                           : self->precision == GST_HSI_PRECISION_FAST ? Precision::fast
+                                                                       : Precision::exact;
   st->settings.resample = self->resample;
   st->settings.first_band = self->first_band;
   st->settings.last_band = self->last_band;
@@ -354,19 +391,6 @@ static gboolean classify_stop(GstCsBaseTransform *base) {
   return TRUE;
 }
 
-// The classes' names as a string array field (class k at index k - 1).
-static void set_class_names(GstStructure *s, const char *field, const std::vector<std::string> &class_names) {
-  GValue names = G_VALUE_INIT;
-  gst_value_array_init(&names, class_names.size());
-  for (const std::string &name : class_names) {
-    GValue item = G_VALUE_INIT;
-    g_value_init(&item, G_TYPE_STRING);
-    g_value_set_string(&item, trim(name).c_str());
-    gst_value_array_append_and_take_value(&names, &item);
-  }
-  gst_structure_take_value(s, field, &names);
-}
-
 static GstCaps *classify_transform_caps(GstBaseTransform *trans, GstPadDirection direction, GstCaps *caps,
                                         GstCaps *filter) {
   auto *self = GST_HSI_CLASSIFY(trans);
@@ -382,8 +406,8 @@ static GstCaps *classify_transform_caps(GstBaseTransform *trans, GstPadDirection
       if (self->state && gst_caps_is_fixed(one)) {
         try {
           auto p = self->state->get(one);
-          gst_structure_set(out, "bands", G_TYPE_INT, int(p->classifier->class_count()), nullptr);
-          set_class_names(out, "band-names", p->classifier->class_names());
+          gst_structure_free(out);
+          out = rule_structure_for(in, *p);
         } catch (const std::exception &e) {
           GST_DEBUG_OBJECT(self, "cannot prepare for %" GST_PTR_FORMAT ": %s", one, e.what());
         }
@@ -451,6 +475,13 @@ static gboolean classify_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstC
     GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("Cannot classify this stream with %s", st->settings.library.c_str()),
                       ("%s", e.what()));
     return FALSE;
+  }
+  {
+    // The rules pad's caps follow the stream (negotiated before its next push).
+    std::lock_guard<std::mutex> g(st->lock);
+    if (st->rules_structure) gst_structure_free(st->rules_structure);
+    st->rules_structure = rule_structure_for(gst_caps_get_structure(plain_in, 0), *p);
+    st->rules_pad_caps_stale = true;
   }
   gst_caps_unref(plain_in);
   const bool changed = p != st->active;
@@ -551,6 +582,145 @@ static GstFlowReturn classify_prepare_output_buffer(GstBaseTransform *trans, Gst
   return GST_FLOW_OK;
 }
 
+// The rules pad (a new reference), or NULL when it was not requested.
+static GstPad *get_rules_pad(GstHsiClassify *self) {
+  GST_OBJECT_LOCK(self);
+  GstPad *pad = self->rules_pad ? GST_PAD(gst_object_ref(self->rules_pad)) : nullptr;
+  GST_OBJECT_UNLOCK(self);
+  return pad;
+}
+
+// Brings the rules pad's sticky events up to the sink pad's: its own
+// stream-start (same group), the rule images' caps (device memory first when
+// on CUDA and downstream takes it), the segment. False (with an element
+// error) when downstream takes no rule-image caps.
+static bool prepare_rules_pad(GstHsiClassify *self, GstPad *pad) {
+  ClassifyState *st = self->state;
+  GstPad *sinkpad = GST_BASE_TRANSFORM_SINK_PAD(GST_BASE_TRANSFORM(self));
+  GstEvent *start = gst_pad_get_sticky_event(pad, GST_EVENT_STREAM_START, 0);
+  if (start) {
+    gst_event_unref(start);
+  } else {
+    gchar *id = gst_pad_create_stream_id(pad, GST_ELEMENT(self), "rules");
+    GstEvent *event = gst_event_new_stream_start(id);
+    g_free(id);
+    if (GstEvent *upstream = gst_pad_get_sticky_event(sinkpad, GST_EVENT_STREAM_START, 0)) {
+      guint group = 0;
+      if (gst_event_parse_group_id(upstream, &group)) gst_event_set_group_id(event, group);
+      gst_event_unref(upstream);
+    }
+    gst_pad_push_event(pad, event);
+  }
+  GstCaps *media = nullptr;
+  {
+    std::lock_guard<std::mutex> g(st->lock);
+    if (st->rules_structure && (st->rules_pad_caps_stale || !gst_pad_has_current_caps(pad)))
+      media = gst_caps_new_full(gst_structure_copy(st->rules_structure), nullptr);
+    st->rules_pad_caps_stale = false;
+  }
+  if (media) {
+    GstCaps *offer = st->gpu ? gst_cs_caps_any_memory(media)
+                             : gst_cs_caps_with_feature(media, GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY);
+    GstCaps *accepted = gst_pad_peer_query_caps(pad, offer);
+    if (gst_caps_is_empty(accepted)) {
+      GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Downstream of the rules pad takes no rule images"),
+                        ("offered %" GST_PTR_FORMAT, offer));
+      gst_caps_unref(accepted);
+      gst_caps_unref(offer);
+      gst_caps_unref(media);
+      return false;
+    }
+    accepted = gst_caps_fixate(accepted);
+    GST_DEBUG_OBJECT(self, "rules pad caps %" GST_PTR_FORMAT, accepted);
+    gst_pad_push_event(pad, gst_event_new_caps(accepted));
+    gst_caps_unref(accepted);
+    gst_caps_unref(offer);
+    gst_caps_unref(media);
+  }
+  GstEvent *segment = gst_pad_has_current_caps(pad) ? gst_pad_get_sticky_event(sinkpad, GST_EVENT_SEGMENT, 0) : nullptr;
+  if (segment) {
+    GstEvent *current = gst_pad_get_sticky_event(pad, GST_EVENT_SEGMENT, 0);
+    if (current != segment) gst_pad_push_event(pad, gst_event_ref(segment));
+    if (current) gst_event_unref(current);
+    gst_event_unref(segment);
+  }
+  return true;
+}
+
+// Pushes a block's rule images on the rules pad. Only errors and flushing
+// stop the stream: an unlinked or finished rules branch does not.
+static GstFlowReturn push_rules(GstHsiClassify *self, GstPad *pad, GstBuffer *rules) {
+  if (!prepare_rules_pad(self, pad)) {
+    gst_buffer_unref(rules);
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  const GstFlowReturn ret = gst_pad_push(pad, rules);
+  if (ret == GST_FLOW_NOT_LINKED || ret == GST_FLOW_EOS) return GST_FLOW_OK;
+  return ret;
+}
+
+namespace {
+// References released at the end of a scope, whatever path leaves it.
+struct OwnedBuffer {
+  GstBuffer *buffer = nullptr;
+  ~OwnedBuffer() { gst_clear_buffer(&buffer); }
+  GstBuffer *release() { return std::exchange(buffer, nullptr); }
+};
+struct OwnedPad {
+  GstPad *pad = nullptr;
+  ~OwnedPad() { gst_clear_object(&pad); }
+};
+}  // namespace
+
+// The CPU backend: classifies `in` into `out` (class map, or rule images with
+// output=rule-images) and, when `rules` is given, the rule images into a new
+// buffer there (the same as `out` with output=rule-images).
+static GstFlowReturn classify_on_cpu(GstHsiClassify *self, GstBuffer *in, GstBuffer *out, size_t lines,
+                                     ClassificationOutput output, size_t map_bytes, size_t rules_bytes,
+                                     GstBuffer **rules) {
+  ClassifyState *st = self->state;
+  const Prepared &p = *st->active;
+  GstMapInfo in_map, out_map, rules_map;
+  if (!gst_buffer_map(in, &in_map, GST_MAP_READ)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, READ, ("Cannot map the input block"), (nullptr));
+    return GST_FLOW_ERROR;
+  }
+  if (!gst_buffer_map(out, &out_map, GST_MAP_WRITE)) {
+    gst_buffer_unmap(in, &in_map);
+    GST_ELEMENT_ERROR(self, RESOURCE, WRITE, ("Cannot map the class map"), (nullptr));
+    return GST_FLOW_ERROR;
+  }
+  bool rules_mapped = false;
+  if (st->rules) {
+    st->host_scratch_map.resize(map_bytes);
+    output.class_map = st->host_scratch_map.data();
+    output.rule_images = reinterpret_cast<float *>(out_map.data);
+    if (rules) *rules = gst_buffer_ref(out);
+  } else {
+    output.class_map = out_map.data;
+    if (rules) {
+      *rules = gst_buffer_new_allocate(nullptr, rules_bytes, nullptr);
+      rules_mapped = *rules && gst_buffer_map(*rules, &rules_map, GST_MAP_WRITE);
+      if (!rules_mapped) {
+        gst_buffer_unmap(out, &out_map);
+        gst_buffer_unmap(in, &in_map);
+        GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Cannot allocate the rule images"),
+                          ("%zu bytes", rules_bytes));
+        return GST_FLOW_ERROR;
+      }
+      output.rule_images = reinterpret_cast<float *>(rules_map.data);
+    }
+  }
+  const GstFlowReturn ret = gstcs::guard_flow(GST_ELEMENT(self), "Classifying", [&] {
+    p.classifier->classify(make_cube_block(p.stream.header, in_map.data, lines), output);
+    return GST_FLOW_OK;
+  });
+  if (rules_mapped) gst_buffer_unmap(*rules, &rules_map);
+  gst_buffer_unmap(out, &out_map);
+  gst_buffer_unmap(in, &in_map);
+  return ret;
+}
+
 static GstFlowReturn classify_transform(GstBaseTransform *trans, GstBuffer *in, GstBuffer *out) {
   auto *self = GST_HSI_CLASSIFY(trans);
   ClassifyState *st = self->state;
@@ -562,9 +732,17 @@ static GstFlowReturn classify_transform(GstBaseTransform *trans, GstBuffer *in, 
   output.class_map_stride = size_t(GST_VIDEO_INFO_PLANE_STRIDE(&info, 0));
   output.class_map_format = p.classifier->class_map_format();
   const size_t map_bytes = size_t(GST_VIDEO_INFO_SIZE(&info));
+  const size_t rules_bytes = p.classifier->class_count() * lines * h.samples * sizeof(float);
+  // Rule images for the rules pad only when it is linked: the source pad's
+  // own buffer with output=rule-images, else a buffer of their own.
+  OwnedPad rules_pad{get_rules_pad(self)};
+  if (rules_pad.pad && !gst_pad_is_linked(rules_pad.pad)) gst_clear_object(&rules_pad.pad);
+  OwnedBuffer pad_rules;
+  GstFlowReturn ret;
   if (st->gpu) {
-    return gstcs::guard_flow(GST_ELEMENT(self), "Classifying on the GPU", [&] {
+    ret = gstcs::guard_flow(GST_ELEMENT(self), "Classifying on the GPU", [&] {
       gstcs::ElementGpu::Input input = st->gpu->read(in);
+      GstBuffer *map_buffer = out;
       if (st->rules) {
         // The kernel always writes a class map: a device scratch buffer, reused
         // (its writes are ordered on the element's stream).
@@ -572,41 +750,84 @@ static GstFlowReturn classify_transform(GstBaseTransform *trans, GstBuffer *in, 
           gst_clear_buffer(&st->device_scratch_map);
           st->device_scratch_map = st->gpu->new_output(map_bytes);
         }
-        output.class_map = st->gpu->begin_output(st->device_scratch_map);
-        output.rule_images = static_cast<float *>(st->gpu->begin_output(out));
-      } else {
-        output.class_map = st->gpu->begin_output(out);
+        map_buffer = st->device_scratch_map;
+        if (rules_pad.pad) pad_rules.buffer = gst_buffer_ref(out);
+      } else if (rules_pad.pad) {
+        pad_rules.buffer = st->gpu->new_output(rules_bytes);
       }
+      GstBuffer *rules_buffer = st->rules ? out : pad_rules.buffer;
+      output.class_map = st->gpu->begin_output(map_buffer);
+      if (rules_buffer) output.rule_images = static_cast<float *>(st->gpu->begin_output(rules_buffer));
       st->cuda->classify(make_cube_block(h, input.data(), lines), output, st->gpu->stream());
-      if (st->rules) st->gpu->end_output(st->device_scratch_map);
+      if (rules_buffer && rules_buffer != out) st->gpu->end_output(rules_buffer);
+      if (map_buffer != out) st->gpu->end_output(map_buffer);
       st->gpu->end_output(out);
       return GST_FLOW_OK;
     });
-  }
-  GstMapInfo in_map, out_map;
-  if (!gst_buffer_map(in, &in_map, GST_MAP_READ)) {
-    GST_ELEMENT_ERROR(self, RESOURCE, READ, ("Cannot map the input block"), (nullptr));
-    return GST_FLOW_ERROR;
-  }
-  if (!gst_buffer_map(out, &out_map, GST_MAP_WRITE)) {
-    gst_buffer_unmap(in, &in_map);
-    GST_ELEMENT_ERROR(self, RESOURCE, WRITE, ("Cannot map the class map"), (nullptr));
-    return GST_FLOW_ERROR;
-  }
-  if (st->rules) {
-    st->host_scratch_map.resize(map_bytes);
-    output.class_map = st->host_scratch_map.data();
-    output.rule_images = reinterpret_cast<float *>(out_map.data);
   } else {
-    output.class_map = out_map.data;
+    ret = classify_on_cpu(self, in, out, lines, output, map_bytes, rules_bytes,
+                          rules_pad.pad ? &pad_rules.buffer : nullptr);
   }
-  const GstFlowReturn ret = gstcs::guard_flow(GST_ELEMENT(self), "Classifying", [&] {
-    p.classifier->classify(make_cube_block(h, in_map.data, lines), output);
-    return GST_FLOW_OK;
-  });
-  gst_buffer_unmap(out, &out_map);
-  gst_buffer_unmap(in, &in_map);
-  return ret;
+  if (ret != GST_FLOW_OK || !rules_pad.pad) return ret;
+  if (pad_rules.buffer != out) gst_buffer_copy_into(pad_rules.buffer, in, GST_BUFFER_COPY_METADATA, 0, -1);
+  return push_rules(self, rules_pad.pad, pad_rules.release());
+}
+
+// Events of the sink pad that the rules pad follows too. Stream-start, caps
+// and segment are (re)made by prepare_rules_pad before the rules pad's next
+// buffer or EOS; a segment after a seek is passed on once the pad has caps.
+static gboolean classify_sink_event(GstBaseTransform *trans, GstEvent *event) {
+  auto *self = GST_HSI_CLASSIFY(trans);
+  if (GstPad *pad = get_rules_pad(self)) {
+    switch (GST_EVENT_TYPE(event)) {
+      case GST_EVENT_EOS:
+        if (self->state && prepare_rules_pad(self, pad)) gst_pad_push_event(pad, gst_event_ref(event));
+        break;
+      case GST_EVENT_FLUSH_START:
+      case GST_EVENT_FLUSH_STOP: gst_pad_push_event(pad, gst_event_ref(event)); break;
+      case GST_EVENT_SEGMENT:
+        if (gst_pad_has_current_caps(pad)) gst_pad_push_event(pad, gst_event_ref(event));
+        break;
+      default: break;
+    }
+    gst_object_unref(pad);
+  }
+  return GST_BASE_TRANSFORM_CLASS(gst_hsi_classify_parent_class)->sink_event(trans, event);
+}
+
+static GstPad *classify_request_new_pad(GstElement *element, GstPadTemplate *templ, const gchar *name,
+                                        const GstCaps *) {
+  auto *self = GST_HSI_CLASSIFY(element);
+  if (name && std::string(name) != "rules") {
+    GST_WARNING_OBJECT(self, "the only request pad is 'rules', not '%s'", name);
+    return nullptr;
+  }
+  GST_OBJECT_LOCK(self);
+  const bool taken = self->rules_pad != nullptr;
+  GST_OBJECT_UNLOCK(self);
+  if (taken) {
+    GST_WARNING_OBJECT(self, "the rules pad was already requested");
+    return nullptr;
+  }
+  GstPad *pad = gst_pad_new_from_template(templ, "rules");
+  if (GST_STATE(element) >= GST_STATE_PAUSED) gst_pad_set_active(pad, TRUE);
+  GST_OBJECT_LOCK(self);
+  self->rules_pad = GST_PAD(gst_object_ref(pad));
+  GST_OBJECT_UNLOCK(self);
+  gst_element_add_pad(element, pad);
+  return pad;
+}
+
+static void classify_release_pad(GstElement *element, GstPad *pad) {
+  auto *self = GST_HSI_CLASSIFY(element);
+  GST_OBJECT_LOCK(self);
+  const bool ours = pad == self->rules_pad;
+  if (ours) self->rules_pad = nullptr;
+  GST_OBJECT_UNLOCK(self);
+  if (!ours) return;
+  gst_pad_set_active(pad, FALSE);
+  gst_element_remove_pad(element, pad);
+  gst_object_unref(pad);
 }
 
 enum {
@@ -730,31 +951,43 @@ static void gst_hsi_classify_class_init(GstHsiClassifyClass *klass) {
                            TRUE, flags));
   g_object_class_install_property(
       gobject_class, PROP_OUTPUT,
-      g_param_spec_enum("output", "Output", "What the source pad carries", gst_hsi_output_get_type(),
+      g_param_spec_enum("output", "Output",
+                        "What the source pad carries. The request pad 'rules' gives the rule images next to the "
+                        "class map, whatever this says",
+                        gst_hsi_output_get_type(),
                         GST_HSI_OUTPUT_CLASS_MAP, flags));
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   GstCaps *sink = sink_media_caps(), *src = src_media_caps();
   GstCaps *rules_template = gst_caps_from_string(HSI_MEDIA_TYPE ", samples = (int) [ 1, MAX ], bands = (int) [ 1, MAX ], "
                                                  "interleave = (string) bsq, format = (string) f32");
-  src = gst_caps_merge(src, rules_template);
+  src = gst_caps_merge(src, gst_caps_ref(rules_template));
   GstCaps *sink_any = gst_cs_caps_any_memory(sink), *src_any = gst_cs_caps_any_memory(src);
   gst_element_class_add_pad_template(element_class, gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, sink_any));
   gst_element_class_add_pad_template(element_class, gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, src_any));
+  GstCaps *rules_any = gst_cs_caps_any_memory(rules_template);
+  gst_element_class_add_pad_template(element_class,
+                                     gst_pad_template_new("rules", GST_PAD_SRC, GST_PAD_REQUEST, rules_any));
+  gst_caps_unref(rules_any);
   gst_caps_unref(sink);
   gst_caps_unref(src);
   gst_caps_unref(sink_any);
   gst_caps_unref(src_any);
+  gst_caps_unref(rules_template);
+  element_class->request_new_pad = classify_request_new_pad;
+  element_class->release_pad = classify_release_pad;
   gst_element_class_set_static_metadata(
       element_class, "Hyperspectral classifier", "Filter/Analyzer/Video",
       "Classifies every pixel of hyperspectral line blocks against reference spectra of a spectral library (sam, "
       "sid, correlation, bandfit, euclidean); outputs the class map (GRAY8, GRAY16_LE beyond 254 classes; 0 = "
-      "unclassified or no data, k = k-th reference) on CUDA or the CPU",
+      "unclassified or no data, k = k-th reference) and, on the request pad 'rules', every pixel's score against each "
+      "class (f32 BSQ, one band per class), on CUDA or the CPU",
       "gst-cuda-sensing developers");
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
   trans_class->transform_caps = classify_transform_caps;
   trans_class->set_caps = classify_set_caps;
   trans_class->prepare_output_buffer = classify_prepare_output_buffer;
   trans_class->transform = classify_transform;
+  trans_class->sink_event = classify_sink_event;
   trans_class->passthrough_on_same_caps = FALSE;
   GstCsBaseTransformClass *cs_class = GST_CS_BASE_TRANSFORM_CLASS(klass);
   cs_class->start_backend = classify_start;

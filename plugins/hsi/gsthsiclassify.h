@@ -14,6 +14,7 @@ typedef enum {
 typedef enum {
   GST_HSI_PRECISION_EXACT = 0,
   GST_HSI_PRECISION_FAST = 1,
+  GST_HSI_PRECISION_TENSOR = 2,
 } GstHsiPrecision;
 
 typedef enum {

@@ -2,13 +2,18 @@
  * display and PNG. Colours come from an ENVI `class lookup` (the header of a
  * classification file, given by the lookup property) or else from a fixed
  * palette of distinct colours (class 0 black). A table lookup per pixel, on
- * the CPU: class maps are a byte or two per pixel, far less than the cube. */
+ * the CPU: class maps are a byte or two per pixel, far less than the cube.
+ * Class maps in device memory (memory:CudaSensing, from hsiclassify on CUDA)
+ * are accepted as they are: mapping them for reading downloads them. The
+ * RGBA output is system memory, for pngenc and display sinks. */
 #include "gsthsicolorize.h"
 
 #include <gst/video/video.h>
 
 #include <string>
 #include <vector>
+
+#include <gst/cudasensing/gstcsmemory.h>
 
 #include "class-palette.h"
 #include "hsi/envi.h"
@@ -26,7 +31,9 @@ G_DEFINE_TYPE(GstHsiColorize, gst_hsi_colorize, GST_TYPE_VIDEO_FILTER)
 GST_ELEMENT_REGISTER_DEFINE(hsicolorize, "hsicolorize", GST_RANK_NONE, GST_TYPE_HSI_COLORIZE)
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
-    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE("{ GRAY8, GRAY16_LE }")));
+    "sink", GST_PAD_SINK, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_CS_DEVICE, "{ GRAY8, GRAY16_LE }") "; "
+                    GST_VIDEO_CAPS_MAKE("{ GRAY8, GRAY16_LE }")));
 static GstStaticPadTemplate src_template =
     GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE("RGBA")));
 
@@ -40,6 +47,9 @@ static GstCaps *colorize_transform_caps(GstBaseTransform *trans, GstPadDirection
     gst_structure_remove_field(s, "class-names");
     if (direction == GST_PAD_SINK) {
       gst_structure_set(s, "format", G_TYPE_STRING, "RGBA", nullptr);
+      // Whatever memory the class map is in, the colours are system memory.
+      result = gst_caps_merge_structure_full(result, s, gst_caps_features_new(GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY, nullptr));
+      continue;
     } else {
       GValue formats = G_VALUE_INIT, item = G_VALUE_INIT;
       gst_value_list_init(&formats, 2);
@@ -50,8 +60,12 @@ static GstCaps *colorize_transform_caps(GstBaseTransform *trans, GstPadDirection
       gst_value_list_append_value(&formats, &item);
       g_value_unset(&item);
       gst_structure_take_value(s, "format", &formats);
+      // Device memory first: taking it saves hsiclassify on CUDA nothing,
+      // but it lets the class map stay where it was made until mapped here.
+      result = gst_caps_merge_structure_full(result, gst_structure_copy(s),
+                                             gst_caps_features_new(GST_CAPS_FEATURE_MEMORY_CS_DEVICE, nullptr));
     }
-    result = gst_caps_merge_structure_full(result, s, gst_caps_features_copy(gst_caps_get_features(caps, i)));
+    result = gst_caps_merge_structure_full(result, s, gst_caps_features_new(GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY, nullptr));
   }
   if (filter) {
     GstCaps *tmp = gst_caps_intersect_full(filter, result, GST_CAPS_INTERSECT_FIRST);
@@ -60,6 +74,15 @@ static GstCaps *colorize_transform_caps(GstBaseTransform *trans, GstPadDirection
   }
   GST_LOG_OBJECT(trans, "%" GST_PTR_FORMAT " -> %" GST_PTR_FORMAT, caps, result);
   return result;
+}
+
+// Device-memory class maps come from their producer's own device pool; a
+// system-memory video pool proposed for them would never be used.
+static gboolean colorize_propose_allocation(GstBaseTransform *trans, GstQuery *decide_query, GstQuery *query) {
+  GstCaps *caps = nullptr;
+  gst_query_parse_allocation(query, &caps, nullptr);
+  if (caps && gst_cs_caps_has_device_feature(caps)) return TRUE;
+  return GST_BASE_TRANSFORM_CLASS(gst_hsi_colorize_parent_class)->propose_allocation(trans, decide_query, query);
 }
 
 static gboolean colorize_set_info(GstVideoFilter *filter, GstCaps *, GstVideoInfo *in_info, GstCaps *,
@@ -169,6 +192,7 @@ static void gst_hsi_colorize_class_init(GstHsiColorizeClass *klass) {
       "an ENVI class lookup or a fixed palette of distinct colours",
       "gst-cuda-sensing developers");
   GST_BASE_TRANSFORM_CLASS(klass)->transform_caps = colorize_transform_caps;
+  GST_BASE_TRANSFORM_CLASS(klass)->propose_allocation = colorize_propose_allocation;
   GstVideoFilterClass *filter_class = GST_VIDEO_FILTER_CLASS(klass);
   filter_class->set_info = colorize_set_info;
   filter_class->transform_frame = colorize_transform_frame;

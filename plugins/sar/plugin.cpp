@@ -1,5 +1,7 @@
 #include "gstcphdsink.h"
 #include "gstcphdsrc.h"
+#include "gstsarbackproject.h"
+#include "gstsarimage.h"
 #include "gstsarpulsecompress.h"
 #include "gstsarsim.h"
 
@@ -9,9 +11,11 @@ static gboolean plugin_init(GstPlugin *plugin) {
   ok |= GST_ELEMENT_REGISTER(cphdsrc, plugin);
   ok |= GST_ELEMENT_REGISTER(cphdsink, plugin);
   ok |= GST_ELEMENT_REGISTER(sarpulsecompress, plugin);
+  ok |= GST_ELEMENT_REGISTER(sarbackproject, plugin);
+  ok |= GST_ELEMENT_REGISTER(sarimage, plugin);
   return ok;
 }
 
 GST_PLUGIN_DEFINE(GST_VERSION_MAJOR, GST_VERSION_MINOR, cudasensingsar,
-                  "SAR phase history: simulation, CPHD reading and writing, pulse compression (gst-cuda-sensing)",
+                  "SAR: simulation, CPHD reading and writing, pulse compression, backprojection, image display (gst-cuda-sensing)",
                   plugin_init, "0.1.0", "LGPL", "gst-cuda-sensing", "https://github.com/gst-cuda-sensing/gst-cuda-sensing")

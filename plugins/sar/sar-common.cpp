@@ -100,7 +100,8 @@ GstCaps *range_profiles_caps(const RangeProfilesFormat &f) {
                              f.bin_spacing_m, "first-bin-range", G_TYPE_DOUBLE, f.first_bin_range_m, "upsample",
                              G_TYPE_INT, f.upsample, "center-frequency", G_TYPE_DOUBLE, f.center_frequency_hz,
                              "bandwidth", G_TYPE_DOUBLE, f.bandwidth_hz, "domain", G_TYPE_STRING,
-                             f.source_domain == Domain::TOA ? "time" : "frequency", nullptr);
+                             f.source_domain == Domain::TOA ? "time" : "frequency", "phase-sign", G_TYPE_INT,
+                             f.phase_sign, nullptr);
 }
 
 bool parse_range_profiles_caps(const GstCaps *caps, RangeProfilesFormat *out, std::string *why) {
@@ -131,7 +132,60 @@ bool parse_range_profiles_caps(const GstCaps *caps, RangeProfilesFormat *out, st
   if (!get_positive(s, "bandwidth", &f.bandwidth_hz, why)) return false;
   const char *domain = gst_structure_get_string(s, "domain");
   f.source_domain = domain && std::strcmp(domain, "frequency") == 0 ? Domain::FX : Domain::TOA;
+  if (gst_structure_has_field(s, "phase-sign") &&
+      (!gst_structure_get_int(s, "phase-sign", &f.phase_sign) || (f.phase_sign != 1 && f.phase_sign != -1))) {
+    *why = "caps field 'phase-sign' must be -1 or +1";
+    return false;
+  }
   *out = f;
+  return true;
+}
+
+cs::sar::PulseCompressionConfig compression_of(const RangeProfilesFormat &f) {
+  cs::sar::PulseCompressionConfig c;
+  c.domain = f.source_domain;
+  c.upsample = f.upsample;
+  c.samples_per_pulse = f.bins_per_pulse / f.upsample;
+  if (f.source_domain == Domain::TOA) {
+    // bin spacing = c / (2 upsample fs)
+    c.sample_rate_hz = cs::sar::kSpeedOfLight / (2.0 * f.upsample * f.bin_spacing_m);
+    c.chirp.duration_s = 1.0;
+    c.chirp.rate_hz_per_s = f.bandwidth_hz;
+  } else {
+    // bin spacing = c / (2 SCSS bins)
+    c.frequency_step_hz = cs::sar::kSpeedOfLight / (2.0 * f.bin_spacing_m * static_cast<double>(f.bins_per_pulse));
+  }
+  return c;
+}
+
+GstCaps *sar_image_caps(const SarImageFormat &f) {
+  return gst_caps_new_simple(GST_SAR_IMAGE_MEDIA_TYPE, "format", G_TYPE_STRING, "CF32", "width", G_TYPE_INT,
+                             static_cast<int>(f.width), "height", G_TYPE_INT, static_cast<int>(f.height), nullptr);
+}
+
+bool parse_sar_image_caps(const GstCaps *caps, SarImageFormat *out, std::string *why) {
+  if (!caps || gst_caps_get_size(caps) != 1) {
+    *why = "caps are empty or not fixed";
+    return false;
+  }
+  const GstStructure *s = gst_caps_get_structure(caps, 0);
+  if (!gst_structure_has_name(s, GST_SAR_IMAGE_MEDIA_TYPE)) {
+    *why = std::string("media type is ") + gst_structure_get_name(s) + ", not " GST_SAR_IMAGE_MEDIA_TYPE;
+    return false;
+  }
+  const char *format = gst_structure_get_string(s, "format");
+  if (!format || std::strcmp(format, "CF32") != 0) {
+    *why = "caps field 'format' must be CF32";
+    return false;
+  }
+  int width = 0, height = 0;
+  if (!gst_structure_get_int(s, "width", &width) || width < 1 || !gst_structure_get_int(s, "height", &height) ||
+      height < 1) {
+    *why = "caps fields 'width' and 'height' (ints >= 1) are missing";
+    return false;
+  }
+  out->width = width;
+  out->height = height;
   return true;
 }
 

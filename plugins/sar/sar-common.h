@@ -2,11 +2,13 @@
 // meta <-> the kernels' PulseParameters. No sample arithmetic here.
 #pragma once
 
+#include <gst/cudasensing/sar/gstsarimagemeta.h>
 #include <gst/cudasensing/sar/gstsarpulsemeta.h>
 
 #include <string>
 #include <vector>
 
+#include "sar/pulse_compressor.h"
 #include "sar/types.h"
 
 namespace gstsar {
@@ -53,9 +55,23 @@ struct RangeProfilesFormat {
   double center_frequency_hz = 0;
   double bandwidth_hz = 0;
   cs::sar::Domain source_domain = cs::sar::Domain::TOA;
+  int phase_sign = -1;
 };
 GstCaps *range_profiles_caps(const RangeProfilesFormat &f);
 bool parse_range_profiles_caps(const GstCaps *caps, RangeProfilesFormat *out, std::string *why);
+
+// The pulse compression that made profiles of this format, as far as
+// backprojection needs it (cs::sar::backprojection_pulse, profile_oversampling):
+// domain, sizes, upsampling, the sample rate or frequency step recovered from
+// the bin spacing, and a chirp of the stream's bandwidth.
+cs::sar::PulseCompressionConfig compression_of(const RangeProfilesFormat &f);
+
+// Formed images, application/x-sar-image: format=CF32, width, height (pixels).
+struct SarImageFormat {
+  int64_t width = 0, height = 0;
+};
+GstCaps *sar_image_caps(const SarImageFormat &f);
+bool parse_sar_image_caps(const GstCaps *caps, SarImageFormat *out, std::string *why);
 
 GstSarPulseParameters to_gst(const cs::sar::PulseParameters &p);
 cs::sar::PulseParameters from_gst(const GstSarPulseParameters &p);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "gst/cudasensing/gstcsmemory.h"
 #include "hsi/classifier.h"
 #include "hsi/convert.h"
 #include "hsi/references.h"
@@ -399,6 +400,137 @@ TEST(HsiClassifyErrors, UnknownEntryAndEmptyBandRange) {
   EXPECT_EQ(r.samples.size(), 4u);
 }
 
+namespace {
+
+// The kernel classifier of `cube` against every entry of `library` on all
+// bands (what hsiclassify builds when the wavelengths agree).
+SpectralClassifier kernel_classifier(const EnviHeader &h, const std::string &library, Method method) {
+  const SpectralLibrary lib = read_spectral_library(library);
+  EXPECT_TRUE(same_wavelengths(lib.wavelengths_nm, h.wavelengths_nm()));
+  ReferenceRequest request;
+  request.bands = select_bands(h.bands, h.bbl);
+  const ReferenceChoice choice = choose_references(lib, h.bands, request);
+  ClassifierConfig config;
+  config.method = method;
+  config.threshold = default_threshold(method);
+  return SpectralClassifier(config, choice.references, choice.bands, h.wavelengths_nm());
+}
+
+std::string rules_launch(const std::string &cube, const std::string &classify_props) {
+  return "envisrc location=\"" + cube + "\" lines-per-buffer=3 ! hsiclassify name=c " + classify_props +
+         " ! queue ! appsink name=sink c.rules ! queue ! appsink name=rules";
+}
+
+}  // namespace
+
+// The request pad `rules` next to the class map: per block, f32 BSQ planes
+// bit-equal to the kernel classifier's rule images of the same lines, with
+// the block's meta and the class names as band names; the class map on the
+// source pad is unchanged.
+TEST(HsiClassify, RulesPadNextToClassMapEqualsKernelScores) {
+  ScratchDir dir;
+  const std::string cube = write_small_cube(dir);
+  hsi_test::write_text(dir.file("lib.csv"), "wavelength (nm), red, bump, blue\n450, 0.1, 0.5, 0.9\n"
+                                            "550, 0.2, 0.6, 0.7\n650, 0.4, 0.7, 0.4\n750, 0.7, 0.6, 0.2\n"
+                                            "850, 0.9, 0.5, 0.1\n");
+  const EnviReader reader(cube);
+  const EnviHeader &h = reader.header();
+  for (Method method : {Method::sam, Method::euclidean, Method::correlation}) {
+    SCOPED_TRACE(method_name(method));
+    const SpectralClassifier classifier = kernel_classifier(h, dir.file("lib.csv"), method);
+    const size_t K = classifier.class_count();
+    ASSERT_EQ(K, 3u);
+    const RunResult r = run_pipeline(rules_launch(cube, std::string("backend=cpu method=") + method_name(method) +
+                                                            " library=\"" + dir.file("lib.csv") + "\""),
+                                     {"rules"});
+    ASSERT_TRUE(r.error.empty()) << r.everything();
+    const std::vector<hsi_element_test::Received> &rules = r.branches.at("rules");
+    ASSERT_EQ(rules.size(), 4u);  // 10 lines in blocks of 3
+    ASSERT_EQ(r.samples.size(), 4u);
+    std::vector<uint32_t> labels;
+    ASSERT_TRUE(stitch(r, h.samples, h.lines, &labels));
+    const std::vector<uint32_t> expected_labels = kernel_labels(classifier, reader);
+    EXPECT_EQ(labels, expected_labels);
+    size_t finite = 0;
+    for (size_t i = 0; i < rules.size(); ++i) {
+      SCOPED_TRACE("block " + std::to_string(i));
+      const size_t first = 3 * i, count = std::min<size_t>(3, h.lines - first);
+      const GstStructure *s = gst_caps_get_structure(rules[i].caps, 0);
+      int bands = 0, samples = 0;
+      EXPECT_TRUE(gst_structure_has_name(s, "application/x-hyperspectral"));
+      EXPECT_TRUE(gst_structure_get_int(s, "bands", &bands) && size_t(bands) == K);
+      EXPECT_TRUE(gst_structure_get_int(s, "samples", &samples) && size_t(samples) == h.samples);
+      EXPECT_STREQ(gst_structure_get_string(s, "interleave"), "bsq");
+      EXPECT_STREQ(gst_structure_get_string(s, "format"), "f32");
+      const GValue *names = gst_structure_get_value(s, "band-names");
+      ASSERT_NE(names, nullptr);
+      ASSERT_EQ(gst_value_array_get_size(names), K);
+      EXPECT_STREQ(g_value_get_string(gst_value_array_get_value(names, 2)), "blue");
+      EXPECT_FALSE(gst_cs_caps_has_device_feature(rules[i].caps)) << "the CPU backend produces system memory";
+      GstHsiBlockMeta *meta = gst_buffer_get_hsi_block_meta(rules[i].buffer);
+      ASSERT_NE(meta, nullptr);
+      EXPECT_EQ(meta->first_line, first);
+      EXPECT_EQ(meta->line_count, count);
+      const std::vector<uint8_t> raw = reader.read_lines(first, count);
+      std::vector<uint8_t> map(count * h.samples, 0xEE);
+      std::vector<float> scores(K * count * h.samples, -12345.0f);
+      ClassificationOutput out;
+      out.class_map = map.data();
+      out.class_map_format = classifier.class_map_format();
+      out.rule_images = scores.data();
+      classifier.classify(make_cube_block(h, raw.data(), count), out);
+      const std::vector<uint8_t> got = RunResult::bytes_of(rules[i]);
+      ASSERT_EQ(got.size(), scores.size() * sizeof(float));
+      EXPECT_EQ(std::memcmp(got.data(), scores.data(), got.size()), 0) << "rule images differ from the kernel's";
+      for (float v : scores) finite += std::isfinite(v);
+    }
+    EXPECT_EQ(finite, K * h.samples * h.lines) << "positive random spectra score everywhere";
+  }
+}
+
+// One rules pad per element; a pipeline whose rules pad is requested but left
+// unlinked still classifies.
+TEST(HsiClassify, RulesPadOnlyOnceAndUnlinkedIsHarmless) {
+  ScratchDir dir;
+  const std::string cube = write_small_cube(dir);
+  hsi_test::write_text(dir.file("lib.csv"), "wavelength (nm), a, b\n450, 0.1, 0.2\n550, 0.2, 0.3\n650, 0.3, 0.1\n"
+                                            "750, 0.3, 0.1\n850, 0.3, 0.1\n");
+  GstElement *element = gst_element_factory_make("hsiclassify", nullptr);
+  ASSERT_NE(element, nullptr);
+  GstPad *rules = gst_element_request_pad_simple(element, "rules");
+  ASSERT_NE(rules, nullptr);
+  EXPECT_STREQ(GST_PAD_NAME(rules), "rules");
+  GstPadTemplate *templ = gst_element_get_pad_template(element, "rules");
+  ASSERT_NE(templ, nullptr);
+  EXPECT_EQ(gst_element_request_pad(element, templ, nullptr, nullptr), nullptr) << "a second rules pad";
+  gst_element_release_request_pad(element, rules);
+  gst_object_unref(rules);
+  GstPad *again = gst_element_request_pad_simple(element, "rules");
+  EXPECT_NE(again, nullptr) << "a released rules pad can be requested again";
+  if (again) gst_object_unref(again);
+  gst_object_unref(element);
+
+  GError *error = nullptr;
+  GstElement *pipeline = gst_parse_launch(("envisrc location=\"" + cube + "\" lines-per-buffer=4 ! hsiclassify "
+                                           "name=c backend=cpu library=\"" + dir.file("lib.csv") +
+                                           "\" ! fakesink name=sink").c_str(), &error);
+  ASSERT_TRUE(pipeline && !error) << (error ? error->message : "");
+  GstElement *classify = gst_bin_get_by_name(GST_BIN(pipeline), "c");
+  GstPad *unlinked = gst_element_request_pad_simple(classify, "rules");
+  ASSERT_NE(unlinked, nullptr);
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  GstBus *bus = gst_element_get_bus(pipeline);
+  GstMessage *msg = gst_bus_timed_pop_filtered(bus, 30 * GST_SECOND, GstMessageType(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+  ASSERT_NE(msg, nullptr) << "neither EOS nor an error within 30 s";
+  EXPECT_EQ(GST_MESSAGE_TYPE(msg), GST_MESSAGE_EOS) << GST_MESSAGE_TYPE_NAME(msg);
+  gst_message_unref(msg);
+  gst_object_unref(bus);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(unlinked);
+  gst_object_unref(classify);
+  gst_object_unref(pipeline);
+}
+
 // --- CUDA: the same results as the CPU element ---
 
 namespace {
@@ -479,5 +611,52 @@ TEST(GpuHsiClassify, CudaEqualsCpuOnAvirisNgEveryMethod) {
       ADD_FAILURE() << "pixel " << p << ": cpu class " << a[p] << ", cuda " << b[p];
     }
     if (ties) std::printf("[ info     ] %s: %zu near-ties picked differently\n", method_name(method), ties);
+  }
+}
+
+// The rules pad on CUDA: the rule images stay in device memory when
+// downstream takes it, equal bit for bit to output=rule-images on CUDA (the
+// same kernel launch writes both outputs), and within the kernel tests'
+// bounds of the CPU's; the class map next to them equals the CUDA class map.
+TEST(GpuHsiClassify, RulesPadOnDeviceEqualsRuleImages) {
+  CS_REQUIRE_GPU();
+  const std::string t = hsi_test::aviris_ng_tiles()[0];
+  HSI_REQUIRE_SHARED(tile, t);
+  HSI_REQUIRE_SHARED(library_path, hsi_test::kUsgsLibrary);
+  const EnviReader reader(tile);
+  const size_t samples = reader.header().samples, lines = reader.header().lines;
+  for (Method method : {Method::sam, Method::sid}) {
+    SCOPED_TRACE(method_name(method));
+    const std::string props = "library=\"" + library_path + "\" method=" + method_name(method);
+    const RunResult both = run_pipeline(rules_launch(tile, "backend=cuda " + props), {"rules"});
+    const RunResult gpu_rules = run_pipeline(classify_launch(tile, 3, "backend=cuda output=rule-images " + props));
+    const RunResult cpu_rules = run_pipeline(classify_launch(tile, 3, "backend=cpu output=rule-images " + props));
+    const RunResult gpu = run_pipeline(classify_launch(tile, 3, "backend=cuda " + props));
+    for (const RunResult *r : {&both, &gpu_rules, &cpu_rules, &gpu}) ASSERT_TRUE(r->error.empty()) << r->everything();
+    const std::vector<hsi_element_test::Received> &pad = both.branches.at("rules");
+    ASSERT_EQ(pad.size(), gpu_rules.samples.size());
+    for (const hsi_element_test::Received &r : pad) {
+      EXPECT_TRUE(gst_cs_caps_has_device_feature(r.caps)) << gst_caps_to_string(r.caps);
+      EXPECT_TRUE(gst_is_cs_memory(gst_buffer_peek_memory(r.buffer, 0))) << "rule images left the device";
+    }
+    int K = 0;
+    ASSERT_TRUE(gst_structure_get_int(gst_caps_get_structure(pad[0].caps, 0), "bands", &K));
+    RunResult pad_only;
+    for (const hsi_element_test::Received &r : pad)
+      pad_only.samples.push_back({gst_buffer_ref(r.buffer), gst_caps_ref(r.caps)});
+    const std::vector<float> a = stitch_rules(pad_only, samples, lines, size_t(K));
+    const std::vector<float> b = stitch_rules(gpu_rules, samples, lines, size_t(K));
+    const std::vector<float> c = stitch_rules(cpu_rules, samples, lines, size_t(K));
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+    size_t failures = 0;
+    for (size_t j = 0; j < a.size(); ++j) {
+      const bool ok = std::isnan(a[j]) || std::isnan(c[j]) ? std::isnan(a[j]) && std::isnan(c[j])
+                                                          : std::fabs(double(a[j]) - double(c[j])) <= rule_tolerance(method, c[j]);
+      if (!ok && failures++ < 5) ADD_FAILURE() << "rule value " << j << ": cpu " << c[j] << " gpu " << a[j];
+    }
+    std::vector<uint32_t> x, y;
+    ASSERT_TRUE(stitch(both, samples, lines, &x));
+    ASSERT_TRUE(stitch(gpu, samples, lines, &y));
+    EXPECT_EQ(x, y);
   }
 }

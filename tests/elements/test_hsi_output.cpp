@@ -7,7 +7,12 @@
 #include <random>
 #include <set>
 
+#include "gst/cudasensing/gstcsmemory.h"
+#include "hsi/classifier.h"
+#include "hsi/convert.h"
 #include "hsi/envi.h"
+#include "hsi/references.h"
+#include "hsi/spectral_library.h"
 #include "test_hsi_support.h"
 
 using namespace cs::hsi;
@@ -28,13 +33,16 @@ struct Rgba {
 };
 
 // Pushes one class map through hsicolorize and returns each pixel's colour.
+// `device_caps`: the class map's caps say memory:CudaSensing (as after
+// hsiclassify on CUDA); the buffer itself is system memory, which maps alike.
 std::vector<Rgba> colorize(const std::vector<uint16_t> &labels, int width, int height, bool wide,
-                           const std::string &lookup = "") {
+                           const std::string &lookup = "", bool device_caps = false) {
   GstHarness *h = gst_harness_new("hsicolorize");
   if (!lookup.empty()) g_object_set(h->element, "lookup", lookup.c_str(), nullptr);
   GstVideoInfo in;
   gst_video_info_set_format(&in, wide ? GST_VIDEO_FORMAT_GRAY16_LE : GST_VIDEO_FORMAT_GRAY8, guint(width), guint(height));
   GstCaps *caps = gst_video_info_to_caps(&in);
+  if (device_caps) gst_caps_set_features(caps, 0, gst_caps_features_new(GST_CAPS_FEATURE_MEMORY_CS_DEVICE, nullptr));
   gst_harness_set_src_caps(h, caps);
   GstBuffer *buf = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&in), nullptr);
   GstMapInfo map;
@@ -65,6 +73,7 @@ std::vector<Rgba> colorize(const std::vector<uint16_t> &labels, int width, int h
   EXPECT_EQ(GST_VIDEO_INFO_FORMAT(&info), GST_VIDEO_FORMAT_RGBA);
   EXPECT_EQ(GST_VIDEO_INFO_WIDTH(&info), width);
   EXPECT_EQ(GST_VIDEO_INFO_HEIGHT(&info), height);
+  EXPECT_FALSE(gst_cs_caps_has_device_feature(out_caps)) << "colours are system memory";
   gst_buffer_map(result, &map, GST_MAP_READ);
   const size_t out_stride = size_t(GST_VIDEO_INFO_PLANE_STRIDE(&info, 0));
   for (int y = 0; y < height; ++y)
@@ -113,6 +122,16 @@ TEST(HsiColorize, Gray16ManyClasses) {
   }
   EXPECT_EQ(colours[1], colorize({1000}, 1, 1, true)[0]);
   EXPECT_NE(colours[1], colorize({999}, 1, 1, true)[0]);
+}
+
+// Class maps negotiated in device memory are accepted and give the same
+// colours; the RGBA output is system memory for pngenc and display sinks.
+TEST(HsiColorize, DeviceMemoryCapsGiveSameColoursInSystemMemory) {
+  std::mt19937 rng(cs_test::fresh_seed());
+  std::vector<uint16_t> labels(9 * 5);
+  for (uint16_t &v : labels) v = uint16_t(rng() % 40);
+  EXPECT_EQ(colorize(labels, 9, 5, false, "", true), colorize(labels, 9, 5, false));
+  EXPECT_EQ(colorize(labels, 9, 5, true, "", true), colorize(labels, 9, 5, true));
 }
 
 TEST(HsiColorize, ClassLookupFromEnviHeader) {
@@ -246,6 +265,104 @@ TEST(EnviSinkRealData, LargeLibraryWritesDataType12) {
   EXPECT_EQ(file, streamed);
 }
 
+// A class map whose caps say device memory (as after hsiclassify on CUDA) is
+// written the same: envisink maps it for reading, which downloads it.
+TEST(EnviSink, DeviceMemoryCapsWriteTheSameFile) {
+  ScratchDir dir;
+  const int width = 5, height = 3;
+  std::mt19937 rng(cs_test::fresh_seed());
+  std::vector<uint8_t> labels(size_t(width * height));
+  for (uint8_t &v : labels) v = uint8_t(rng() % 4);
+  // Not asynchronous: the harness wants its state changes done at once.
+  GstHarness *h = gst_harness_new_parse(("envisink async=false location=" + dir.file("c.img")).c_str());
+  GstVideoInfo info;
+  gst_video_info_set_format(&info, GST_VIDEO_FORMAT_GRAY8, width, height);
+  GstCaps *caps = gst_video_info_to_caps(&info);
+  gst_caps_set_features(caps, 0, gst_caps_features_new(GST_CAPS_FEATURE_MEMORY_CS_DEVICE, nullptr));
+  gst_harness_set_src_caps(h, caps);
+  GstBuffer *buf = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info), nullptr);
+  GstMapInfo map;
+  gst_buffer_map(buf, &map, GST_MAP_WRITE);
+  for (int y = 0; y < height; ++y)
+    std::memcpy(map.data + y * GST_VIDEO_INFO_PLANE_STRIDE(&info, 0), labels.data() + y * width, size_t(width));
+  gst_buffer_unmap(buf, &map);
+  EXPECT_EQ(gst_harness_push(h, buf), GST_FLOW_OK);
+  EXPECT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
+  gst_harness_teardown(h);
+  const EnviReader reader(dir.file("c.img"));
+  EXPECT_EQ(reader.header().samples, size_t(width));
+  EXPECT_EQ(reader.header().lines, size_t(height));
+  EXPECT_EQ(reader.read_lines(0, size_t(height)), labels);
+}
+
+// The rules pad into envisink: one ENVI float cube, BIL, a band per class
+// named after it, holding the kernel classifier's rule images bit for bit.
+TEST(EnviSink, WritesRuleImagesAsFloatCube) {
+  ScratchDir dir;
+  const size_t samples = 11, lines = 9;
+  write_known_scene(dir, samples, lines);
+  const RunResult r = run_pipeline("envisrc location=" + dir.file("scene.hdr") +
+                                   " lines-per-buffer=4 ! hsiclassify name=c backend=cpu method=correlation library=" +
+                                   dir.file("lib.csv") + " ! queue ! appsink name=sink c.rules ! queue ! envisink "
+                                   "location=" + dir.file("rules.img"));
+  ASSERT_TRUE(r.error.empty()) << r.everything();
+  ASSERT_TRUE(r.eos);
+  const EnviReader scene(dir.file("scene.hdr"));
+  const EnviHeader &sh = scene.header();
+  ReferenceRequest request;
+  request.bands = select_bands(sh.bands, sh.bbl);
+  const ReferenceChoice choice = choose_references(read_spectral_library(dir.file("lib.csv")), sh.bands, request);
+  ClassifierConfig config;
+  config.method = Method::correlation;
+  const SpectralClassifier classifier(config, choice.references, choice.bands, sh.wavelengths_nm());
+  const size_t K = classifier.class_count(), n = samples * lines;
+  std::vector<uint8_t> map(n);
+  std::vector<float> expected(K * n, -12345.0f);
+  ClassificationOutput out;
+  out.class_map = map.data();
+  out.rule_images = expected.data();
+  const std::vector<uint8_t> raw = scene.read_lines(0, lines);
+  classifier.classify(make_cube_block(sh, raw.data(), lines), out);
+
+  const EnviReader rules(dir.file("rules.img"));
+  const EnviHeader &h = rules.header();
+  EXPECT_EQ(h.samples, samples);
+  EXPECT_EQ(h.lines, lines);
+  EXPECT_EQ(h.bands, K);
+  EXPECT_EQ(h.data_type, DataType::f32);
+  EXPECT_EQ(h.interleave, Interleave::bil);
+  EXPECT_EQ(h.band_names, (std::vector<std::string>{"grass", "bare soil", "stripes"}));
+  const std::vector<uint8_t> bytes = rules.read_lines(0, lines);
+  ASSERT_EQ(bytes.size(), K * n * sizeof(float));
+  std::vector<float> got(K * n);
+  std::memcpy(got.data(), bytes.data(), bytes.size());
+  size_t finite = 0, wrong = 0;
+  for (size_t l = 0; l < lines; ++l)
+    for (size_t k = 0; k < K; ++k)
+      for (size_t x = 0; x < samples; ++x) {
+        const float want = expected[k * n + l * samples + x], have = got[(l * K + k) * samples + x];
+        finite += std::isfinite(want);
+        if (std::memcmp(&want, &have, sizeof want) != 0 && wrong++ < 5)
+          ADD_FAILURE() << "line " << l << " class " << k << " sample " << x << ": " << have << ", want " << want;
+      }
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_GT(finite, K * n / 2);
+}
+
+// Class maps and rule images do not mix in one file.
+TEST(EnviSinkErrors, RuleImagesAfterClassMapsAreAnError) {
+  ScratchDir dir;
+  GstHarness *h = gst_harness_new_parse(("envisink async=false location=" + dir.file("mixed.img")).c_str());
+  gst_harness_set_src_caps_str(h, "video/x-raw, format=GRAY8, width=4, height=1, framerate=0/1");
+  GstBuffer *buf = gst_buffer_new_allocate(nullptr, 4, nullptr);
+  gst_buffer_memset(buf, 0, 1, 4);
+  EXPECT_EQ(gst_harness_push(h, buf), GST_FLOW_OK);
+  gst_harness_set_src_caps_str(h, "application/x-hyperspectral, samples=4, bands=2, interleave=bsq, format=f32, "
+                                  "endianness=1234");
+  EXPECT_NE(gst_harness_push(h, gst_buffer_new_allocate(nullptr, 32, nullptr)), GST_FLOW_OK);
+  gst_harness_teardown(h);
+}
+
 TEST(EnviSinkErrors, NoLocationOrUnwritable) {
   ScratchDir dir;
   write_known_scene(dir, 3, 3);
@@ -256,4 +373,29 @@ TEST(EnviSinkErrors, NoLocationOrUnwritable) {
   r = run_pipeline(head + "location=" + dir.file("no/such/folder/c.img") + " t. ! queue ! appsink name=sink");
   EXPECT_EQ(r.error_source, "out") << r.everything();
   EXPECT_NE(r.error.find("Cannot write"), std::string::npos) << r.everything();
+}
+
+// hsiclassify on CUDA hands its class maps to hsicolorize and envisink in
+// device memory: the same colours and the same file as the CPU backend.
+TEST(GpuHsiOutput, DeviceClassMapsColourAndWriteAsOnCpu) {
+  CS_REQUIRE_GPU();
+  ScratchDir dir;
+  const size_t samples = 11, lines = 9;
+  write_known_scene(dir, samples, lines);
+  auto launch = [&](const std::string &backend, const std::string &file) {
+    return "envisrc location=" + dir.file("scene.hdr") + " lines-per-buffer=4 ! hsiclassify backend=" + backend +
+           " library=" + dir.file("lib.csv") + " ! tee name=t ! queue ! envisink location=" + dir.file(file) +
+           " t. ! queue ! hsicolorize ! appsink name=sink";
+  };
+  const RunResult cpu = run_pipeline(launch("cpu", "cpu.img"));
+  const RunResult gpu = run_pipeline(launch("cuda", "gpu.img"));
+  ASSERT_TRUE(cpu.error.empty()) << cpu.everything();
+  ASSERT_TRUE(gpu.error.empty()) << gpu.everything();
+  ASSERT_EQ(cpu.samples.size(), gpu.samples.size());
+  for (size_t i = 0; i < cpu.samples.size(); ++i) {
+    EXPECT_FALSE(gst_cs_caps_has_device_feature(gpu.samples[i].caps));
+    EXPECT_EQ(cpu.bytes(i), gpu.bytes(i)) << "block " << i;
+  }
+  const EnviReader a(dir.file("cpu.img")), b(dir.file("gpu.img"));
+  EXPECT_EQ(a.read_lines(0, lines), b.read_lines(0, lines));
 }

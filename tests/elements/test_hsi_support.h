@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ struct Received {
 
 struct RunResult {
   std::vector<Received> samples;
+  std::map<std::string, std::vector<Received>> branches;  // further appsinks, by name
   bool eos = false;
   std::string error;         // first error message text ("" = none)
   std::string error_source;  // name of the element that posted it
@@ -33,6 +35,7 @@ struct RunResult {
   RunResult(RunResult &&other) noexcept { *this = std::move(other); }
   RunResult &operator=(RunResult &&other) noexcept {
     std::swap(samples, other.samples);
+    std::swap(branches, other.branches);
     eos = other.eos;
     error = other.error;
     error_source = other.error_source;
@@ -40,24 +43,31 @@ struct RunResult {
     return *this;
   }
   ~RunResult() {
-    for (Received &r : samples) {
-      gst_buffer_unref(r.buffer);
-      gst_caps_unref(r.caps);
-    }
+    auto release = [](std::vector<Received> &list) {
+      for (Received &r : list) {
+        gst_buffer_unref(r.buffer);
+        gst_caps_unref(r.caps);
+      }
+    };
+    release(samples);
+    for (auto &[name, list] : branches) release(list);
   }
-  // The bytes of sample i (mapped for the CPU).
-  std::vector<uint8_t> bytes(size_t i) const {
+  // The bytes of a buffer (mapped for the CPU: device memory downloads).
+  static std::vector<uint8_t> bytes_of(const Received &r) {
     GstMapInfo map;
-    if (!gst_buffer_map(samples[i].buffer, &map, GST_MAP_READ)) return {};
+    if (!gst_buffer_map(r.buffer, &map, GST_MAP_READ)) return {};
     std::vector<uint8_t> v(map.data, map.data + map.size);
-    gst_buffer_unmap(samples[i].buffer, &map);
+    gst_buffer_unmap(r.buffer, &map);
     return v;
   }
+  // The bytes of sample i of the appsink "sink".
+  std::vector<uint8_t> bytes(size_t i) const { return bytes_of(samples[i]); }
   std::string everything() const { return error_source + ": " + error + " | " + error_debug; }
 };
 
 // Runs `launch` (which must contain `appsink name=sink`) to EOS or error.
-inline RunResult run_pipeline(const std::string &launch) {
+// `branch_sinks`: names of further appsinks whose samples go to branches.
+inline RunResult run_pipeline(const std::string &launch, const std::vector<std::string> &branch_sinks = {}) {
   RunResult result;
   GError *parse_error = nullptr;
   GstElement *pipeline = gst_parse_launch(launch.c_str(), &parse_error);
@@ -69,6 +79,28 @@ inline RunResult run_pipeline(const std::string &launch) {
   }
   GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
   g_object_set(sink, "sync", FALSE, "max-buffers", 0u, nullptr);
+  std::vector<std::pair<std::string, GstElement *>> others;
+  for (const std::string &name : branch_sinks) {
+    GstElement *other = gst_bin_get_by_name(GST_BIN(pipeline), name.c_str());
+    if (!other) {
+      result.error = "no appsink named " + name;
+      continue;
+    }
+    g_object_set(other, "sync", FALSE, "max-buffers", 0u, nullptr);
+    others.emplace_back(name, other);
+    result.branches[name];
+  }
+  // Takes what the further appsinks hold.
+  auto drain_branches = [&]() {
+    for (auto &[name, other] : others)
+      while (GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(other), 0)) {
+        Received r;
+        r.buffer = gst_buffer_ref(gst_sample_get_buffer(sample));
+        r.caps = gst_caps_ref(gst_sample_get_caps(sample));
+        result.branches[name].push_back(r);
+        gst_sample_unref(sample);
+      }
+  };
   GstBus *bus = gst_element_get_bus(pipeline);
   bool pipeline_eos = false;
   // Reads every pending bus message; true when an error came.
@@ -98,6 +130,7 @@ inline RunResult run_pipeline(const std::string &launch) {
   const gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
   bool error = false;
   while (g_get_monotonic_time() < deadline) {
+    drain_branches();
     if (GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 20 * GST_MSECOND)) {
       Received r;
       r.buffer = gst_buffer_ref(gst_sample_get_buffer(sample));
@@ -113,7 +146,9 @@ inline RunResult run_pipeline(const std::string &launch) {
   // may still be writing when the appsink is done).
   while (!error && result.eos && !pipeline_eos && g_get_monotonic_time() < deadline)
     error = read_bus(50 * GST_MSECOND);
+  drain_branches();
   gst_object_unref(bus);
+  for (auto &[name, other] : others) gst_object_unref(other);
   gst_element_set_state(pipeline, GST_STATE_NULL);
   gst_object_unref(sink);
   gst_object_unref(pipeline);

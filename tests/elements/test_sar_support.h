@@ -10,6 +10,7 @@
 #include <complex>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,9 @@ inline std::string error_text(GstMessage *msg) {
   return text;
 }
 
-inline void run_pipeline(const std::string &launch, PipelineRun *run) {
+// `setup`, when given, sees the pipeline before it starts (to add pad probes).
+inline void run_pipeline(const std::string &launch, PipelineRun *run,
+                         const std::function<void(GstElement *)> &setup = {}) {
   GError *err = nullptr;
   GstElement *pipeline = gst_parse_launch(launch.c_str(), &err);
   if (!pipeline || err) {
@@ -47,6 +50,7 @@ inline void run_pipeline(const std::string &launch, PipelineRun *run) {
   GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "out");
   // The EOS message must not wait for the test to pull the samples.
   if (sink) g_object_set(sink, "wait-on-eos", FALSE, nullptr);
+  if (setup) setup(pipeline);
   gst_element_set_state(pipeline, GST_STATE_PLAYING);
   GstBus *bus = gst_element_get_bus(pipeline);
   GstMessage *msg = gst_bus_timed_pop_filtered(bus, 120 * GST_SECOND,

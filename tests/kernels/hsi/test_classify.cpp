@@ -501,6 +501,31 @@ TEST(Classify, IntegerCubesEqualTheirFloatConversion) {
   }
 }
 
+// Precision::tensor is a CUDA kernel of its own; the CPU (and the CUDA
+// per-pixel kernel, for sid and bandfit) runs it as fast: the same bits.
+TEST(Classify, TensorPrecisionRunsAsFastOnTheCpu) {
+  std::mt19937_64 rng(cs_test::fresh_seed());
+  const size_t lines = 4, samples = 11, bands = 70, K = 7;
+  const hsi_test::Scene scene = hsi_test::random_scene(rng, lines, samples, bands, K);
+  const auto bytes = hsi_test::encode_block(scene.pixels, lines, samples, bands, DataType::f32, Interleave::bip,
+                                            ByteOrder::little_endian);
+  const CubeBlock block =
+      hsi_test::block_of(bytes, lines, samples, bands, DataType::f32, Interleave::bip, ByteOrder::little_endian);
+  for (Method method : kAllMethods) {
+    SCOPED_TRACE(method_name(method));
+    ClassifierConfig config;
+    config.method = method;
+    config.precision = Precision::fast;
+    const SpectralClassifier fast(config, scene.references, select_bands(bands, {}), scene.wavelengths_nm);
+    config.precision = Precision::tensor;
+    const SpectralClassifier tensor(config, scene.references, select_bands(bands, {}), scene.wavelengths_nm);
+    EXPECT_EQ(tensor.precision(), Precision::tensor);
+    const hsi_test::Result a = hsi_test::classify_cpu(fast, block), b = hsi_test::classify_cpu(tensor, block);
+    EXPECT_EQ(a.labels, b.labels);
+    EXPECT_EQ(std::memcmp(a.rules.data(), b.rules.data(), a.rules.size() * sizeof(float)), 0);
+  }
+}
+
 TEST(Classify, ClassMapStrideLeavesPaddingAlone) {
   std::mt19937_64 rng(cs_test::fresh_seed());
   const size_t lines = 5, samples = 10, bands = 12, K = 3;

@@ -193,6 +193,101 @@ TEST(GpuClassify, MatchesCpuForEveryMethodTypeAndInterleave) {
     }
 }
 
+// Precision::tensor: sam, correlation and euclidean as a TF32 matrix
+// product (operands split into high and low parts) against the CPU's exact
+// scores, within the bounds classify_math.h states with a margin of 2: dot
+// products within ~5e-7 relative, so angles within 1e-6 / sin(angle),
+// coefficients within 1e-5, squared distances within 2e-6 (|x|^2 + |r|^2).
+// Class maps equal but for pairs of classes whose exact scores lie within
+// those bounds. SID and bandfit under tensor run the fast loop: equal to the
+// CPU's fast results as in the test above. Several passes of 64 references,
+// band counts that are not multiples of a chunk, NaN pixels, every interleave.
+TEST(GpuClassify, TensorPrecisionWithinItsBounds) {
+  CS_REQUIRE_GPU();
+  const uint32_t seed = cs_test::fresh_seed();
+  std::mt19937_64 rng(seed);
+  cs::Stream stream(kDevice);
+  for (Method method : kAllMethods)
+    for (size_t K : {size_t(1 + rng() % 20), size_t(65 + rng() % 100)}) {
+      const size_t bands = 20 + rng() % 230, lines = 3 + rng() % 6, samples = 50 + rng() % 150;
+      hsi_test::Scene scene = hsi_test::random_scene(rng, lines, samples, bands, K);
+      for (int i = 0; i < 5; ++i) scene.pixels[rng() % scene.pixels.size()] = NAN;
+      for (float &v : scene.pixels) v = std::fabs(v);
+      const std::vector<int> selected = select_bands(bands, {});
+      ClassifierConfig config;
+      config.method = method;
+      config.precision = Precision::tensor;
+      const SpectralClassifier tensor(config, scene.references, selected, scene.wavelengths_nm);
+      config.precision = Precision::exact;
+      const SpectralClassifier exact(config, scene.references, selected, scene.wavelengths_nm);
+      CudaSpectralClassifier gpu(tensor, kDevice);
+      // Largest squared norms of pixels and references (euclidean's bound).
+      double x2 = 0, r2 = 0;
+      for (size_t p = 0; p < lines * samples; ++p) {
+        double n2 = 0;
+        for (size_t b = 0; b < bands; ++b) n2 += double(scene.pixels[p * bands + b]) * scene.pixels[p * bands + b];
+        if (std::isfinite(n2)) x2 = std::max(x2, n2);
+      }
+      for (size_t k = 0; k < K; ++k) {
+        double n2 = 0;
+        for (size_t b = 0; b < bands; ++b) n2 += double(scene.references.spectrum(k)[b]) * scene.references.spectrum(k)[b];
+        r2 = std::max(r2, n2);
+      }
+      double worst = 0;
+      for (DataType type : {DataType::f32, DataType::i16, DataType::f64})
+        for (Interleave il : {Interleave::bsq, Interleave::bil, Interleave::bip}) {
+          SCOPED_TRACE(std::string(method_name(method)) + " " + data_type_name(type) + " " + interleave_name(il) +
+                       " K=" + std::to_string(K) + " bands=" + std::to_string(bands));
+          const auto bytes = hsi_test::encode_block(scene.pixels, lines, samples, bands, type, il,
+                                                    ByteOrder::little_endian, 10000);
+          const bool is_float = type != DataType::i16;
+          const CubeBlock block = hsi_test::block_of(bytes, lines, samples, bands, type, il, ByteOrder::little_endian,
+                                                     is_float ? std::nullopt : std::optional<double>(0.0),
+                                                     is_float ? std::nullopt : std::optional<double>(10000));
+          const hsi_test::Result on_gpu = classify_gpu(gpu, tensor, bytes, block, stream);
+          if (!dot_product_method(method)) {
+            worst = std::max(worst, expect_same(method, Precision::fast, hsi_test::classify_cpu(tensor, block), on_gpu,
+                                                lines * samples, K));
+            continue;
+          }
+          const hsi_test::Result want = hsi_test::classify_cpu(exact, block);
+          auto allowed = [&](float a) {
+            if (method == Method::sam) return 1e-6 / std::max(std::sin(double(a)), 1e-3);
+            if (method == Method::correlation) return 1e-5;
+            return 2e-6 * (x2 + r2) / std::max(2.0 * double(a), 1e-3);  // |a^2 - b^2| / (a + b)
+          };
+          size_t failures = 0, ties = 0;
+          for (size_t i = 0; i < want.rules.size(); ++i) {
+            const float a = want.rules[i], b = on_gpu.rules[i];
+            if (std::isnan(a) || std::isnan(b)) {
+              if (std::isnan(a) != std::isnan(b) && failures++ < 5) ADD_FAILURE() << "rule " << i << ": " << a << " vs " << b;
+              continue;
+            }
+            const double diff = std::fabs(double(a) - double(b));
+            worst = std::max(worst, diff);
+            if (diff > allowed(a) && failures++ < 5) ADD_FAILURE() << "rule " << i << ": exact " << a << " tensor " << b;
+          }
+          const size_t n = lines * samples;
+          for (size_t p = 0; p < n; ++p) {
+            const uint32_t x = want.labels[p], y = on_gpu.labels[p];
+            if (x == y) continue;
+            if (x > 0 && y > 0 && y <= K) {
+              const float sx = want.rules[(x - 1) * n + p], sy = want.rules[(y - 1) * n + p];
+              if (std::fabs(double(sx) - double(sy)) <= 2 * allowed(sx)) {
+                ++ties;
+                continue;
+              }
+            }
+            if (failures++ < 5) ADD_FAILURE() << "pixel " << p << ": exact class " << x << ", tensor " << y;
+          }
+          EXPECT_EQ(failures, 0u);
+          if (ties) std::printf("[ info     ] %s tensor: %zu near-ties picked differently\n", method_name(method), ties);
+        }
+      std::printf("[ info     ] %s tensor, K=%zu bands=%zu: worst |exact - tensor| %.3g\n", method_name(method), K,
+                  bands, worst);
+    }
+}
+
 TEST(GpuClassify, TwoClassifiersShareTheConstantBank) {
   CS_REQUIRE_GPU();
   std::mt19937_64 rng(cs_test::fresh_seed());

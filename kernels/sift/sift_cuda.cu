@@ -1,0 +1,868 @@
+// CUDA SIFT: thin kernels around the math of sift_math.h.
+//
+// Pyramid. One kernel per Gaussian level: a 32 x 32 output tile plus a halo
+// of the kernel radius R is staged in shared memory (reflect-101 indices),
+// the horizontal pass writes (32 + 2R) x 32 intermediate values to shared
+// memory, the vertical pass produces the tile; the DoG of the level below is
+// the output minus the staged centre sample, so it costs one store and no
+// load. Per output pixel: 4 B read (plus the halo, served mostly by L2),
+// 8 B written (Gaussian + DoG), (R + 1) * 2 multiplies and 4R adds; with
+// OpenCV's defaults R <= 13. A level of octave 0 of a 1080p frame moves
+// 8.3 Mpx x 12 B = 100 MB of DRAM (25 us at 4 TB/s) but measures ~50 us on
+// an H200: shared-memory traffic and issue bind, hence the register
+// blocking of both passes (see blur_level_kernel). The top level of each
+// octave (n_layers + 2) is not stored: only its DoG is used; nor is level 0
+// of octaves after the first (level 1's loader takes every second sample of
+// the octave below). The doubled input is never stored either: level 0's
+// tile loader samples the input bilinearly on the fly.
+//
+// Detection. One launch over all octaves finds the extrema of every DoG
+// layer (same-level screening, then the block's survivors taken densely for
+// the levels below and above; see extrema_kernel) and appends them to a
+// dense candidate list with warp-aggregated atomics (one atomicAdd per warp). Refinement
+// runs one thread per candidate over that dense list (full warps instead of
+// one thread in a thousand per pixel), appending survivors to a second dense
+// list. Orientation runs one warp per refined extremum: each lane bins its
+// share of the window into its own column of a per-warp 36 x 32 shared
+// histogram (no atomics, bank-conflict free), the columns are summed in a
+// fixed order, so the histogram is deterministic. The keypoints are put in
+// canonical order by a rank sort (each keypoint counts those before it;
+// O(n^2) compares staged through shared memory, a few microseconds for the
+// thousands of keypoints of a video frame), then one block removes
+// duplicates and applies n-features, all from device-side counts: nothing
+// waits for the host.
+//
+// Description. One block of 128 threads per keypoint bins its rotated
+// window (up to ~6000 samples) into per-warp 360-bin shared histograms with
+// shared atomics, then one warp normalises with shuffles (four elements per
+// lane).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/cuda_check.h"
+#include "sift/sift_cuda.h"
+#include "sift/sift_math.h"
+
+namespace cs::sift {
+
+namespace {
+
+constexpr int kMaxOctaves = 20;
+constexpr int kMaxBaseSide = 32767;  // extrema queue entries pack x and y into 16 bits each
+constexpr int kTile = 32;            // blur tile side (outputs)
+constexpr int kBlurRows = 8;         // thread rows of a blur block (32 x 8 threads)
+constexpr int kThreads = 256;
+constexpr int kWarpsPerBlock = kThreads / 32;
+constexpr int kCompactThreads = 1024;
+
+struct Candidate {
+  int octave, layer, row, column;
+};
+
+struct OctaveGeometry {
+  int width, height, pitch;
+  size_t level_stride;  // elements between levels
+  size_t gauss_offset, dog_offset;  // elements from the pool starts
+  int block_begin, blocks_x;        // extrema launch: first block, blocks per row
+};
+
+struct OctaveTable {
+  OctaveGeometry o[kMaxOctaves];
+  int count;
+  int layers;  // n_layers
+};
+
+struct Counters {
+  int candidates, refined, oriented, final_count;
+};
+
+// ------------------------------------------------------------- pyramid
+
+template <typename T>
+struct UpsampleSource {
+  const T *p;
+  size_t pitch;
+  int w, h;
+  __device__ float operator()(int y, int x) const { return upsampled_sample(p, pitch, w, h, x, y); }
+};
+
+template <typename T>
+struct PlainSource {
+  const T *p;
+  size_t pitch;
+  __device__ float operator()(int y, int x) const { return plain_sample(p, pitch, x, y); }
+};
+
+struct LevelSource {
+  const float *p;
+  int pitch;
+  __device__ float operator()(int y, int x) const { return __ldg(p + static_cast<size_t>(y) * pitch + x); }
+};
+
+// Staged tile rows are padded to a multiple of 4 floats (plus 4), so that
+// the horizontal pass can read aligned float4 runs past the last column.
+__host__ __device__ inline int staged_pitch(int side) { return (side + 4 + 3) / 4 * 4; }
+
+inline size_t blur_shared_bytes(int radius) {
+  const size_t side = kTile + 2 * radius;
+  return (side * static_cast<size_t>(staged_pitch(static_cast<int>(side))) + side * kTile) * sizeof(float);
+}
+
+// Level 1 of octave o > 0 reads level 0 straight from level n_layers of the
+// octave below (every second sample), so level 0 is never stored there.
+struct DownsampleSource {
+  const float *p;  // level n_layers of octave o - 1
+  int pitch;
+  __device__ float operator()(int y, int x) const { return __ldg(p + static_cast<size_t>(2 * y) * pitch + 2 * x); }
+};
+
+// Staging columns per thread (tile plus halo, 32 lanes) and rows loaded per batch.
+constexpr int kStageColumns = (kTile + 2 * kMaxBlurRadius + 31) / 32;
+constexpr int kStageBatch = 4;
+
+// Gaussian level from `src` (the level below, or the input for level 0);
+// `gauss` may be null (top level), `dog` is null for level 0. The staging
+// loop issues kStageBatch x kStageColumns independent loads per thread
+// before storing any, so that global latency overlaps (one load at a time
+// per thread made the kernel latency-bound), and resolves the borders once
+// per row and column.
+// R > 0: the radius at compile time. Loops unroll, and both passes keep a
+// run of 4 + 2R inputs in registers to make 4 outputs from it: the
+// horizontal pass reads it as float4s from the staged row, the vertical pass
+// as a column of the intermediate tile, so each shared load serves up to
+// 2R + 1 taps (shared-memory bandwidth bounded the one-output-per-thread
+// form). R == 0: any radius (taps.radius), one output per thread and pass.
+template <class Source, int R>
+__global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, const BlurTaps taps, float *gauss,
+                                                               float *dog, int pitch, int width, int height) {
+  extern __shared__ float4 shared4[];
+  float *shared = reinterpret_cast<float *>(shared4);
+  const int r = R > 0 ? R : taps.radius, side = kTile + 2 * r, sp = staged_pitch(side);
+  float *in = shared;               // side x sp
+  float *mid = shared + side * sp;  // side x kTile
+  const int x0 = static_cast<int>(blockIdx.x) * kTile, y0 = static_cast<int>(blockIdx.y) * kTile;
+  const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
+  const int tid = ty * kTile + tx;
+  constexpr int kColumns = R > 0 ? (kTile + 2 * R + 31) / 32 : kStageColumns;
+  int gx[kColumns];
+#pragma unroll
+  for (int k = 0; k < kColumns; ++k) gx[k] = reflect101(x0 - r + tx + 32 * k, width);
+  for (int row0 = ty; row0 < side; row0 += kBlurRows * kStageBatch) {
+    float v[kStageBatch][kColumns];
+#pragma unroll
+    for (int b = 0; b < kStageBatch; ++b) {
+      const int row = row0 + b * kBlurRows;
+      const int gy = reflect101(y0 - r + row, height);
+#pragma unroll
+      for (int k = 0; k < kColumns; ++k) v[b][k] = row < side && tx + 32 * k < side ? src(gy, gx[k]) : 0.f;
+    }
+#pragma unroll
+    for (int b = 0; b < kStageBatch; ++b) {
+      const int row = row0 + b * kBlurRows;
+#pragma unroll
+      for (int k = 0; k < kColumns; ++k)
+        if (row < side && tx + 32 * k < side) in[row * sp + tx + 32 * k] = v[b][k];
+    }
+  }
+  __syncthreads();
+  if constexpr (R > 0) {
+    constexpr int kQuads = (2 * R + 7) / 4;  // float4s covering 4 + 2R inputs
+    const int u = tid % (kTile / 4);         // which 4 outputs of the row
+    for (int row = tid / (kTile / 4); row < side; row += kThreads / (kTile / 4)) {
+      const float4 *run = reinterpret_cast<const float4 *>(&in[row * sp + 4 * u]);
+      float values[4 * kQuads];
+#pragma unroll
+      for (int m = 0; m < kQuads; ++m) {
+        const float4 q = run[m];
+        values[4 * m] = q.x;
+        values[4 * m + 1] = q.y;
+        values[4 * m + 2] = q.z;
+        values[4 * m + 3] = q.w;
+      }
+      float4 o;
+      o.x = blur_1d_fixed<R>(&values[R], 1, taps);
+      o.y = blur_1d_fixed<R>(&values[R + 1], 1, taps);
+      o.z = blur_1d_fixed<R>(&values[R + 2], 1, taps);
+      o.w = blur_1d_fixed<R>(&values[R + 3], 1, taps);
+      *reinterpret_cast<float4 *>(&mid[row * kTile + 4 * u]) = o;
+    }
+  } else {
+    for (int row = ty; row < side; row += kBlurRows) mid[row * kTile + tx] = blur_1d(&in[row * sp + tx + r], 1, taps);
+  }
+  __syncthreads();
+  const int x = x0 + tx;
+  constexpr int kRowsPerThread = kTile / kBlurRows;  // 4 consecutive output rows
+  const int first = ty * kRowsPerThread;
+  float out[kRowsPerThread];
+  if constexpr (R > 0) {
+    float column[kRowsPerThread + 2 * R];
+#pragma unroll
+    for (int j = 0; j < kRowsPerThread + 2 * R; ++j) column[j] = mid[(first + j) * kTile + tx];
+#pragma unroll
+    for (int q = 0; q < kRowsPerThread; ++q) out[q] = blur_1d_fixed<R>(&column[q + R], 1, taps);
+  } else {
+#pragma unroll
+    for (int q = 0; q < kRowsPerThread; ++q) out[q] = blur_1d(&mid[(first + q + r) * kTile + tx], kTile, taps);
+  }
+#pragma unroll
+  for (int q = 0; q < kRowsPerThread; ++q) {
+    const int row = first + q, y = y0 + row;
+    if (x < width && y < height) {
+      const size_t at = static_cast<size_t>(y) * pitch + x;
+      if (gauss) gauss[at] = out[q];
+      if (dog) dog[at] = out[q] - in[(row + r) * sp + tx + r];
+    }
+  }
+}
+
+// Radii with an unrolled kernel (OpenCV's defaults need 5..13); wider ones
+// take the generic kernel.
+constexpr int kMaxUnrolledRadius = 16;
+
+template <class Source, int R>
+void launch_blur(const Source &src, const BlurTaps &t, float *gauss, float *dog, int pitch, int width, int height,
+                 cudaStream_t stream) {
+  const dim3 grid((width + kTile - 1) / kTile, (height + kTile - 1) / kTile), block(kTile, kBlurRows);
+  const size_t bytes = blur_shared_bytes(t.radius);
+  if (bytes > 48 * 1024)  // wide kernels of the generic path need the opt-in
+    check_cuda(cudaFuncSetAttribute(blur_level_kernel<Source, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(bytes)),
+               "cudaFuncSetAttribute");
+  blur_level_kernel<Source, R><<<grid, block, bytes, stream>>>(src, t, gauss, dog, pitch, width, height);
+}
+
+template <class Source, int... Rs>
+void dispatch_blur(std::integer_sequence<int, Rs...>, const Source &src, const BlurTaps &t, float *gauss, float *dog,
+                   int pitch, int width, int height, cudaStream_t stream) {
+  using Launch = void (*)(const Source &, const BlurTaps &, float *, float *, int, int, int, cudaStream_t);
+  static constexpr Launch unrolled[] = {&launch_blur<Source, Rs + 1>...};
+  if (t.radius >= 1 && t.radius <= static_cast<int>(sizeof...(Rs)))
+    unrolled[t.radius - 1](src, t, gauss, dog, pitch, width, height, stream);
+  else
+    launch_blur<Source, 0>(src, t, gauss, dog, pitch, width, height, stream);
+}
+
+// ------------------------------------------------------------ detection
+
+// Appends one element per lane whose `pred` holds, with one atomicAdd per
+// warp; every lane of the warp must call it. Returns the lane's slot (or -1).
+__device__ int warp_append(bool pred, int *counter) {
+  const unsigned mask = __ballot_sync(0xffffffffu, pred);
+  if (mask == 0) return -1;
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int leader = __ffs(mask) - 1;
+  int base = 0;
+  if (lane == leader) base = atomicAdd(counter, __popc(mask));
+  base = __shfl_sync(0xffffffffu, base, leader);
+  return pred ? base + __popc(mask & ((1u << lane) - 1u)) : -1;
+}
+
+__device__ LevelStack dog_stack(const float *dog_pool, const OctaveGeometry &g) {
+  return {dog_pool + g.dog_offset, g.level_stride, g.pitch, g.width, g.height};
+}
+
+__device__ PlaneView gauss_plane(const float *gauss_pool, const OctaveGeometry &g, int level) {
+  return {gauss_pool + g.gauss_offset + static_cast<size_t>(level) * g.level_stride, g.pitch, g.width, g.height};
+}
+
+// Extrema of every octave in one launch: a block covers 128 x 8 pixels, a
+// thread kExtremaPixels pixels of a row (32 apart, so that warps load whole
+// rows). Per layer, in two passes so that warps stay full:
+//  1. screening: each thread loads its pixels' DoG values together (four
+//     independent loads in flight) and, for those past the pre-filter
+//     (most of them), tests the 8 neighbours of the same level (9 loads,
+//     mostly L1 hits); about one pixel in nine survives into a per-block
+//     shared queue;
+//  2. the block's threads take the queue densely and finish the 26-neighbour
+//     test (the levels below and above: 18 more loads), appending extrema to
+//     the dense candidate list with one atomicAdd per warp.
+// Testing every passing pixel against all 27 samples in one pass left most
+// lanes idle behind the few that went on to the other levels.
+constexpr int kExtremaPixels = 4;
+__global__ void __launch_bounds__(kThreads) extrema_kernel(const float *dog_pool, const OctaveTable table,
+                                                            float threshold, Candidate *out, int capacity,
+                                                            Counters *counters) {
+  __shared__ int queue[kThreads * kExtremaPixels];  // x | y << 16 of screened pixels
+  __shared__ int queued;
+  int o = 0;
+  while (o + 1 < table.count && static_cast<int>(blockIdx.x) >= table.o[o + 1].block_begin) ++o;
+  const OctaveGeometry &g = table.o[o];
+  const int b = static_cast<int>(blockIdx.x) - g.block_begin;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int y = (b / g.blocks_x) * kBlurRows + static_cast<int>(threadIdx.x) / 32;
+  const int x0 = (b % g.blocks_x) * 32 * kExtremaPixels + lane;
+  const LevelStack d = dog_stack(dog_pool, g);
+  const bool row_inside = y >= kImageBorder && y < g.height - kImageBorder;
+  bool inside[kExtremaPixels];
+#pragma unroll
+  for (int q = 0; q < kExtremaPixels; ++q) {
+    const int x = x0 + 32 * q;
+    inside[q] = row_inside && x >= kImageBorder && x < g.width - kImageBorder;
+  }
+  const size_t row_at = static_cast<size_t>(row_inside ? y : 0) * g.pitch;
+  for (int layer = 1; layer <= table.layers; ++layer) {
+    if (threadIdx.x == 0) queued = 0;
+    __syncthreads();
+    const float *level = d.level(layer);
+    float v[kExtremaPixels];
+#pragma unroll
+    for (int q = 0; q < kExtremaPixels; ++q) v[q] = inside[q] ? __ldg(level + row_at + x0 + 32 * q) : 0.f;
+#pragma unroll
+    for (int q = 0; q < kExtremaPixels; ++q) {
+      if (!(inside[q] && fabsf(v[q]) > threshold)) continue;
+      float upper, lower;
+      neighbourhood_bounds(level + row_at + x0 + 32 * q, g.pitch, &upper, &lower);
+      if (v[q] > 0.f ? v[q] >= upper : v[q] <= lower) queue[atomicAdd(&queued, 1)] = (x0 + 32 * q) | (y << 16);
+    }
+    __syncthreads();
+    const int n = queued;
+    for (int base = 0; base < n; base += kThreads) {
+      const int k = base + static_cast<int>(threadIdx.x);
+      bool found = false;
+      int px = 0, py = 0;
+      if (k < n) {
+        px = queue[k] & 0xffff;
+        py = queue[k] >> 16;
+        const size_t at = static_cast<size_t>(py) * g.pitch + px;
+        float upper[3], lower[3];
+#pragma unroll
+        for (int j = 0; j < 3; ++j) neighbourhood_bounds(d.level(layer - 1 + j) + at, g.pitch, &upper[j], &lower[j]);
+        found = is_extremum(__ldg(level + at), threshold, upper, lower);
+      }
+      const int slot = warp_append(found, &counters->candidates);
+      if (found && slot < capacity) out[slot] = {o, layer, py, px};
+    }
+    __syncthreads();  // the queue is reused by the next layer
+  }
+}
+
+// One thread per candidate of the dense list.
+__global__ void __launch_bounds__(kThreads) refine_kernel(const float *dog_pool, const OctaveTable table,
+                                                           const DetectionConstants k, const Candidate *in,
+                                                           int in_capacity, RefinedExtremum *out, int capacity,
+                                                           Counters *counters) {
+  const int n = min(counters->candidates, in_capacity);
+  for (int base = static_cast<int>(blockIdx.x) * kThreads; base < n; base += static_cast<int>(gridDim.x) * kThreads) {
+    const int i = base + static_cast<int>(threadIdx.x);
+    bool ok = false;
+    RefinedExtremum e;
+    if (i < n) {
+      const Candidate c = in[i];
+      ok = refine_extremum(dog_stack(dog_pool, table.o[c.octave]), c.octave, c.layer, c.row, c.column, k, &e);
+    }
+    const int slot = warp_append(ok, &counters->refined);
+    if (ok && slot < capacity) out[slot] = e;
+  }
+}
+
+// One warp per refined extremum.
+__global__ void __launch_bounds__(kThreads) orientation_kernel(const float *gauss_pool, const OctaveTable table,
+                                                                const RefinedExtremum *in, int in_capacity,
+                                                                Keypoint *out, int capacity, Counters *counters) {
+  __shared__ float columns[kWarpsPerBlock][kOrientationBins * 32];  // [bin][lane]
+  __shared__ float raw[kWarpsPerBlock][kOrientationBins];
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  float *mine = columns[warp];
+  const int n = min(counters->refined, in_capacity);
+  for (int item = static_cast<int>(blockIdx.x) * kWarpsPerBlock + warp; item < n;
+       item += static_cast<int>(gridDim.x) * kWarpsPerBlock) {
+    const RefinedExtremum e = in[item];
+    const OrientationWindow w = orientation_window(e.octave_sigma);
+    const PlaneView g = gauss_plane(gauss_pool, table.o[e.octave_index], e.layer);
+    for (int b = 0; b < kOrientationBins; ++b) mine[b * 32 + lane] = 0.f;
+    const int side = 2 * w.radius + 1, total = side * side;
+    for (int s = lane; s < total; s += 32) {
+      const int i = s / side - w.radius, j = s % side - w.radius;
+      int bin;
+      float value;
+      if (orientation_sample(g, e.row, e.column, i, j, w.exp_scale, &bin, &value)) mine[bin * 32 + lane] += value;
+    }
+    __syncwarp();
+    // Column sums in a fixed order; the rotation (t + b) & 31 keeps the
+    // lanes on distinct banks.
+    for (int b = lane; b < kOrientationBins; b += 32) {
+      float sum = 0.f;
+      for (int t = 0; t < 32; ++t) sum += mine[b * 32 + ((t + b) & 31)];
+      raw[warp][b] = sum;
+    }
+    __syncwarp();
+    if (lane == 0) {
+      float hist[kOrientationBins], angles[kOrientationBins];
+      const float maximum = smooth_orientation_histogram(raw[warp], hist);
+      int peaks = 0;
+      for (int j = 0; j < kOrientationBins; ++j)
+        if (orientation_peak(hist, maximum, j, &angles[peaks])) ++peaks;
+      if (peaks > 0) {
+        const int slot = atomicAdd(&counters->oriented, peaks);
+        for (int p = 0; p < peaks && slot + p < capacity; ++p) {
+          Keypoint kp = e.keypoint;
+          kp.angle = angles[p];
+          out[slot + p] = kp;
+        }
+      }
+    }
+    __syncwarp();
+  }
+}
+
+// Rank sort into canonical order: keypoint i goes to the number of
+// keypoints before it (ties of identical keypoints broken by index). The
+// counting is spread over a 2-D grid: blockIdx.x takes tiles of i,
+// blockIdx.y a slice of the j range (staged through shared memory), and the
+// partial counts meet in `ranks` by integer atomics (exact, so the order is
+// deterministic). n^2 comparisons; a few thousand keypoints take a few us.
+constexpr int kRankSlices = 64;
+__global__ void __launch_bounds__(kThreads) rank_count_kernel(const Keypoint *in, int in_capacity, int *ranks,
+                                                               const Counters *counters) {
+  __shared__ Keypoint tile[kThreads];
+  const int n = min(counters->oriented, in_capacity);
+  const int slice = (n + static_cast<int>(gridDim.y) - 1) / static_cast<int>(gridDim.y);
+  const int j0 = static_cast<int>(blockIdx.y) * slice, j1 = min(n, j0 + slice);
+  if (j0 >= j1) return;
+  for (int base = static_cast<int>(blockIdx.x) * kThreads; base < n; base += static_cast<int>(gridDim.x) * kThreads) {
+    const int i = base + static_cast<int>(threadIdx.x);
+    Keypoint me{};
+    if (i < n) me = in[i];
+    int rank = 0;
+    for (int t0 = j0; t0 < j1; t0 += kThreads) {
+      __syncthreads();
+      if (t0 + static_cast<int>(threadIdx.x) < j1) tile[threadIdx.x] = in[t0 + static_cast<int>(threadIdx.x)];
+      __syncthreads();
+      const int m = min(kThreads, j1 - t0);
+      if (i < n)
+        for (int q = 0; q < m; ++q) {
+          const Keypoint &other = tile[q];
+          if (keypoint_less(other, me) || (t0 + q < i && !keypoint_less(me, other))) ++rank;
+        }
+    }
+    if (i < n && rank > 0) atomicAdd(&ranks[i], rank);
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) rank_scatter_kernel(const Keypoint *in, int in_capacity, const int *ranks,
+                                                                 Keypoint *out, const Counters *counters) {
+  const int n = min(counters->oriented, in_capacity);
+  for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += static_cast<int>(gridDim.x * blockDim.x))
+    out[ranks[i]] = in[i];
+}
+
+// One block: drop duplicates (adjacent in canonical order), then keep the
+// n_features strongest plus ties with the last one (OpenCV's retainBest).
+__global__ void __launch_bounds__(kCompactThreads) compact_kernel(const Keypoint *sorted, int in_capacity,
+                                                                   Keypoint *out, int n_features, Counters *counters) {
+  __shared__ int warp_sums[kCompactThreads / 32];
+  __shared__ int running;
+  const int n = min(counters->oriented, in_capacity);
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  if (tid == 0) running = 0;
+  __syncthreads();
+  for (int base = 0; base < n; base += kCompactThreads) {
+    const int p = base + tid;
+    const bool keep = p < n && (p == 0 || !keypoint_duplicate(sorted[p - 1], sorted[p]));
+    // Block-wide exclusive scan of `keep`.
+    const unsigned mask = __ballot_sync(0xffffffffu, keep);
+    const int in_warp = __popc(mask & ((1u << lane) - 1u));
+    if (lane == 0) warp_sums[warp] = __popc(mask);
+    __syncthreads();
+    if (warp == 0) {
+      const int v = warp_sums[lane];
+      int scan = v;
+      for (int d = 1; d < 32; d *= 2) {
+        const int up = __shfl_up_sync(0xffffffffu, scan, d);
+        if (lane >= d) scan += up;
+      }
+      warp_sums[lane] = scan - v;  // exclusive
+    }
+    __syncthreads();
+    const int start = running;
+    if (keep) out[start + warp_sums[warp] + in_warp] = sorted[p];
+    __syncthreads();
+    if (tid == kCompactThreads - 1) running = start + warp_sums[warp] + in_warp + (keep ? 1 : 0);
+    __syncthreads();
+  }
+  if (tid == 0) {
+    int count = running;
+    if (n_features > 0 && count > n_features) {
+      const float last = out[n_features - 1].response;
+      int keep = n_features;
+      while (keep < count && out[keep].response == last) ++keep;
+      count = keep;
+    }
+    counters->final_count = count;
+  }
+}
+
+// One block of kDescriptorThreads per keypoint of the final list: a window
+// has up to ~6000 samples (radius 38 at the top layer), 47 per thread, each
+// about 30 flops plus exp, atan2 and sqrt and eight shared atomics into its
+// warp's 360-bin histogram; the four are summed in a fixed order and warp 0
+// normalises (four elements a lane).
+constexpr int kDescriptorThreads = 128;
+__global__ void __launch_bounds__(kDescriptorThreads) descriptor_kernel(const float *gauss_pool, const OctaveTable table,
+                                                                         int first_octave, const Keypoint *keypoints,
+                                                                         const Counters *counters,
+                                                                         DescriptorFormat format, void *descriptors) {
+  __shared__ float hists[kDescriptorThreads / 32][kDescriptorHistogramLength];
+  float *hist = hists[0];
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32;
+  float *warp_hist = hists[tid / 32];
+  const int n = counters->final_count;
+  for (int item = static_cast<int>(blockIdx.x); item < n; item += static_cast<int>(gridDim.x)) {
+    const Keypoint kp = keypoints[item];
+    int octave = kp.octave & 255;
+    octave = octave < 128 ? octave : (-128 | octave);
+    const OctaveGeometry &geo = table.o[octave - first_octave];
+    const DescriptorWindow w = descriptor_window(kp, first_octave, geo.width, geo.height);
+    const PlaneView g = gauss_plane(gauss_pool, geo, w.layer);
+    for (int b = tid; b < kDescriptorHistogramLength * (kDescriptorThreads / 32); b += kDescriptorThreads)
+      hists[0][b] = 0.f;
+    __syncthreads();
+    // Each thread takes a contiguous run of samples (about one window row),
+    // so the lanes of a warp sit on different rows and rarely add to the
+    // same bin at once; each warp has its own histogram.
+    const int side = 2 * w.radius + 1, total = side * side;
+    const int run = (total + kDescriptorThreads - 1) / kDescriptorThreads;
+    const int s_end = min(total, (tid + 1) * run);
+    for (int s = tid * run; s < s_end; ++s) {
+      DescriptorContribution c;
+      if (!descriptor_contribution(g, w, s / side - w.radius, s % side - w.radius, &c)) continue;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) atomicAdd(&warp_hist[c.index + descriptor_offset(k)], c.values[k]);
+    }
+    __syncthreads();
+    for (int b = tid; b < kDescriptorHistogramLength; b += kDescriptorThreads) {
+      float sum = hists[0][b];
+#pragma unroll
+      for (int q = 1; q < kDescriptorThreads / 32; ++q) sum += hists[q][b];
+      hist[b] = sum;
+    }
+    __syncthreads();
+    if (tid < 32) {
+      float v[4], sum = 0.f;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        v[q] = descriptor_raw_element(hist, 4 * lane + q);
+        sum += v[q] * v[q];
+      }
+      for (int d = 16; d > 0; d /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, d);
+      const float threshold = sqrtf(sum) * kDescriptorMagnitudeThreshold;
+      sum = 0.f;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        v[q] = v[q] < threshold ? v[q] : threshold;
+        sum += v[q] * v[q];
+      }
+      for (int d = 16; d > 0; d /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, d);
+      const float norm = sqrtf(sum);
+      const float scale = kDescriptorByteFactor / (norm > FLT_EPSILON ? norm : FLT_EPSILON);
+      float l1 = 0.f;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        v[q] = descriptor_byte_value(v[q], scale);
+        l1 += v[q];
+      }
+      if (format == DescriptorFormat::opencv) {
+        const uchar4 b = make_uchar4(static_cast<unsigned char>(v[0]), static_cast<unsigned char>(v[1]),
+                                     static_cast<unsigned char>(v[2]), static_cast<unsigned char>(v[3]));
+        reinterpret_cast<uchar4 *>(static_cast<unsigned char *>(descriptors) +
+                                   static_cast<size_t>(item) * kDescriptorLength)[lane] = b;
+      } else {
+        if (format == DescriptorFormat::rootsift) {
+          for (int d = 16; d > 0; d /= 2) l1 += __shfl_xor_sync(0xffffffffu, l1, d);
+#pragma unroll
+          for (int q = 0; q < 4; ++q) v[q] = l1 > 0.f ? sqrtf(v[q] / l1) : 0.f;
+        }
+        reinterpret_cast<float4 *>(static_cast<float *>(descriptors) + static_cast<size_t>(item) * kDescriptorLength)[lane] =
+            make_float4(v[0], v[1], v[2], v[3]);
+      }
+    }
+    __syncthreads();
+  }
+}
+
+// ------------------------------------------------------------- buffers
+
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(size_t bytes, int device) : ptr_(device_alloc(std::max<size_t>(bytes, 1), device)), device_(device) {}
+  ~DeviceBuffer() { reset(); }
+  DeviceBuffer(DeviceBuffer &&o) noexcept : ptr_(o.ptr_), device_(o.device_) { o.ptr_ = nullptr; }
+  DeviceBuffer &operator=(DeviceBuffer &&o) noexcept {
+    if (this != &o) {
+      reset();
+      ptr_ = o.ptr_;
+      device_ = o.device_;
+      o.ptr_ = nullptr;
+    }
+    return *this;
+  }
+  void reset() noexcept {
+    if (ptr_) device_free(ptr_, device_);
+    ptr_ = nullptr;
+  }
+  template <typename T>
+  T *as() const {
+    return static_cast<T *>(ptr_);
+  }
+
+ private:
+  void *ptr_ = nullptr;
+  int device_ = -1;
+};
+
+int round_up(int v, int m) { return (v + m - 1) / m * m; }
+
+}  // namespace
+
+struct CudaSift::Impl {
+  Params params;
+  int device = 0;
+  Capacity requested;
+  int sm_count = 1;
+  DetectionConstants constants{};
+  std::vector<BlurTaps> taps;  // [0] initial, [i] level i
+
+  // Per image size.
+  int width = 0, height = 0;
+  bool have_geometry = false;
+  OctaveTable table{};
+  int extrema_blocks = 0;
+  int candidate_capacity = 0, keypoint_capacity = 0;
+  DeviceBuffer gauss, dog, candidates, refined, oriented, ranks, sorted, final_list, descriptors, counters;
+  DescriptorFormat format = DescriptorFormat::opencv;
+  bool described = false;  // descriptors belong to the current final list
+
+  void ensure(int w, int h) {
+    if (have_geometry && w == width && h == height) return;
+    have_geometry = false;
+    const int n_octaves = octave_count(w, h, params.upsample);
+    const int base_w = params.upsample ? 2 * w : w, base_h = params.upsample ? 2 * h : h;
+    if (n_octaves > kMaxOctaves || base_w > kMaxBaseSide || base_h > kMaxBaseSide)
+      throw std::invalid_argument("CudaSift: " + std::to_string(w) + "x" + std::to_string(h) +
+                                  " is too large (first octave sides up to " + std::to_string(kMaxBaseSide) + ")");
+    const int layers = params.n_octave_layers;
+    table = OctaveTable{};
+    table.count = n_octaves;
+    table.layers = layers;
+    int ow = params.upsample ? 2 * w : w, oh = params.upsample ? 2 * h : h;
+    size_t gauss_total = 0, dog_total = 0;
+    int blocks = 0;
+    for (int o = 0; o < n_octaves; ++o) {
+      if (o > 0) {
+        ow /= 2;
+        oh /= 2;
+      }
+      OctaveGeometry &g = table.o[o];
+      g.width = ow;
+      g.height = oh;
+      g.pitch = round_up(ow, 32);
+      g.level_stride = static_cast<size_t>(g.pitch) * static_cast<size_t>(oh);
+      g.gauss_offset = gauss_total;
+      g.dog_offset = dog_total;
+      gauss_total += static_cast<size_t>(layers + 2) * g.level_stride;  // levels 0..n_layers + 1
+      dog_total += static_cast<size_t>(layers + 2) * g.level_stride;
+      g.block_begin = blocks;
+      g.blocks_x = (ow + 32 * kExtremaPixels - 1) / (32 * kExtremaPixels);
+      blocks += g.blocks_x * ((oh + kBlurRows - 1) / kBlurRows);
+    }
+    extrema_blocks = blocks;
+    const long long pixels = static_cast<long long>(w) * h;
+    keypoint_capacity = requested.keypoints > 0
+                            ? requested.keypoints
+                            : static_cast<int>(std::clamp<long long>(pixels / 16, 8192, 1 << 20));
+    candidate_capacity = requested.candidates > 0 ? requested.candidates : 2 * keypoint_capacity;
+    DeviceGuard guard(device);
+    gauss = DeviceBuffer();
+    dog = DeviceBuffer();
+    gauss = DeviceBuffer(gauss_total * sizeof(float), device);
+    dog = DeviceBuffer(dog_total * sizeof(float), device);
+    candidates = DeviceBuffer(static_cast<size_t>(candidate_capacity) * sizeof(Candidate), device);
+    refined = DeviceBuffer(static_cast<size_t>(candidate_capacity) * sizeof(RefinedExtremum), device);
+    oriented = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * sizeof(Keypoint), device);
+    ranks = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * sizeof(int), device);
+    sorted = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * sizeof(Keypoint), device);
+    final_list = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * sizeof(Keypoint), device);
+    descriptors = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * kDescriptorLength * sizeof(float), device);
+    if (!counters.as<Counters>()) counters = DeviceBuffer(sizeof(Counters), device);
+    width = w;
+    height = h;
+    have_geometry = true;
+  }
+
+  float *gauss_level(int o, int level) const {
+    return gauss.as<float>() + table.o[o].gauss_offset + static_cast<size_t>(level) * table.o[o].level_stride;
+  }
+  float *dog_level(int o, int level) const {
+    return dog.as<float>() + table.o[o].dog_offset + static_cast<size_t>(level) * table.o[o].level_stride;
+  }
+
+  template <class Source>
+  void blur(const Source &src, int o, int level, cudaStream_t stream) {
+    const OctaveGeometry &g = table.o[o];
+    const BlurTaps &t = taps[static_cast<size_t>(level)];
+    float *out = level < params.n_octave_layers + 2 ? gauss_level(o, level) : nullptr;
+    float *d = level > 0 ? dog_level(o, level - 1) : nullptr;
+    dispatch_blur(std::make_integer_sequence<int, kMaxUnrolledRadius>(), src, t, out, d, g.pitch, g.width, g.height,
+                  stream);
+    check_launch("SIFT blur kernel");
+  }
+};
+
+CudaSift::CudaSift(const Params &params, int device, Capacity capacity) : impl_(new Impl) {
+  validate(params);
+  if (device < 0 || device >= device_count())
+    throw CudaError(0, "CudaSift: no CUDA device " + std::to_string(device) + " (" + no_device_reason() + ")");
+  Impl &m = *impl_;
+  m.params = params;
+  m.device = device;
+  m.requested = capacity;
+  DeviceGuard guard(device);
+  check_cuda(cudaDeviceGetAttribute(&m.sm_count, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+  m.constants = {params.n_octave_layers, params.upsample ? -1 : 0, static_cast<float>(params.contrast_threshold),
+                 static_cast<float>(params.edge_threshold), static_cast<float>(params.sigma)};
+  m.taps.resize(static_cast<size_t>(params.n_octave_layers + 3));
+  m.taps[0] = gaussian_taps(initial_sigma(params.sigma, params.upsample));
+  for (int i = 1; i < params.n_octave_layers + 3; ++i)
+    m.taps[static_cast<size_t>(i)] = gaussian_taps(level_sigma(i, params.n_octave_layers, params.sigma));
+}
+
+CudaSift::~CudaSift() = default;
+
+const Params &CudaSift::params() const { return impl_->params; }
+int CudaSift::device() const { return impl_->device; }
+
+void CudaSift::build_pyramid(const DeviceImage &image, StreamHandle stream) {
+  Impl &m = *impl_;
+  if (image.width < 1 || image.height < 1 || !image.data)
+    throw std::invalid_argument("CudaSift: empty image");
+  const size_t element = image.type == PixelType::u8 ? 1 : sizeof(float);
+  if (image.pitch_bytes < static_cast<size_t>(image.width) * element)
+    throw std::invalid_argument("CudaSift: pitch smaller than a row");
+  m.ensure(image.width, image.height);
+  if (m.table.count == 0) return;
+  DeviceGuard guard(m.device);
+  const cudaStream_t s = stream;
+  const int layers = m.params.n_octave_layers;
+  if (m.params.upsample) {
+    if (image.type == PixelType::u8)
+      m.blur(UpsampleSource<uint8_t>{static_cast<const uint8_t *>(image.data), image.pitch_bytes, image.width, image.height}, 0, 0, s);
+    else
+      m.blur(UpsampleSource<float>{static_cast<const float *>(image.data), image.pitch_bytes, image.width, image.height}, 0, 0, s);
+  } else {
+    if (image.type == PixelType::u8)
+      m.blur(PlainSource<uint8_t>{static_cast<const uint8_t *>(image.data), image.pitch_bytes}, 0, 0, s);
+    else
+      m.blur(PlainSource<float>{static_cast<const float *>(image.data), image.pitch_bytes}, 0, 0, s);
+  }
+  for (int o = 0; o < m.table.count; ++o) {
+    const OctaveGeometry &g = m.table.o[o];
+    if (o == 0)
+      m.blur(LevelSource{m.gauss_level(0, 0), g.pitch}, 0, 1, s);
+    else
+      m.blur(DownsampleSource{m.gauss_level(o - 1, layers), m.table.o[o - 1].pitch}, o, 1, s);
+    for (int level = 2; level < layers + 3; ++level)
+      m.blur(LevelSource{m.gauss_level(o, level - 1), g.pitch}, o, level, s);
+  }
+}
+
+void CudaSift::detect(StreamHandle stream) {
+  Impl &m = *impl_;
+  if (!m.have_geometry) throw std::logic_error("CudaSift::detect before build_pyramid");
+  DeviceGuard guard(m.device);
+  const cudaStream_t s = stream;
+  Counters *counters = m.counters.as<Counters>();
+  m.described = false;
+  check_cuda(cudaMemsetAsync(counters, 0, sizeof(Counters), s), "cudaMemsetAsync");
+  if (m.table.count == 0) return;
+  const float threshold = prefilter_threshold(m.params.contrast_threshold, m.params.n_octave_layers);
+  extrema_kernel<<<m.extrema_blocks, kThreads, 0, s>>>(m.dog.as<float>(), m.table, threshold,
+                                                        m.candidates.as<Candidate>(), m.candidate_capacity, counters);
+  check_launch("SIFT extrema kernel");
+  // Kernels over device-sized lists: enough blocks to fill the GPU, each
+  // looping over the list.
+  const int list_blocks = 4 * m.sm_count;
+  refine_kernel<<<list_blocks, kThreads, 0, s>>>(m.dog.as<float>(), m.table, m.constants, m.candidates.as<Candidate>(),
+                                                 m.candidate_capacity, m.refined.as<RefinedExtremum>(),
+                                                 m.candidate_capacity, counters);
+  check_launch("SIFT refine kernel");
+  orientation_kernel<<<list_blocks, kThreads, 0, s>>>(m.gauss.as<float>(), m.table, m.refined.as<RefinedExtremum>(),
+                                                      m.candidate_capacity, m.oriented.as<Keypoint>(),
+                                                      m.keypoint_capacity, counters);
+  check_launch("SIFT orientation kernel");
+  check_cuda(cudaMemsetAsync(m.ranks.as<int>(), 0, static_cast<size_t>(m.keypoint_capacity) * sizeof(int), s),
+             "cudaMemsetAsync");
+  rank_count_kernel<<<dim3(16, kRankSlices), kThreads, 0, s>>>(m.oriented.as<Keypoint>(), m.keypoint_capacity,
+                                                               m.ranks.as<int>(), counters);
+  check_launch("SIFT rank kernel");
+  rank_scatter_kernel<<<list_blocks, kThreads, 0, s>>>(m.oriented.as<Keypoint>(), m.keypoint_capacity,
+                                                       m.ranks.as<int>(), m.sorted.as<Keypoint>(), counters);
+  check_launch("SIFT scatter kernel");
+  compact_kernel<<<1, kCompactThreads, 0, s>>>(m.sorted.as<Keypoint>(), m.keypoint_capacity, m.final_list.as<Keypoint>(),
+                                               m.params.n_features, counters);
+  check_launch("SIFT compact kernel");
+}
+
+void CudaSift::describe(DescriptorFormat format, StreamHandle stream) {
+  Impl &m = *impl_;
+  if (!m.have_geometry) throw std::logic_error("CudaSift::describe before build_pyramid");
+  m.format = format;
+  m.described = true;
+  if (m.table.count == 0) return;
+  DeviceGuard guard(m.device);
+  // Windows differ in cost by up to 13x (radius 10..38): with more blocks
+  // than fit at once, each keypoint gets its own block and the hardware
+  // hands blocks to SMs as they free up, which balances the load.
+  descriptor_kernel<<<64 * m.sm_count, kDescriptorThreads, 0, stream>>>(m.gauss.as<float>(), m.table, m.constants.first_octave,
+                                                             m.final_list.as<Keypoint>(), m.counters.as<Counters>(),
+                                                             format, m.descriptors.as<void>());
+  check_launch("SIFT descriptor kernel");
+}
+
+void CudaSift::run(const DeviceImage &image, DescriptorFormat format, StreamHandle stream) {
+  build_pyramid(image, stream);
+  detect(stream);
+  describe(format, stream);
+}
+
+const int *CudaSift::device_final_count() const {
+  return impl_->counters.as<Counters>() ? &impl_->counters.as<Counters>()->final_count : nullptr;
+}
+const Keypoint *CudaSift::device_keypoints() const { return impl_->final_list.as<Keypoint>(); }
+const void *CudaSift::device_descriptors() const { return impl_->descriptors.as<void>(); }
+int CudaSift::keypoint_capacity() const { return impl_->keypoint_capacity; }
+int CudaSift::candidate_capacity() const { return impl_->candidate_capacity; }
+
+Result CudaSift::download(StreamHandle stream) {
+  Impl &m = *impl_;
+  Result r;
+  r.format = m.format;
+  if (!m.have_geometry) return r;
+  DeviceGuard guard(m.device);
+  Counters c{};
+  check_cuda(cudaMemcpyAsync(&c, m.counters.as<Counters>(), sizeof c, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
+  stream_synchronize(stream);
+  r.counts = {c.candidates, c.refined, c.oriented, c.final_count};
+  r.overflowed = c.candidates > m.candidate_capacity || c.refined > m.candidate_capacity || c.oriented > m.keypoint_capacity;
+  const size_t n = static_cast<size_t>(std::max(c.final_count, 0));
+  r.keypoints.resize(n);
+  r.descriptors.resize(m.described ? n * descriptor_bytes(m.format) : 0);
+  if (n > 0) {
+    check_cuda(cudaMemcpyAsync(r.keypoints.data(), m.final_list.as<Keypoint>(), n * sizeof(Keypoint),
+                               cudaMemcpyDeviceToHost, stream),
+               "cudaMemcpyAsync");
+    if (!r.descriptors.empty())
+      check_cuda(cudaMemcpyAsync(r.descriptors.data(), m.descriptors.as<void>(), r.descriptors.size(),
+                                 cudaMemcpyDeviceToHost, stream),
+                 "cudaMemcpyAsync");
+    stream_synchronize(stream);
+  }
+  return r;
+}
+
+}  // namespace cs::sift

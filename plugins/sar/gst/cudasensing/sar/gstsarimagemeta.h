@@ -1,0 +1,53 @@
+/* The grid and the pulses of a formed SAR image, as a GstMeta.
+ *
+ * A buffer of application/x-sar-image (format=CF32, width, height: complex
+ * float32 pixels, row-major, row r and column c at r * width + c) carries a
+ * GstSarImageMeta that says where each pixel lies and which pulses formed it.
+ * Pixel (c, r) lies at
+ *     centre + (c - width/2) * spacing_x * axis_x + (r - height/2) * spacing_y * axis_y
+ * (integer division: the centre is a pixel); origin is pixel (0, 0). The
+ * grid of sarbackproject is north-up in the plane tangent to the ellipsoid at
+ * the centre: axis_x points east, axis_y south (row 0 is the northern edge).
+ *
+ * The meta has no tags, so elements that copy metadata keep it.
+ */
+#pragma once
+
+#include <gst/gst.h>
+
+#ifndef GST_SAR_API
+#define GST_SAR_API __attribute__((visibility("default"))) extern
+#endif
+
+G_BEGIN_DECLS
+
+#define GST_SAR_IMAGE_MEDIA_TYPE "application/x-sar-image"
+
+typedef struct {
+  GstMeta meta;
+  /* The grid. */
+  guint width, height;    /* pixels: columns, rows */
+  gdouble spacing_x;      /* m between columns */
+  gdouble spacing_y;      /* m between rows */
+  gdouble centre[3];      /* ECF m: pixel (width/2, height/2) */
+  gdouble origin[3];      /* ECF m: pixel (0, 0) */
+  gdouble axis_x[3];      /* ECF unit vector of increasing column */
+  gdouble axis_y[3];      /* ECF unit vector of increasing row */
+  /* The pulses summed into the image (CPHD vector indices and TxTime, s). */
+  guint64 first_pulse, last_pulse;
+  gdouble first_pulse_time, last_pulse_time;
+  guint n_pulses;
+} GstSarImageMeta;
+
+GST_SAR_API GType gst_sar_image_meta_api_get_type (void);
+#define GST_SAR_IMAGE_META_API_TYPE (gst_sar_image_meta_api_get_type ())
+GST_SAR_API const GstMetaInfo *gst_sar_image_meta_get_info (void);
+#define GST_SAR_IMAGE_META_INFO (gst_sar_image_meta_get_info ())
+
+/* Adds a meta with every field zero; the caller fills it. */
+GST_SAR_API GstSarImageMeta *gst_buffer_add_sar_image_meta (GstBuffer * buffer);
+
+#define gst_buffer_get_sar_image_meta(b) \
+  ((GstSarImageMeta *) gst_buffer_get_meta ((b), GST_SAR_IMAGE_META_API_TYPE))
+
+G_END_DECLS

@@ -1,0 +1,44 @@
+#include <gst/cudasensing/sar/gstsarimagemeta.h>
+
+#include <cstring>
+
+GType gst_sar_image_meta_api_get_type(void) {
+  static GType type = 0;
+  // No tags: the meta describes the image's geometry, which survives any copy.
+  static const gchar *tags[] = {nullptr};
+  if (g_once_init_enter(&type)) g_once_init_leave(&type, gst_meta_api_type_register("GstSarImageMetaAPI", tags));
+  return type;
+}
+
+static gboolean image_meta_init(GstMeta *meta, gpointer, GstBuffer *) {
+  auto *m = reinterpret_cast<GstSarImageMeta *>(meta);
+  std::memset(reinterpret_cast<char *>(m) + sizeof(GstMeta), 0, sizeof(*m) - sizeof(GstMeta));
+  return TRUE;
+}
+
+static gboolean image_meta_transform(GstBuffer *dest, GstMeta *meta, GstBuffer *, GQuark type, gpointer data) {
+  auto *m = reinterpret_cast<GstSarImageMeta *>(meta);
+  if (!GST_META_TRANSFORM_IS_COPY(type)) return FALSE;
+  // A copy of part of the buffer is no longer the grid described.
+  if (static_cast<GstMetaTransformCopy *>(data)->region) return TRUE;
+  GstSarImageMeta *copy = gst_buffer_add_sar_image_meta(dest);
+  if (!copy) return FALSE;
+  std::memcpy(reinterpret_cast<char *>(copy) + sizeof(GstMeta), reinterpret_cast<const char *>(m) + sizeof(GstMeta),
+              sizeof(*m) - sizeof(GstMeta));
+  return TRUE;
+}
+
+const GstMetaInfo *gst_sar_image_meta_get_info(void) {
+  static const GstMetaInfo *info = nullptr;
+  if (g_once_init_enter(&info)) {
+    const GstMetaInfo *mi = gst_meta_register(GST_SAR_IMAGE_META_API_TYPE, "GstSarImageMeta", sizeof(GstSarImageMeta),
+                                              image_meta_init, nullptr, image_meta_transform);
+    g_once_init_leave(&info, mi);
+  }
+  return info;
+}
+
+GstSarImageMeta *gst_buffer_add_sar_image_meta(GstBuffer *buffer) {
+  g_return_val_if_fail(GST_IS_BUFFER(buffer), nullptr);
+  return reinterpret_cast<GstSarImageMeta *>(gst_buffer_add_meta(buffer, GST_SAR_IMAGE_META_INFO, nullptr));
+}

@@ -1,0 +1,217 @@
+// The CUDA SIFT engine (kernels/sift/sift_cuda.h) against OpenCV's cv::SIFT
+// (the accuracy criteria) and against the host executor of the same
+// math (closely equal), plus formats, edge cases, capacity overflow and
+// determinism. Every suite is Gpu*: skipped without a CUDA device.
+#include <gtest/gtest.h>
+
+#include <opencv2/imgproc.hpp>
+
+#include <cstring>
+
+#include "sift/sift_cuda.h"
+#include "sift_host_executor.h"
+#include "sift_test_util.h"
+#include "test_support.h"
+
+namespace {
+
+using namespace cs::sift;
+
+constexpr int kDevice = 0;
+
+// A gray image in device memory, with a pitch wider than the row.
+class DeviceGray {
+ public:
+  explicit DeviceGray(const cv::Mat &img) {
+    const size_t element = img.depth() == CV_8U ? 1 : 4;
+    pitch_ = (size_t(img.cols) * element + 255) / 256 * 256 + 256;
+    bytes_ = pitch_ * size_t(img.rows);
+    ptr_ = cs::device_alloc(bytes_, kDevice);
+    std::vector<uint8_t> host(bytes_, 0xAB);  // padding poisoned: it must not be read
+    for (int y = 0; y < img.rows; ++y) std::memcpy(&host[size_t(y) * pitch_], img.ptr(y), size_t(img.cols) * element);
+    cs::copy_async(ptr_, host.data(), bytes_, nullptr);
+    cs::stream_synchronize(nullptr);
+    image_ = {ptr_, pitch_, img.cols, img.rows, img.depth() == CV_8U ? PixelType::u8 : PixelType::f32};
+  }
+  ~DeviceGray() { cs::device_free(ptr_, kDevice); }
+  const DeviceImage &image() const { return image_; }
+
+ private:
+  void *ptr_ = nullptr;
+  size_t pitch_ = 0, bytes_ = 0;
+  DeviceImage image_;
+};
+
+Result gpu_sift(const cv::Mat &img, const Params &p, DescriptorFormat f = DescriptorFormat::opencv,
+                Capacity capacity = {}) {
+  CudaSift sift(p, kDevice, capacity);
+  cs::Stream stream(kDevice);
+  DeviceGray d(img);
+  sift.run(d.image(), f, stream.get());
+  return sift.download(stream.get());
+}
+
+cv::Mat descriptors_f32(const Result &r) {
+  const int n = int(r.keypoints.size());
+  cv::Mat m;
+  if (r.format == DescriptorFormat::opencv)
+    cv::Mat(n, kDescriptorLength, CV_8U, const_cast<uint8_t *>(r.descriptors.data())).convertTo(m, CV_32F);
+  else
+    m = cv::Mat(n, kDescriptorLength, CV_32F, const_cast<uint8_t *>(r.descriptors.data())).clone();
+  return m;
+}
+
+sift_test::HostSiftResult host(const cv::Mat &img, const Params &p, DescriptorFormat f = DescriptorFormat::opencv) {
+  return sift_test::host_sift(img.data, img.step, img.cols, img.rows,
+                              img.depth() == CV_8U ? PixelType::u8 : PixelType::f32, p, f);
+}
+
+cv::Mat random_image(int w, int h, uint32_t seed) {
+  std::vector<uint8_t> bytes = cs_test::random_bytes(size_t(w) * size_t(h), seed);
+  cv::Mat m(h, w, CV_8U, bytes.data()), out;
+  cv::GaussianBlur(m, out, cv::Size(0, 0), 2.0);
+  cv::normalize(out, out, 0, 255, cv::NORM_MINMAX);
+  return out;
+}
+
+class GpuSiftImages : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(GpuSiftImages, MatchesOpenCVAndTheHostExecutor) {
+  CS_REQUIRE_GPU();
+  const cv::Mat gray = sift_test::load_skimage(GetParam());
+  if (gray.empty()) GTEST_SKIP() << "scikit-image data not found (install python3-skimage or set CS_SKIMAGE_DATA)";
+  const Params p;
+  const Result gpu = gpu_sift(gray, p);
+  ASSERT_FALSE(gpu.overflowed);
+  const std::vector<cv::KeyPoint> gk = sift_test::to_cv(gpu.keypoints);
+  const cv::Mat gd = descriptors_f32(gpu);
+
+  sift_cpu::Params cp;
+  sift_cpu::Features ref = sift_cpu::detect_and_describe(gray, cp);
+  ref.descriptors.convertTo(ref.descriptors, CV_32F);
+  const sift_test::Agreement vs_opencv = sift_test::agreement(ref.keypoints, ref.descriptors, gk, gd);
+  std::printf("[ accuracy ] GPU vs OpenCV   %s\n", sift_test::describe(GetParam(), vs_opencv).c_str());
+  EXPECT_GE(vs_opencv.reference_matched, 0.95);
+  EXPECT_LE(vs_opencv.tested_unmatched, 0.05);
+  EXPECT_LT(vs_opencv.median_descriptor_distance, 0.05 * 512);
+
+  // The same math on the CPU: only float rounding (sums in another order,
+  // fused multiply-adds) separates them.
+  const sift_test::HostSiftResult h = host(gray, p);
+  const cv::Mat hd(int(h.keypoints.size()), kDescriptorLength, CV_32F, const_cast<float *>(h.descriptors.data()));
+  const sift_test::Agreement vs_host = sift_test::agreement(sift_test::to_cv(h.keypoints), hd, gk, gd);
+  std::printf("[ accuracy ] GPU vs executor %s\n", sift_test::describe(GetParam(), vs_host).c_str());
+  EXPECT_GE(vs_host.reference_matched, 0.99);
+  EXPECT_LE(vs_host.tested_unmatched, 0.01);
+  EXPECT_LT(vs_host.median_descriptor_distance, 2.0);
+  // Order: canonical, strictly increasing (no duplicates).
+  for (size_t i = 1; i < gpu.keypoints.size(); ++i)
+    ASSERT_TRUE(keypoint_less(gpu.keypoints[i - 1], gpu.keypoints[i])) << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Skimage, GpuSiftImages,
+                         ::testing::Values("astronaut", "camera", "coffee", "chelsea", "rocket", "brick", "grass",
+                                           "gravel"));
+
+TEST(GpuSift, DeterministicAndReusable) {
+  CS_REQUIRE_GPU();
+  const uint32_t seed = cs_test::fresh_seed();
+  const cv::Mat a = random_image(320, 240, seed), b = random_image(211, 157, seed + 1);
+  CudaSift sift(Params(), kDevice);
+  cs::Stream stream(kDevice);
+  DeviceGray da(a), db(b);
+  sift.run(da.image(), DescriptorFormat::opencv, stream.get());
+  const Result first = sift.download(stream.get());
+  sift.run(db.image(), DescriptorFormat::opencv, stream.get());  // another size in between
+  const Result other = sift.download(stream.get());
+  // Stage by stage gives the same as run().
+  sift.build_pyramid(da.image(), stream.get());
+  sift.detect(stream.get());
+  sift.describe(DescriptorFormat::opencv, stream.get());
+  const Result again = sift.download(stream.get());
+  ASSERT_GT(first.keypoints.size(), 10u);
+  ASSERT_EQ(first.keypoints.size(), again.keypoints.size());
+  for (size_t i = 0; i < first.keypoints.size(); ++i)
+    ASSERT_EQ(std::memcmp(&first.keypoints[i], &again.keypoints[i], sizeof(Keypoint)), 0) << i;
+  // Descriptor sums use shared atomics: a byte may move by one.
+  for (size_t i = 0; i < first.descriptors.size(); ++i)
+    ASSERT_LE(std::abs(int(first.descriptors[i]) - int(again.descriptors[i])), 1) << i;
+  const sift_test::HostSiftResult hb = host(b, Params());
+  EXPECT_NEAR(double(other.keypoints.size()), double(hb.keypoints.size()), 0.02 * hb.keypoints.size() + 1);
+}
+
+TEST(GpuSift, DescriptorFormatsAndFloatInput) {
+  CS_REQUIRE_GPU();
+  const uint32_t seed = cs_test::fresh_seed();
+  const cv::Mat img = random_image(160, 120, seed);
+  cv::Mat f;
+  img.convertTo(f, CV_32F);
+  const Result bytes = gpu_sift(img, Params(), DescriptorFormat::opencv);
+  const Result floats = gpu_sift(f, Params(), DescriptorFormat::float32);
+  const Result root = gpu_sift(img, Params(), DescriptorFormat::rootsift);
+  ASSERT_GT(bytes.keypoints.size(), 5u);
+  ASSERT_EQ(bytes.keypoints.size(), floats.keypoints.size());
+  ASSERT_EQ(bytes.keypoints.size(), root.keypoints.size());
+  const cv::Mat b = descriptors_f32(bytes), fl = descriptors_f32(floats), r = descriptors_f32(root);
+  EXPECT_LE(cv::norm(b, fl, cv::NORM_INF), 1.0);
+  for (int k = 0; k < r.rows; ++k) EXPECT_NEAR(cv::norm(r.row(k)), 1.0, 1e-4) << k;
+}
+
+TEST(GpuSift, NFeatures) {
+  CS_REQUIRE_GPU();
+  const uint32_t seed = cs_test::fresh_seed();
+  const cv::Mat img = random_image(400, 300, seed);
+  Params p;
+  p.n_features = 50;
+  const Result gpu = gpu_sift(img, p);
+  const sift_test::HostSiftResult h = host(img, p);
+  ASSERT_GE(gpu.keypoints.size(), 50u);
+  EXPECT_LE(gpu.keypoints.size(), 55u);
+  const sift_test::Agreement g =
+      sift_test::agreement(sift_test::to_cv(h.keypoints), cv::Mat(), sift_test::to_cv(gpu.keypoints), cv::Mat());
+  EXPECT_GE(g.reference_matched, 0.9);
+}
+
+TEST(GpuSift, EdgeCases) {
+  CS_REQUIRE_GPU();
+  for (cv::Size s : {cv::Size(1, 1), cv::Size(2, 3), cv::Size(7, 5), cv::Size(17, 64), cv::Size(333, 111)}) {
+    const cv::Mat img = random_image(s.width, s.height, 11u + uint32_t(s.width));
+    const Result gpu = gpu_sift(img, Params());
+    const sift_test::HostSiftResult h = host(img, Params());
+    EXPECT_NEAR(double(gpu.keypoints.size()), double(h.keypoints.size()), 0.02 * h.keypoints.size() + 1) << s;
+  }
+  const cv::Mat flat(120, 90, CV_8U, cv::Scalar(77));
+  EXPECT_TRUE(gpu_sift(flat, Params()).keypoints.empty());
+  Params no_doubling;
+  no_doubling.upsample = false;
+  const cv::Mat img = random_image(200, 150, 5u);
+  const Result gpu = gpu_sift(img, no_doubling);
+  const sift_test::HostSiftResult h = host(img, no_doubling);
+  EXPECT_NEAR(double(gpu.keypoints.size()), double(h.keypoints.size()), 0.02 * h.keypoints.size() + 1);
+}
+
+TEST(GpuSift, OverflowIsCountedNotWritten) {
+  CS_REQUIRE_GPU();
+  const cv::Mat img = random_image(320, 240, 3u);
+  Capacity tiny;
+  tiny.candidates = 64;
+  tiny.keypoints = 32;
+  const Result gpu = gpu_sift(img, Params(), DescriptorFormat::opencv, tiny);
+  EXPECT_TRUE(gpu.overflowed);
+  EXPECT_GT(gpu.counts.candidates, 64);
+  EXPECT_LE(gpu.keypoints.size(), 32u);
+  EXPECT_EQ(gpu.descriptors.size(), gpu.keypoints.size() * 128);
+}
+
+TEST(GpuSift, RejectsBadInput) {
+  CS_REQUIRE_GPU();
+  Params bad;
+  bad.sigma = 0;
+  EXPECT_THROW(CudaSift(bad, kDevice), std::invalid_argument);
+  CudaSift sift(Params(), kDevice);
+  DeviceImage empty;
+  EXPECT_THROW(sift.build_pyramid(empty, nullptr), std::invalid_argument);
+  EXPECT_THROW(sift.detect(nullptr), std::logic_error);
+}
+
+}  // namespace
