@@ -27,6 +27,7 @@ struct _GstSiftMatcher {
   gboolean mutual_check;
   gboolean homography;
   double ransac_threshold;
+  gboolean post_messages;
   // while running
   std::optional<sift_cpu::Features> *train;  // reference or previous frame
   bool train_is_reference;
@@ -35,7 +36,7 @@ struct _GstSiftMatcher {
 G_DEFINE_TYPE(GstSiftMatcher, gst_sift_matcher, GST_TYPE_BASE_TRANSFORM)
 GST_ELEMENT_REGISTER_DEFINE(siftmatch, "siftmatch", GST_RANK_NONE, GST_TYPE_SIFT_MATCHER)
 
-enum { PROP_0, PROP_REFERENCE, PROP_RATIO, PROP_MUTUAL_CHECK, PROP_HOMOGRAPHY, PROP_RANSAC_THRESHOLD };
+enum { PROP_0, PROP_REFERENCE, PROP_RATIO, PROP_MUTUAL_CHECK, PROP_HOMOGRAPHY, PROP_RANSAC_THRESHOLD, PROP_POST_MESSAGES };
 
 static GstStaticPadTemplate sink_template =
     GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
@@ -68,6 +69,28 @@ static gboolean match_stop(GstBaseTransform *trans) {
   return TRUE;
 }
 
+// The frame's matches in brief, as an element message for applications and
+// gst-launch-1.0 -m: counts, inliers and the homography.
+static void post_summary(GstSiftMatcher *self, GstBuffer *buf, const GstSiftMatchesMeta *m, guint keypoints) {
+  guint inliers = 0;
+  for (guint i = 0; i < m->count; ++i) inliers += m->matches[i].inlier ? 1 : 0;
+  GstStructure *s = gst_structure_new("siftmatch", "timestamp", G_TYPE_UINT64, GST_BUFFER_PTS(buf), "keypoints",
+                                      G_TYPE_UINT, keypoints, "reference-keypoints", G_TYPE_UINT, m->train_count,
+                                      "matches", G_TYPE_UINT, m->count, "inliers", G_TYPE_UINT, inliers, nullptr);
+  if (m->has_homography) {
+    GValue array = G_VALUE_INIT, v = G_VALUE_INIT;
+    gst_value_array_init(&array, 9);
+    g_value_init(&v, G_TYPE_DOUBLE);
+    for (int k = 0; k < 9; ++k) {
+      g_value_set_double(&v, m->homography[k]);
+      gst_value_array_append_value(&array, &v);
+    }
+    gst_structure_take_value(s, "homography", &array);
+    g_value_unset(&v);
+  }
+  gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), s));
+}
+
 static GstFlowReturn match_transform_ip(GstBaseTransform *trans, GstBuffer *buf) {
   auto *self = GST_SIFT_MATCHER(trans);
   const GstSiftFeaturesMeta *meta = gst_buffer_get_sift_features_meta(buf);
@@ -81,6 +104,7 @@ static GstFlowReturn match_transform_ip(GstBaseTransform *trans, GstBuffer *buf)
   const double ratio = self->ratio;
   const bool mutual = self->mutual_check, want_h = self->homography;
   const double threshold = self->ransac_threshold;
+  const bool post = self->post_messages;
   GST_OBJECT_UNLOCK(self);
   sift_cpu::Features query{gst_sift::keypoints(*meta), gst_sift::descriptors(*meta)};
   std::vector<sift_cpu::Match> matches;
@@ -117,6 +141,7 @@ static GstFlowReturn match_transform_ip(GstBaseTransform *trans, GstBuffer *buf)
     for (int k = 0; k < 9; ++k) out->homography[k] = h.at<double>(k / 3, k % 3);
   }
   GST_LOG_OBJECT(self, "%zu matches of %zu keypoints against %u", matches.size(), query.keypoints.size(), train_count);
+  if (post) post_summary(self, buf, out, guint(query.keypoints.size()));
   if (!self->train_is_reference) self->train->emplace(std::move(query));
   return GST_FLOW_OK;
 }
@@ -133,6 +158,7 @@ static void match_set_property(GObject *object, guint prop_id, const GValue *val
     case PROP_MUTUAL_CHECK: self->mutual_check = g_value_get_boolean(value); break;
     case PROP_HOMOGRAPHY: self->homography = g_value_get_boolean(value); break;
     case PROP_RANSAC_THRESHOLD: self->ransac_threshold = g_value_get_double(value); break;
+    case PROP_POST_MESSAGES: self->post_messages = g_value_get_boolean(value); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
   }
   GST_OBJECT_UNLOCK(self);
@@ -147,6 +173,7 @@ static void match_get_property(GObject *object, guint prop_id, GValue *value, GP
     case PROP_MUTUAL_CHECK: g_value_set_boolean(value, self->mutual_check); break;
     case PROP_HOMOGRAPHY: g_value_set_boolean(value, self->homography); break;
     case PROP_RANSAC_THRESHOLD: g_value_set_double(value, self->ransac_threshold); break;
+    case PROP_POST_MESSAGES: g_value_set_boolean(value, self->post_messages); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
   }
   GST_OBJECT_UNLOCK(self);
@@ -191,6 +218,12 @@ static void gst_sift_matcher_class_init(GstSiftMatcherClass *klass) {
       gobject_class, PROP_RANSAC_THRESHOLD,
       g_param_spec_double("ransac-threshold", "RANSAC threshold",
                           "Largest reprojection error, in pixels, of a RANSAC inlier", 0.01, 1000.0, 3.0, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_POST_MESSAGES,
+      g_param_spec_boolean("post-messages", "Post messages",
+                           "Post an element message \"siftmatch\" per frame: timestamp, keypoints, "
+                           "reference-keypoints, matches, inliers and, when found, homography (9 doubles, row-major)",
+                           FALSE, GParamFlags(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING)));
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -213,6 +246,7 @@ static void gst_sift_matcher_init(GstSiftMatcher *self) {
   self->mutual_check = FALSE;
   self->homography = FALSE;
   self->ransac_threshold = 3.0;
+  self->post_messages = FALSE;
   self->train = new std::optional<sift_cpu::Features>();
   gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
 }

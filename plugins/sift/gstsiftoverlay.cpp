@@ -1,82 +1,199 @@
 /* siftoverlay: draws each frame's SIFT keypoints (GstSiftFeaturesMeta) into
  * the frame, in place: a circle of the keypoint's size (diameter) around it
- * and a radius along its angle, as OpenCV's DRAW_RICH_KEYPOINTS does. CPU
- * path (OpenCV's drawing functions); frames without the meta pass unchanged. */
+ * and a radius along its angle, as OpenCV's DRAW_RICH_KEYPOINTS does; frames
+ * without keypoints pass untouched (not even mapped).
+ *
+ * Where it draws: on the CUDA backend, a frame in the project's device memory
+ * (memory:CudaSensing) is drawn on the device, on the element's stream, and
+ * stays there; every other frame is drawn on the CPU with OpenCV's
+ * cv::circle / cv::line (a device frame on the CPU backend is downloaded by
+ * mapping it, and uploaded again at its next device use). Both paths draw
+ * the same marks (sift-draw.h); the device rasterises them by distance to
+ * the circle and the line, so its pixels can differ from OpenCV's by one. */
 #include "gstsiftoverlay.h"
 
 #include <gst/video/video.h>
 #include <opencv2/imgproc.hpp>
 
 #include <cmath>
+#include <memory>
+#include <vector>
 
+#include "common/parameter_upload.h"
+#include "gst/cudasensing/gstcsmemory.h"
 #include "gst/cudasensing/sift/gstsiftfeaturesmeta.h"
+#include "gstcs-cxx.h"
+#include "gstcs-gpu.h"
+#include "sift-draw.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_sift_overlay_debug);
 #define GST_CAT_DEFAULT gst_sift_overlay_debug
 
 #define OVERLAY_FORMATS "{ RGBA, BGRA, BGRx, GRAY8 }"
 
+namespace {
+// The CUDA side: a stream, and the marks' upload.
+struct OverlayGpu {
+  explicit OverlayGpu(int device) : gpu(device), marks(device) {}
+  gstcs::ElementGpu gpu;
+  cs::ParameterUploader marks;
+};
+}  // namespace
+
 struct _GstSiftOverlay {
-  GstVideoFilter parent;
-  guint color;  // 0xRRGGBB
+  GstCsBaseTransform parent;
+  guint color;  // 0xRRGGBB (object lock)
   int thickness;
+  GstVideoInfo info;
+  gboolean have_info;
+  OverlayGpu *cuda;  // NULL on the CPU backend
 };
 
-G_DEFINE_TYPE(GstSiftOverlay, gst_sift_overlay, GST_TYPE_VIDEO_FILTER)
+G_DEFINE_TYPE(GstSiftOverlay, gst_sift_overlay, GST_TYPE_CS_BASE_TRANSFORM)
 GST_ELEMENT_REGISTER_DEFINE(siftoverlay, "siftoverlay", GST_RANK_NONE, GST_TYPE_SIFT_OVERLAY)
 
 enum { PROP_0, PROP_COLOR, PROP_THICKNESS };
 
-static GstStaticPadTemplate pad_caps_sink = GST_STATIC_PAD_TEMPLATE(
-    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(OVERLAY_FORMATS)));
-static GstStaticPadTemplate pad_caps_src = GST_STATIC_PAD_TEMPLATE(
-    "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(OVERLAY_FORMATS)));
+// Both memories on both backends: the CPU backend maps device frames.
+#define OVERLAY_CAPS                                                                            \
+  GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_CS_DEVICE, OVERLAY_FORMATS) "; " \
+  GST_VIDEO_CAPS_MAKE(OVERLAY_FORMATS)
+static GstStaticPadTemplate pad_caps_sink =
+    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(OVERLAY_CAPS));
+static GstStaticPadTemplate pad_caps_src =
+    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(OVERLAY_CAPS));
 
-static GstFlowReturn overlay_transform_frame_ip(GstVideoFilter *filter, GstVideoFrame *frame) {
-  auto *self = GST_SIFT_OVERLAY(filter);
-  const GstSiftFeaturesMeta *meta = gst_buffer_get_sift_features_meta(frame->buffer);
+// The bytes of one pixel of `format` in the colour 0xRRGGBB (GRAY8: its BT.601 luma).
+static void pixel_bytes(GstVideoFormat format, guint rgb, uint8_t out[4]) {
+  const uint8_t r = (rgb >> 16) & 0xff, g = (rgb >> 8) & 0xff, b = rgb & 0xff;
+  switch (format) {
+    case GST_VIDEO_FORMAT_RGBA: out[0] = r, out[1] = g, out[2] = b, out[3] = 255; break;
+    case GST_VIDEO_FORMAT_BGRA:
+    case GST_VIDEO_FORMAT_BGRx: out[0] = b, out[1] = g, out[2] = r, out[3] = 255; break;
+    default: out[0] = out[1] = out[2] = out[3] = uint8_t(std::lround(0.299 * r + 0.587 * g + 0.114 * b)); break;
+  }
+}
+
+// The marks of the meta's keypoints in a width x height frame (keypoints
+// found in a frame of another size are scaled to this one).
+static std::vector<gstsift::KeypointMark> marks_of(const GstSiftFeaturesMeta *meta, int width, int height) {
+  const double sx = meta->image_width ? double(width) / meta->image_width : 1.0;
+  const double sy = meta->image_height ? double(height) / meta->image_height : 1.0;
+  std::vector<gstsift::KeypointMark> marks;
+  marks.reserve(meta->count);
+  for (guint i = 0; i < meta->count; ++i) {
+    const GstSiftKeypoint &k = meta->keypoints[i];
+    marks.push_back(gstsift::keypoint_mark(k.x, k.y, k.size, k.angle, sx, sy));
+  }
+  return marks;
+}
+
+static GstFlowReturn draw_on_cpu(GstSiftOverlay *self, GstBuffer *buf, const std::vector<gstsift::KeypointMark> &marks,
+                                 guint rgb, int thickness) {
+  GstVideoFrame frame;
+  if (!gst_video_frame_map(&frame, &self->info, buf, GstMapFlags(GST_MAP_READWRITE))) {
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot map the frame for drawing"),
+                      ("buffer of %" G_GSIZE_FORMAT " bytes for %dx%d %s", gst_buffer_get_size(buf),
+                       GST_VIDEO_INFO_WIDTH(&self->info), GST_VIDEO_INFO_HEIGHT(&self->info),
+                       GST_VIDEO_INFO_NAME(&self->info)));
+    return GST_FLOW_ERROR;
+  }
+  const bool gray = GST_VIDEO_FRAME_FORMAT(&frame) == GST_VIDEO_FORMAT_GRAY8;
+  cv::Mat image(GST_VIDEO_FRAME_HEIGHT(&frame), GST_VIDEO_FRAME_WIDTH(&frame), gray ? CV_8UC1 : CV_8UC4,
+                GST_VIDEO_FRAME_PLANE_DATA(&frame, 0), size_t(GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0)));
+  uint8_t c[4];
+  pixel_bytes(GST_VIDEO_FRAME_FORMAT(&frame), rgb, c);
+  const cv::Scalar colour = gray ? cv::Scalar(c[0]) : cv::Scalar(c[0], c[1], c[2], c[3]);
+  for (const gstsift::KeypointMark &m : marks) {
+    cv::circle(image, cv::Point(m.cx, m.cy), m.radius, colour, thickness, cv::LINE_8);
+    if (m.has_line) cv::line(image, cv::Point(m.cx, m.cy), cv::Point(m.tip_x, m.tip_y), colour, thickness, cv::LINE_8);
+  }
+  gst_video_frame_unmap(&frame);
+  return GST_FLOW_OK;
+}
+
+static GstFlowReturn draw_on_device(GstSiftOverlay *self, GstBuffer *buf, const std::vector<gstsift::KeypointMark> &marks,
+                                    guint rgb, int thickness) {
+  OverlayGpu &g = *self->cuda;
+  cs::DeviceGuard guard(g.gpu.device());
+  GstMemory *mem = gst_buffer_peek_memory(buf, 0);
+  if (!gst_memory_is_writable(mem)) {
+    // Shared with another buffer (after a tee): draw into a device copy, as a CPU mapping for writing would.
+    GstMemory *copy = gst_memory_copy(mem, 0, -1);
+    if (!copy) throw std::runtime_error("cannot copy a shared device frame to draw into");
+    gst_buffer_replace_memory(buf, 0, copy);
+    mem = copy;
+  }
+  gsize offset = GST_VIDEO_INFO_PLANE_OFFSET(&self->info, 0);
+  gint stride = GST_VIDEO_INFO_PLANE_STRIDE(&self->info, 0);
+  if (const GstVideoMeta *vm = gst_buffer_get_video_meta(buf)) offset = vm->offset[0], stride = vm->stride[0];
+  gstsift::DrawTarget target{};
+  target.width = GST_VIDEO_INFO_WIDTH(&self->info);
+  target.height = GST_VIDEO_INFO_HEIGHT(&self->info);
+  target.pixel_bytes = GST_VIDEO_INFO_FORMAT(&self->info) == GST_VIDEO_FORMAT_GRAY8 ? 1 : 4;
+  target.pitch = size_t(stride);
+  target.thickness = thickness;
+  pixel_bytes(GST_VIDEO_INFO_FORMAT(&self->info), rgb, target.colour);
+  if (offset + target.pitch * size_t(target.height - 1) + size_t(target.width * target.pixel_bytes) > mem->size)
+    throw std::runtime_error("the frame's buffer is smaller than its caps say");
+  const cs::StreamHandle stream = g.gpu.stream();
+  const auto *d_marks = static_cast<const gstsift::KeypointMark *>(
+      g.marks.upload(marks.data(), marks.size() * sizeof(gstsift::KeypointMark), stream));
+  cs::MirroredBuffer &frame = gstcs::mirrored(mem);
+  // Not discarded: the marks go over the frame's pixels (a newer host copy is uploaded first).
+  target.data = static_cast<uint8_t *>(frame.begin_device_write(stream, false)) + mem->offset + offset;
+  gstsift::draw_marks_async(target, d_marks, int(marks.size()), stream);
+  frame.end_device_write(stream);
+  return GST_FLOW_OK;
+}
+
+static GstFlowReturn overlay_transform_ip(GstBaseTransform *trans, GstBuffer *buf) {
+  auto *self = GST_SIFT_OVERLAY(trans);
+  const GstSiftFeaturesMeta *meta = gst_buffer_get_sift_features_meta(buf);
   if (!meta || meta->count == 0) return GST_FLOW_OK;
+  if (!self->have_info) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("No caps were negotiated before the first frame"), (nullptr));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
   GST_OBJECT_LOCK(self);
   const guint rgb = self->color;
   const int thickness = self->thickness;
   GST_OBJECT_UNLOCK(self);
-  const double r = (rgb >> 16) & 0xff, g = (rgb >> 8) & 0xff, b = rgb & 0xff;
-  const int w = GST_VIDEO_FRAME_WIDTH(frame), h = GST_VIDEO_FRAME_HEIGHT(frame);
-  const size_t stride = size_t(GST_VIDEO_FRAME_PLANE_STRIDE(frame, 0));
-  void *data = GST_VIDEO_FRAME_PLANE_DATA(frame, 0);
-  cv::Mat image;
-  cv::Scalar colour;
-  switch (GST_VIDEO_FRAME_FORMAT(frame)) {
-    case GST_VIDEO_FORMAT_RGBA:
-      image = cv::Mat(h, w, CV_8UC4, data, stride);
-      colour = cv::Scalar(r, g, b, 255);
-      break;
-    case GST_VIDEO_FORMAT_BGRA:
-    case GST_VIDEO_FORMAT_BGRx:
-      image = cv::Mat(h, w, CV_8UC4, data, stride);
-      colour = cv::Scalar(b, g, r, 255);
-      break;
-    default:  // GRAY8: the colour's luma (BT.601)
-      image = cv::Mat(h, w, CV_8UC1, data, stride);
-      colour = cv::Scalar(std::round(0.299 * r + 0.587 * g + 0.114 * b));
-      break;
-  }
-  // Keypoints found in a frame of another size are scaled to this one.
-  const double sx = meta->image_width ? double(w) / meta->image_width : 1.0;
-  const double sy = meta->image_height ? double(h) / meta->image_height : 1.0;
-  for (guint i = 0; i < meta->count; ++i) {
-    const GstSiftKeypoint &k = meta->keypoints[i];
-    const cv::Point2d centre(k.x * sx, k.y * sy);
-    const double radius = std::max(1.0, 0.5 * k.size * std::sqrt(sx * sy));
-    cv::circle(image, cv::Point(cvRound(centre.x), cvRound(centre.y)), cvRound(radius), colour, thickness,
-               cv::LINE_8);
-    if (k.angle >= 0) {
-      const double a = k.angle * CV_PI / 180.0;
-      const cv::Point tip(cvRound(centre.x + radius * std::cos(a)), cvRound(centre.y + radius * std::sin(a)));
-      cv::line(image, cv::Point(cvRound(centre.x), cvRound(centre.y)), tip, colour, thickness, cv::LINE_8);
-    }
-  }
-  return GST_FLOW_OK;
+  return gstcs::guard_flow(GST_ELEMENT(self), "Drawing SIFT keypoints", [&] {
+    const std::vector<gstsift::KeypointMark> marks =
+        marks_of(meta, GST_VIDEO_INFO_WIDTH(&self->info), GST_VIDEO_INFO_HEIGHT(&self->info));
+    GstMemory *first = gst_buffer_n_memory(buf) == 1 ? gst_buffer_peek_memory(buf, 0) : nullptr;
+    const bool on_device = self->cuda && first && gst_is_cs_memory(first) &&
+                           gst_cs_memory_get_device_id(first) == self->cuda->gpu.device();
+    return on_device ? draw_on_device(self, buf, marks, rgb, thickness) : draw_on_cpu(self, buf, marks, rgb, thickness);
+  });
+}
+
+static gboolean overlay_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *) {
+  auto *self = GST_SIFT_OVERLAY(trans);
+  self->have_info = gst_video_info_from_caps(&self->info, incaps);
+  if (!self->have_info)
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Cannot use the caps %" GST_PTR_FORMAT, incaps),
+                      ("siftoverlay draws into video/x-raw " OVERLAY_FORMATS " frames"));
+  return self->have_info;
+}
+
+static gboolean overlay_start(GstCsBaseTransform *base) {
+  auto *self = GST_SIFT_OVERLAY(base);
+  self->have_info = FALSE;
+  if (!gst_cs_base_transform_use_cuda(base)) return TRUE;
+  return gstcs::guard_bool(GST_ELEMENT(self), "Starting the CUDA overlay", [&] {
+    self->cuda = new OverlayGpu(gst_cs_base_transform_get_device_id(base));
+    return TRUE;
+  });
+}
+
+static gboolean overlay_stop(GstCsBaseTransform *base) {
+  auto *self = GST_SIFT_OVERLAY(base);
+  delete self->cuda;  // waits for its stream
+  self->cuda = nullptr;
+  self->have_info = FALSE;
+  return TRUE;
 }
 
 static void overlay_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
@@ -122,13 +239,23 @@ static void gst_sift_overlay_class_init(GstSiftOverlayClass *klass) {
   gst_element_class_set_static_metadata(
       element_class, "SIFT keypoint overlay", "Filter/Effect/Video",
       "Draws the SIFT keypoints of each frame's GstSiftFeaturesMeta into the frame (RGBA, BGRA, BGRx, GRAY8): a "
-      "circle of the keypoint's size and a line along its angle",
+      "circle of the keypoint's size and a line along its angle; on the GPU for frames in device memory (CUDA "
+      "backend), with OpenCV on the CPU otherwise",
       "gst-cuda-sensing developers");
-  GST_VIDEO_FILTER_CLASS(klass)->transform_frame_ip = overlay_transform_frame_ip;
+  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
+  trans_class->transform_ip = overlay_transform_ip;
+  trans_class->set_caps = overlay_set_caps;
+  trans_class->passthrough_on_same_caps = FALSE;
+  GstCsBaseTransformClass *cs_class = GST_CS_BASE_TRANSFORM_CLASS(klass);
+  cs_class->start_backend = overlay_start;
+  cs_class->stop_backend = overlay_stop;
   GST_DEBUG_CATEGORY_INIT(gst_sift_overlay_debug, "siftoverlay", 0, "SIFT keypoint overlay");
 }
 
 static void gst_sift_overlay_init(GstSiftOverlay *self) {
   self->color = 0x00ff00;
   self->thickness = 1;
+  self->have_info = FALSE;
+  self->cuda = nullptr;
+  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
 }

@@ -324,6 +324,65 @@ TEST(SiftMatch, PreviousFrameHomographyIsCloseToTheTruth) {
   EXPECT_LT(max_disagreement(homography_of(*m), p.truth), 0.5);
 }
 
+TEST(SiftMatch, PostsASummaryMessagePerFrame) {
+  const Pair p = rotated_pair(cs_test::fresh_seed());
+  GstElement *pipeline = gst_parse_launch(
+      "appsrc name=src format=time ! sift backend=cpu ! siftmatch homography=true post-messages=true ! fakesink",
+      nullptr);
+  ASSERT_NE(pipeline, nullptr);
+  GstElement *src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
+  GstCaps *caps = frame_caps(GST_VIDEO_FORMAT_GRAY8, 320, 240);
+  g_object_set(src, "caps", caps, nullptr);
+  gst_caps_unref(caps);
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  int i = 0;
+  for (const cv::Mat &frame : {p.first, p.second}) {
+    GstBuffer *b = make_frame(frame, GST_VIDEO_FORMAT_GRAY8);
+    GST_BUFFER_PTS(b) = GST_SECOND * i++;
+    gst_app_src_push_buffer(GST_APP_SRC(src), b);
+  }
+  gst_app_src_end_of_stream(GST_APP_SRC(src));
+  GstBus *bus = gst_element_get_bus(pipeline);
+  std::vector<GstStructure *> summaries;
+  for (;;) {
+    GstMessage *msg = gst_bus_timed_pop_filtered(
+        bus, 60 * GST_SECOND, GstMessageType(GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT));
+    ASSERT_NE(msg, nullptr) << "timeout";
+    const GstMessageType type = GST_MESSAGE_TYPE(msg);
+    if (type == GST_MESSAGE_ELEMENT && gst_message_has_name(msg, "siftmatch"))
+      summaries.push_back(gst_structure_copy(gst_message_get_structure(msg)));
+    gst_message_unref(msg);
+    ASSERT_NE(type, GST_MESSAGE_ERROR);
+    if (type == GST_MESSAGE_EOS) break;
+  }
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(bus);
+  gst_object_unref(src);
+  gst_object_unref(pipeline);
+  ASSERT_EQ(summaries.size(), 2u);
+  guint matches = 0, inliers = 0, keypoints = 0, reference = 0;
+  guint64 pts = 0;
+  EXPECT_TRUE(gst_structure_get_uint(summaries[0], "matches", &matches));
+  EXPECT_EQ(matches, 0u);
+  EXPECT_FALSE(gst_structure_has_field(summaries[0], "homography"));
+  ASSERT_TRUE(gst_structure_get(summaries[1], "timestamp", G_TYPE_UINT64, &pts, "keypoints", G_TYPE_UINT, &keypoints,
+                                "reference-keypoints", G_TYPE_UINT, &reference, "matches", G_TYPE_UINT, &matches,
+                                "inliers", G_TYPE_UINT, &inliers, nullptr));
+  EXPECT_EQ(pts, GST_SECOND);
+  EXPECT_GT(keypoints, 100u);
+  EXPECT_GT(reference, 100u);
+  EXPECT_GT(matches, 50u);
+  EXPECT_GT(inliers, matches / 2);
+  EXPECT_LE(inliers, matches);
+  const GValue *h = gst_structure_get_value(summaries[1], "homography");
+  ASSERT_NE(h, nullptr);
+  ASSERT_EQ(gst_value_array_get_size(h), 9u);
+  cv::Mat homography(3, 3, CV_64F);
+  for (guint k = 0; k < 9; ++k) homography.at<double>(int(k / 3), int(k % 3)) = g_value_get_double(gst_value_array_get_value(h, k));
+  EXPECT_LT(max_disagreement(homography, p.truth), 0.5);
+  for (GstStructure *s : summaries) gst_structure_free(s);
+}
+
 TEST(SiftMatch, ReferenceFileAndMutualCheck) {
   const Pair p = rotated_pair(cs_test::fresh_seed());
   TempFile reference(".bin");

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# H.264 decoded by NVDEC, then SIFT on the GPU:
+#   pipelines/sift-nvdec.sh [BUILD_DIR=build] [OUT_DIR=out/sift-nvdec] [INPUT.mp4]
+# Writes every frame's keypoints and descriptors to OUT_DIR/features.bin
+# (featuresink's binary records, numpy-readable: plugins/sift/README.md) and
+# the overlay to OUT_DIR/sift-overlay.mkv. Without INPUT.mp4, a 5-second
+# 1280x720 H.264 clip is made first (nvh264enc, else x264enc).
+#
+# nvh264dec outputs memory:CUDAMemory (nvcodec's CUDA memory, in nvcodec's own
+# CUDA context) only to elements that accept it; sift does not take it yet,
+# so the decoder downloads NV12 frames into system memory here and sift
+# uploads them to its own device memory (one copy through the host per frame).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$root/build}" && pwd)
+out=${2:-$root/out/sift-nvdec}
+input=${3:-}
+mkdir -p "$out"
+export GST_PLUGIN_PATH=$build/plugins${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}
+gst-inspect-1.0 nvh264dec >/dev/null 2>&1 || { echo "nvh264dec is missing (gstreamer1.0-plugins-bad with nvcodec, and an NVIDIA driver)" >&2; exit 1; }
+
+if [ -z "$input" ]; then
+  if gst-inspect-1.0 nvh264enc >/dev/null 2>&1; then
+    encoder=nvh264enc
+  elif gst-inspect-1.0 x264enc >/dev/null 2>&1; then
+    encoder=x264enc
+  else
+    echo "no INPUT.mp4 given and no H.264 encoder (nvh264enc, x264enc) to make one" >&2
+    exit 1
+  fi
+  input=$out/input.mp4
+  gst-launch-1.0 -q videotestsrc num-buffers=150 pattern=pinwheel ! \
+    video/x-raw,width=1280,height=720,framerate=30/1 ! videoconvert ! $encoder ! h264parse ! mp4mux ! \
+    filesink location="$input"
+fi
+
+gst-launch-1.0 -q filesrc location="$input" ! qtdemux ! h264parse ! nvh264dec ! video/x-raw,format=NV12 ! \
+  sift backend=cuda ! tee name=t \
+  t. ! queue ! featuresink location="$out/features.bin" \
+  t. ! queue ! videoconvert ! video/x-raw,format=BGRx ! siftoverlay ! videoconvert ! jpegenc ! matroskamux ! \
+  filesink location="$out/sift-overlay.mkv"
+echo "wrote $out/features.bin and $out/sift-overlay.mkv"

@@ -1,0 +1,138 @@
+#include "sift-cuda.h"
+
+#include <opencv2/core.hpp>
+
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "gst/cudasensing/sift/gstsiftfeatures-opencv.hpp"
+#include "sift-luma.h"
+#include "sift/features_cpu.h"
+
+GST_DEBUG_CATEGORY_STATIC(gst_sift_cuda_debug);
+#define GST_CAT_DEFAULT gst_sift_cuda_debug
+
+namespace gstsift {
+
+static_assert(int(sift_cpu::DescriptorFormat::opencv) == GST_SIFT_DESCRIPTOR_OPENCV &&
+                  int(sift_cpu::DescriptorFormat::float32) == GST_SIFT_DESCRIPTOR_FLOAT &&
+                  int(sift_cpu::DescriptorFormat::rootsift) == GST_SIFT_DESCRIPTOR_ROOTSIFT,
+              "descriptor formats are numbered alike");
+static_assert(int(cs::sift::DescriptorFormat::opencv) == GST_SIFT_DESCRIPTOR_OPENCV &&
+                  int(cs::sift::DescriptorFormat::float32) == GST_SIFT_DESCRIPTOR_FLOAT &&
+                  int(cs::sift::DescriptorFormat::rootsift) == GST_SIFT_DESCRIPTOR_ROOTSIFT,
+              "descriptor formats are numbered alike");
+
+CudaEngine::CudaEngine(const cs::sift::Params &params, int device) : gpu_(device), sift_(params, device) {}
+
+CudaEngine::~CudaEngine() {
+  try {
+    gpu_.synchronize();  // nothing may still write the luma plane when it is freed
+  } catch (const std::exception &) {
+  }
+  if (luma_) cs::device_free(luma_, gpu_.device());
+}
+
+// Where plane 0 (the luma, or the packed RGB pixels) lies in a frame's buffer.
+struct PlaneLayout {
+  size_t offset, stride;
+  size_t bytes;  // from the first byte of the plane to the last pixel
+  bool packed;   // RGBA, BGRA, BGRx
+};
+
+// From the buffer's GstVideoMeta when it has one (upstream padding), else the
+// caps' default layout; throws when the buffer is too small for it.
+static PlaneLayout plane0_layout(GstBuffer *frame, const GstVideoInfo &info) {
+  const int w = GST_VIDEO_INFO_WIDTH(&info), h = GST_VIDEO_INFO_HEIGHT(&info);
+  const GstVideoFormat format = GST_VIDEO_INFO_FORMAT(&info);
+  PlaneLayout l{};
+  l.packed = format == GST_VIDEO_FORMAT_RGBA || format == GST_VIDEO_FORMAT_BGRA || format == GST_VIDEO_FORMAT_BGRx;
+  if (const GstVideoMeta *vm = gst_buffer_get_video_meta(frame)) {
+    l.offset = vm->offset[0];
+    l.stride = size_t(vm->stride[0]);
+  } else {
+    l.offset = GST_VIDEO_INFO_PLANE_OFFSET(&info, 0);
+    l.stride = size_t(GST_VIDEO_INFO_PLANE_STRIDE(&info, 0));
+  }
+  const size_t row = (l.packed ? 4 : 1) * size_t(w), size = gst_buffer_get_size(frame);
+  l.bytes = l.stride * size_t(h - 1) + row;
+  if (l.stride < row || size < l.offset + l.bytes)
+    throw std::runtime_error("a buffer of " + std::to_string(size) + " bytes cannot hold a " + std::to_string(w) +
+                             "x" + std::to_string(h) + " " + gst_video_format_to_string(format) + " frame (" +
+                             std::to_string(l.offset + l.bytes) + " bytes needed)");
+  return l;
+}
+
+cs::sift::DeviceImage CudaEngine::luma_of(const uint8_t *plane, const PlaneLayout &layout, const GstVideoInfo &info) {
+  const int w = GST_VIDEO_INFO_WIDTH(&info), h = GST_VIDEO_INFO_HEIGHT(&info);
+  if (!layout.packed) return {plane, layout.stride, w, h, cs::sift::PixelType::u8};
+  const size_t bytes = size_t(w) * size_t(h);
+  if (luma_bytes_ < bytes) {
+    if (luma_) {
+      gpu_.synchronize();  // the previous frame's pyramid may still read it
+      cs::device_free(luma_, gpu_.device());
+      luma_ = nullptr;
+    }
+    luma_ = cs::device_alloc(bytes, gpu_.device());
+    luma_bytes_ = bytes;
+  }
+  packed_luma_async(plane, layout.stride, luma_, size_t(w), w, h,
+                    GST_VIDEO_INFO_FORMAT(&info) == GST_VIDEO_FORMAT_RGBA ? kRgbaOrder : kBgraOrder, gpu_.stream());
+  return {luma_, size_t(w), w, h, cs::sift::PixelType::u8};
+}
+
+template <class Stage>
+void CudaEngine::with_luma(GstBuffer *frame, const GstVideoInfo &info, Stage &&stage) {
+  cs::DeviceGuard guard(gpu_.device());
+  const PlaneLayout layout = plane0_layout(frame, info);
+  GstMemory *first = gst_buffer_n_memory(frame) == 1 ? gst_buffer_peek_memory(frame, 0) : nullptr;
+  const bool in_place = first && gst_is_cs_memory(first) && gst_cs_memory_get_device_id(first) == gpu_.device();
+  // From system memory only plane 0 goes up (NV12/I420 chroma stays on the host).
+  std::unique_ptr<GstBuffer, decltype(&gst_buffer_unref)> region(
+      in_place ? nullptr : gst_buffer_copy_region(frame, GST_BUFFER_COPY_MEMORY, layout.offset, layout.bytes),
+      &gst_buffer_unref);
+  if (!in_place && !region) throw std::runtime_error("cannot take the luma plane of the frame");
+  // The read is recorded (the memory kept from reuse until the stream is past it) when `input` goes.
+  gstcs::ElementGpu::Input input = gpu_.read(region ? region.get() : frame);
+  const auto *plane = static_cast<const uint8_t *>(input.data()) + (region ? 0 : layout.offset);
+  stage(luma_of(plane, layout, info));
+}
+
+void CudaEngine::build_pyramid(GstBuffer *frame, const GstVideoInfo &info) {
+  with_luma(frame, info, [&](const cs::sift::DeviceImage &luma) { sift_.build_pyramid(luma, gpu_.stream()); });
+}
+
+void CudaEngine::run(GstBuffer *frame, const GstVideoInfo &info, cs::sift::DescriptorFormat format) {
+  with_luma(frame, info, [&](const cs::sift::DeviceImage &luma) { sift_.run(luma, format, gpu_.stream()); });
+}
+
+size_t attach_features(GstElement *element, GstBuffer *frame, guint width, guint height,
+                       const cs::sift::Result &result, const GridFilter &grid) {
+  static gsize category_once = 0;
+  if (g_once_init_enter(&category_once)) {
+    GST_DEBUG_CATEGORY_INIT(gst_sift_cuda_debug, "siftcuda", 0, "CUDA SIFT results");
+    g_once_init_leave(&category_once, 1);
+  }
+  if (result.overflowed)
+    GST_WARNING_OBJECT(element, "keypoint lists full: %d candidates, %d oriented keypoints found; what did not fit "
+                       "was dropped", result.counts.candidates, result.counts.oriented);
+  const size_t n = result.keypoints.size(), row_bytes = cs::sift::descriptor_bytes(result.format);
+  if (result.descriptors.size() != n * row_bytes)
+    throw std::logic_error("SIFT result: " + std::to_string(result.descriptors.size()) +
+                           " descriptor bytes for " + std::to_string(n) + " keypoints");
+  sift_cpu::Features f;
+  f.keypoints.reserve(n);
+  for (const cs::sift::Keypoint &k : result.keypoints)
+    f.keypoints.emplace_back(cv::Point2f(k.x, k.y), k.size, k.angle, k.response, k.octave, -1);  // class_id as cv::SIFT
+  const int type = result.format == cs::sift::DescriptorFormat::opencv ? CV_8U : CV_32F;
+  f.descriptors.create(int(n), cs::sift::kDescriptorLength, type);
+  if (n && !result.descriptors.empty()) std::memcpy(f.descriptors.data, result.descriptors.data(), n * row_bytes);
+  sift_cpu::grid_filter(f, int(width), int(height), grid.cols, grid.rows, grid.max_per_cell);
+  gst_sift::add_features(frame, width, height, f.keypoints, f.descriptors, GstSiftDescriptorFormat(result.format));
+  GST_LOG_OBJECT(element, "%zu keypoints (%zu before the grid filter)", f.keypoints.size(), n);
+  return f.keypoints.size();
+}
+
+}  // namespace gstsift

@@ -1,0 +1,40 @@
+// The properties that sift shares with its stages, defined once: the
+// engine's (n-features .. upsample: sift and siftpyramid) and the output's
+// (descriptor-format and the grid filter: sift and siftdescribe). Each
+// element stores them in a settings struct under its object lock.
+#pragma once
+
+#include <glib-object.h>
+
+#include "gst/cudasensing/sift/gstsiftfeaturesmeta.h"
+#include "sift/sift_cuda.h"
+
+namespace gstsift {
+
+struct EngineSettings {
+  int n_features = 0, n_octave_layers = 3;
+  double contrast_threshold = 0.04, edge_threshold = 10.0, sigma = 1.6;
+  gboolean upsample = TRUE;
+};
+
+struct OutputSettings {
+  GstSiftDescriptorFormat descriptor_format = GST_SIFT_DESCRIPTOR_OPENCV;
+  int grid_cols = 0, grid_rows = 0, max_per_cell = 0;
+};
+
+constexpr guint kEnginePropertyCount = 6;  // n-features, n-octave-layers, contrast-threshold, edge-threshold, sigma, upsample
+constexpr guint kOutputPropertyCount = 4;  // descriptor-format, grid-cols, grid-rows, max-per-cell
+
+// Installs the properties with ids first_id, first_id + 1, ...
+void install_engine_properties(GObjectClass *klass, guint first_id);
+void install_output_properties(GObjectClass *klass, guint first_id);
+
+// Property `index` (prop_id - first_id); false when the index is not theirs.
+bool set_engine_property(EngineSettings &s, guint index, const GValue *value);
+bool get_engine_property(const EngineSettings &s, guint index, GValue *value);
+bool set_output_property(OutputSettings &s, guint index, const GValue *value);
+bool get_output_property(const OutputSettings &s, guint index, GValue *value);
+
+cs::sift::Params engine_params(const EngineSettings &s);
+
+}  // namespace gstsift

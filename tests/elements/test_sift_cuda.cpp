@@ -1,0 +1,556 @@
+// The CUDA side of the SIFT elements: sift backend=cuda against OpenCV on
+// natural images (the criteria), every input format and memory,
+// determinism, empty and tiny frames; the staged elements siftpyramid !
+// siftdetect ! siftdescribe against sift, also with queues between them;
+// siftoverlay drawing on device frames. GPU tests are in Gpu* suites and skip without
+// a device; the CPU tests check what needs no device (the luma formula of the
+// RGB kernel, the device overlay's pixel test against OpenCV's drawing,
+// errors, caps, properties).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "../../plugins/sift/sift-draw.h"
+#include "../../plugins/sift/sift-luma.h"
+#include "gst/cudasensing/sift/gstsiftfeaturesmeta.h"
+#include "sift_test_util.h"
+#include "test_sift_support.h"
+
+using namespace sift_test;
+
+namespace {
+
+// Width 318: GRAY8, NV12 and I420 rows are padded to 320 bytes.
+constexpr int kWidth = 318, kHeight = 240;
+
+cv::Mat gray_of(const cv::Mat &bgr) {
+  if (bgr.channels() == 1) return bgr;
+  cv::Mat g;
+  cv::cvtColor(bgr, g, cv::COLOR_BGR2GRAY);
+  return g;
+}
+
+cv::Mat bgr_of(const cv::Mat &image) {
+  if (image.channels() == 3) return image;
+  cv::Mat bgr;
+  cv::cvtColor(image, bgr, cv::COLOR_GRAY2BGR);
+  return bgr;
+}
+
+// The features of each output frame of "appsrc ! <middle> ! appsink".
+std::vector<Features> run_features(const std::string &middle, GstVideoFormat format,
+                                   const std::vector<cv::Mat> &images) {
+  std::vector<GstBuffer *> frames;
+  for (const cv::Mat &image : images) frames.push_back(make_frame(bgr_of(image), format));
+  RunResult r = run(middle, frame_caps(format, images[0].cols, images[0].rows), frames);
+  EXPECT_EQ(r.error, "") << middle << ": " << r.everything();
+  EXPECT_EQ(r.buffers.size(), images.size()) << middle;
+  std::vector<Features> out;
+  for (GstBuffer *b : r.buffers) {
+    const GstSiftFeaturesMeta *m = gst_buffer_get_sift_features_meta(b);
+    EXPECT_NE(m, nullptr) << middle << ": a frame without a features meta";
+    if (!m) continue;
+    EXPECT_EQ(m->image_width, guint(images[0].cols));
+    EXPECT_EQ(m->image_height, guint(images[0].rows));
+    out.push_back(from_meta(*m));
+  }
+  return out;
+}
+
+Features run_one(const std::string &middle, GstVideoFormat format, const cv::Mat &image) {
+  std::vector<Features> f = run_features(middle, format, {image});
+  return f.empty() ? Features{} : f[0];
+}
+
+// Same keypoints (every field) in the same order; descriptors may differ by
+// one step, as the engine sums descriptor histograms with atomics (its
+// documented run-to-run variation of a descriptor byte by one, rarely).
+void expect_same_keypoints(const Features &a, const Features &b, double descriptor_tolerance = 1.0) {
+  ASSERT_EQ(a.keypoints.size(), b.keypoints.size());
+  for (size_t i = 0; i < a.keypoints.size(); ++i)
+    ASSERT_TRUE(key(a.keypoints[i]) == key(b.keypoints[i])) << "keypoint " << i;
+  ASSERT_EQ(a.descriptors.rows, b.descriptors.rows);
+  ASSERT_EQ(a.descriptors.type(), b.descriptors.type());
+  if (a.descriptors.rows) {
+    EXPECT_LE(cv::norm(a.descriptors, b.descriptors, cv::NORM_INF), descriptor_tolerance);
+  }
+}
+
+cv::Mat as_float(const cv::Mat &m) {
+  cv::Mat f;
+  m.convertTo(f, CV_32F);
+  return f;
+}
+
+// --------------------------------------------------------------- CPU tests
+
+TEST(SiftLuma, EqualsOpenCVsColourToGrayForEveryColour) {
+  // All 2^24 colours, as RGBA and as BGRA pixels, against cv::cvtColor.
+  cv::Mat rgba(4096, 4096, CV_8UC4);
+  for (int y = 0; y < rgba.rows; ++y)
+    for (int x = 0; x < rgba.cols; ++x) {
+      const uint32_t c = uint32_t(y) * 4096u + uint32_t(x);
+      rgba.at<cv::Vec4b>(y, x) = cv::Vec4b(uchar(c >> 16), uchar(c >> 8), uchar(c), uchar(c * 7));
+    }
+  for (const auto &[code, order] : {std::make_pair(cv::COLOR_RGBA2GRAY, gstsift::kRgbaOrder),
+                                    std::make_pair(cv::COLOR_BGRA2GRAY, gstsift::kBgraOrder)}) {
+    cv::Mat expected;
+    cv::cvtColor(rgba, expected, code);
+    size_t differ = 0;
+    for (int y = 0; y < rgba.rows; ++y)
+      for (int x = 0; x < rgba.cols; ++x) {
+        const cv::Vec4b p = rgba.at<cv::Vec4b>(y, x);
+        differ += gstsift::luma_bt601(p[order.r], p[order.g], p[order.b]) != expected.at<uchar>(y, x);
+      }
+    EXPECT_EQ(differ, 0u) << "colour-to-gray code " << code;
+  }
+}
+
+// Fractions of `a`'s set pixels with a set pixel of `b` within one pixel
+// (8-neighbourhood), and the other way round.
+std::pair<double, double> near_fractions(const cv::Mat &a, const cv::Mat &b) {
+  cv::Mat grown_a, grown_b;
+  const cv::Mat kernel = cv::Mat::ones(3, 3, CV_8U);
+  cv::dilate(a, grown_a, kernel);
+  cv::dilate(b, grown_b, kernel);
+  const double na = cv::countNonZero(a), nb = cv::countNonZero(b);
+  cv::Mat a_near_b, b_near_a;
+  cv::bitwise_and(a, grown_b, a_near_b);
+  cv::bitwise_and(b, grown_a, b_near_a);
+  return {na ? cv::countNonZero(a_near_b) / na : 1.0, nb ? cv::countNonZero(b_near_a) / nb : 1.0};
+}
+
+TEST(SiftDraw, DevicePixelTestFollowsOpenCVsDrawing) {
+  // The device overlay sets the pixels on_mark() accepts; OpenCV's cv::circle
+  // and cv::line (the CPU overlay) rasterise the same marks. They must agree
+  // to within a pixel both ways (so a mark can be neither thicker nor thinner
+  // than OpenCV's by more than a pixel), for thin and thick marks, small and large.
+  std::mt19937 rng(cs_test::fresh_seed());
+  // Marks inside the picture: where OpenCV clips a circle at the image border it adds pixels of its own.
+  std::uniform_real_distribution<float> pos(64.f, 136.f), size(1.f, 100.f), angle(0.f, 360.f);
+  for (int thickness : {1, 2, 3, 5}) {
+    double worst_cv = 1, worst_mark = 1;
+    for (int trial = 0; trial < 200; ++trial) {
+      const float a = trial % 10 == 0 ? -1.f : angle(rng);
+      const gstsift::KeypointMark m = gstsift::keypoint_mark(pos(rng), pos(rng), size(rng), a, 1.0, 1.0);
+      cv::Mat opencv = cv::Mat::zeros(200, 200, CV_8U), mark = cv::Mat::zeros(200, 200, CV_8U);
+      cv::circle(opencv, cv::Point(m.cx, m.cy), m.radius, cv::Scalar(255), thickness, cv::LINE_8);
+      if (m.has_line) cv::line(opencv, cv::Point(m.cx, m.cy), cv::Point(m.tip_x, m.tip_y), cv::Scalar(255), thickness, cv::LINE_8);
+      const int reach = gstsift::mark_reach(m, thickness);
+      for (int y = std::max(0, m.cy - reach); y <= std::min(199, m.cy + reach); ++y)
+        for (int x = std::max(0, m.cx - reach); x <= std::min(199, m.cx + reach); ++x)
+          if (gstsift::on_mark(m, x, y, thickness)) mark.at<uchar>(y, x) = 255;
+      // Nothing outside the reach: the kernel only looks there.
+      cv::Mat outside = mark.clone();
+      for (int y = 0; y < 200; ++y)
+        for (int x = 0; x < 200; ++x) outside.at<uchar>(y, x) = gstsift::on_mark(m, x, y, thickness) ? 255 : 0;
+      ASSERT_EQ(cv::countNonZero(outside != mark), 0) << "a pixel beyond mark_reach is on the mark";
+      const auto [cv_near, mark_near] = near_fractions(opencv, mark);
+      worst_cv = std::min(worst_cv, cv_near);
+      worst_mark = std::min(worst_mark, mark_near);
+    }
+    EXPECT_GE(worst_cv, 0.97) << "OpenCV pixels far from the device's marks, thickness " << thickness;
+    EXPECT_GE(worst_mark, 0.97) << "device pixels far from OpenCV's marks, thickness " << thickness;
+  }
+}
+
+TEST(SiftStages, PyramidWithoutADeviceFailsClearly) {
+  if (cs::device_count() > 0) GTEST_SKIP() << "a CUDA device is present: the GpuSiftStages suite runs the stages";
+  const cv::Mat bgr = textured_bgr(64, 48, 1);
+  for (const char *launch : {"siftpyramid", "siftpyramid backend=cpu", "siftpyramid backend=cuda"}) {
+    RunResult r = run(launch, frame_caps(GST_VIDEO_FORMAT_GRAY8, 64, 48), {make_frame(bgr, GST_VIDEO_FORMAT_GRAY8)});
+    EXPECT_TRUE(r.error.find("CUDA only") != std::string::npos || r.error.find("backend=cuda") != std::string::npos)
+        << launch << ": " << r.everything();
+  }
+}
+
+TEST(SiftStages, LaterStagesWithoutAPyramidAreAClearError) {
+  const cv::Mat bgr = textured_bgr(64, 48, 1);
+  for (const char *launch : {"siftdetect", "siftdescribe"}) {
+    RunResult r = run(launch, frame_caps(GST_VIDEO_FORMAT_GRAY8, 64, 48), {make_frame(bgr, GST_VIDEO_FORMAT_GRAY8)});
+    EXPECT_NE(r.error.find("no SIFT pyramid"), std::string::npos) << launch << ": " << r.everything();
+  }
+}
+
+TEST(SiftStages, PropertiesAreSifts) {
+  // The engine's parameters on siftpyramid and the output's on siftdescribe:
+  // the same names, ranges and defaults as sift.
+  GstElement *sift = gst_element_factory_make("sift", nullptr);
+  GstElement *pyramid = gst_element_factory_make("siftpyramid", nullptr);
+  GstElement *describe = gst_element_factory_make("siftdescribe", nullptr);
+  ASSERT_TRUE(sift && pyramid && describe);
+  auto check = [&](GstElement *stage, std::initializer_list<const char *> names) {
+    for (const char *name : names) {
+      GParamSpec *a = g_object_class_find_property(G_OBJECT_GET_CLASS(sift), name);
+      GParamSpec *b = g_object_class_find_property(G_OBJECT_GET_CLASS(stage), name);
+      ASSERT_TRUE(a && b) << name;
+      EXPECT_EQ(a->value_type, b->value_type) << name;
+      EXPECT_EQ(g_param_values_cmp(a, g_param_spec_get_default_value(a), g_param_spec_get_default_value(b)), 0)
+          << name;
+    }
+  };
+  check(pyramid, {"n-features", "n-octave-layers", "contrast-threshold", "edge-threshold", "sigma", "upsample"});
+  check(describe, {"descriptor-format", "grid-cols", "grid-rows", "max-per-cell"});
+  g_object_set(pyramid, "n-features", 500, "sigma", 1.4, nullptr);
+  gint n = 0;
+  gdouble sigma = 0;
+  g_object_get(pyramid, "n-features", &n, "sigma", &sigma, nullptr);
+  EXPECT_EQ(n, 500);
+  EXPECT_DOUBLE_EQ(sigma, 1.4);
+  gst_object_unref(sift);
+  gst_object_unref(pyramid);
+  gst_object_unref(describe);
+}
+
+bool accepts(const char *factory, const char *caps_string, const char *property = nullptr, int value = 0) {
+  GstElement *e = gst_element_factory_make(factory, nullptr);
+  if (property) g_object_set(e, property, value, nullptr);
+  GstPad *sink = gst_element_get_static_pad(e, "sink");
+  GstCaps *caps = gst_caps_from_string(caps_string);
+  const bool ok = gst_pad_query_accept_caps(sink, caps);
+  gst_caps_unref(caps);
+  gst_object_unref(sink);
+  gst_object_unref(e);
+  return ok;
+}
+
+constexpr const char *kDeviceGray =
+    "video/x-raw(memory:CudaSensing), format=GRAY8, width=64, height=48, framerate=30/1";
+constexpr const char *kSystemGray = "video/x-raw, format=GRAY8, width=64, height=48, framerate=30/1";
+
+TEST(SiftElement, CpuBackendTakesSystemMemoryOnly) {
+  // The CPU backend would download every device frame: it does not offer device memory.
+  EXPECT_TRUE(accepts("sift", kSystemGray, "backend", 2));
+  EXPECT_FALSE(accepts("sift", kDeviceGray, "backend", 2));
+  if (cs::device_count() > 0) {
+    EXPECT_TRUE(accepts("sift", kDeviceGray, "backend", 1));
+  }
+}
+
+TEST(SiftOverlay, AcceptsDeviceFrames) {
+  EXPECT_TRUE(accepts("siftoverlay", kDeviceGray));
+  EXPECT_TRUE(accepts("siftoverlay", kSystemGray));
+  for (const char *stage : {"siftdetect", "siftdescribe"}) {
+    EXPECT_TRUE(accepts(stage, kDeviceGray)) << stage;
+    EXPECT_TRUE(accepts(stage, kSystemGray)) << stage;
+  }
+}
+
+// --------------------------------------------------------------- GPU tests
+
+TEST(GpuSiftElement, NaturalImagesMatchOpenCV) {
+  CS_REQUIRE_GPU();
+  if (skimage_data_dir().empty()) GTEST_SKIP() << "scikit-image's pictures are absent (python3-skimage; or set CS_SKIMAGE_DATA)";
+  for (const char *name : {"astronaut", "camera", "coffee", "chelsea", "rocket", "brick", "grass", "gravel"}) {
+    SCOPED_TRACE(name);
+    const cv::Mat gray = load_skimage(name);
+    ASSERT_FALSE(gray.empty()) << name << " missing from " << skimage_data_dir();
+    const Features got = run_one("sift backend=cuda", GST_VIDEO_FORMAT_GRAY8, gray);
+    const Features ref = opencv_sift(gray);
+    const Agreement g = agreement(ref.keypoints, as_float(ref.descriptors), got.keypoints, as_float(got.descriptors));
+    std::printf("%s\n", describe(name, g).c_str());
+    ASSERT_GT(ref.keypoints.size(), 50u);
+    // The criteria: 1 px, 10 % size, 10 degrees.
+    EXPECT_GE(g.reference_matched, 0.95);
+    EXPECT_LE(g.tested_unmatched, 0.05);
+    EXPECT_LT(g.median_descriptor_distance, 0.05 * 512);
+  }
+}
+
+TEST(GpuSiftElement, ColourFrameMatchesOpenCVOnTheColourImage) {
+  CS_REQUIRE_GPU();
+  if (skimage_data_dir().empty()) GTEST_SKIP() << "scikit-image's pictures are absent";
+  const cv::Mat bgr = read_png(skimage_data_dir() + "/astronaut.png");
+  ASSERT_FALSE(bgr.empty());
+  ASSERT_EQ(bgr.channels(), 3);
+  const Features got = run_one("sift backend=cuda", GST_VIDEO_FORMAT_RGBA, bgr);
+  const Features ref = opencv_sift(bgr);  // OpenCV converts colour to gray itself
+  const Agreement g = agreement(ref.keypoints, as_float(ref.descriptors), got.keypoints, as_float(got.descriptors));
+  std::printf("%s\n", describe("astronaut RGBA", g).c_str());
+  EXPECT_GE(g.reference_matched, 0.95);
+  EXPECT_LE(g.tested_unmatched, 0.05);
+}
+
+TEST(GpuSiftElement, EveryFormatGivesTheSameFeatures) {
+  CS_REQUIRE_GPU();
+  const cv::Mat bgr = textured_bgr(kWidth, kHeight, cs_test::fresh_seed());
+  // make_frame gives every format the same luma: OpenCV's gray of the BGR image.
+  const Features gray = run_one("sift backend=cuda", GST_VIDEO_FORMAT_GRAY8, gray_of(bgr));
+  ASSERT_GT(gray.keypoints.size(), 100u) << "the test image should be rich in features";
+  for (GstVideoFormat format : {GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_I420, GST_VIDEO_FORMAT_RGBA,
+                                GST_VIDEO_FORMAT_BGRA, GST_VIDEO_FORMAT_BGRx}) {
+    SCOPED_TRACE(gst_video_format_to_string(format));
+    expect_same_keypoints(run_one("sift backend=cuda", format, bgr), gray);
+  }
+}
+
+TEST(GpuSiftElement, DeviceMemoryInputEqualsSystemMemoryInput) {
+  CS_REQUIRE_GPU();
+  const cv::Mat bgr = textured_bgr(kWidth, kHeight, cs_test::fresh_seed());
+  for (GstVideoFormat format : {GST_VIDEO_FORMAT_GRAY8, GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_BGRx}) {
+    SCOPED_TRACE(gst_video_format_to_string(format));
+    const Features system = run_one("sift backend=cuda", format, bgr);
+    ASSERT_GT(system.keypoints.size(), 100u);
+    // The frame reaches sift in device memory; caps force it there.
+    const Features device = run_one(std::string("gpuupload ! video/x-raw(memory:CudaSensing) ! sift backend=cuda"),
+                                    format, bgr);
+    expect_same_keypoints(device, system);
+  }
+}
+
+TEST(GpuSiftElement, FramesPassUnchanged) {
+  CS_REQUIRE_GPU();
+  const cv::Mat bgr = textured_bgr(kWidth, kHeight, cs_test::fresh_seed());
+  for (const char *middle : {"sift backend=cuda", "gpuupload ! sift backend=cuda ! gpudownload"}) {
+    SCOPED_TRACE(middle);
+    RunResult r = run(middle, frame_caps(GST_VIDEO_FORMAT_RGBA, kWidth, kHeight), {make_frame(bgr, GST_VIDEO_FORMAT_RGBA)});
+    ASSERT_EQ(r.error, "") << r.everything();
+    ASSERT_EQ(r.buffers.size(), 1u);
+    GstBuffer *expected = make_frame(bgr, GST_VIDEO_FORMAT_RGBA);
+    GstMapInfo m1, m2;
+    ASSERT_TRUE(gst_buffer_map(expected, &m1, GST_MAP_READ));
+    ASSERT_TRUE(gst_buffer_map(r.buffers[0], &m2, GST_MAP_READ));
+    ASSERT_EQ(m1.size, m2.size);
+    EXPECT_EQ(std::memcmp(m1.data, m2.data, m1.size), 0);
+    gst_buffer_unmap(expected, &m1);
+    gst_buffer_unmap(r.buffers[0], &m2);
+    gst_buffer_unref(expected);
+  }
+}
+
+TEST(GpuSiftElement, DeterministicAcrossFramesAndRuns) {
+  CS_REQUIRE_GPU();
+  const cv::Mat bgr = textured_bgr(kWidth, kHeight, cs_test::fresh_seed());
+  const std::vector<Features> first = run_features("sift backend=cuda", GST_VIDEO_FORMAT_GRAY8, {bgr, bgr, bgr});
+  const std::vector<Features> second = run_features("sift backend=cuda", GST_VIDEO_FORMAT_GRAY8, {bgr});
+  ASSERT_EQ(first.size(), 3u);
+  ASSERT_EQ(second.size(), 1u);
+  ASSERT_GT(first[0].keypoints.size(), 100u);
+  expect_same_keypoints(first[1], first[0]);
+  expect_same_keypoints(first[2], first[0]);
+  expect_same_keypoints(second[0], first[0]);
+  for (size_t i = 1; i < first[0].keypoints.size(); ++i)
+    EXPECT_GE(first[0].keypoints[i - 1].response, first[0].keypoints[i].response) << "strongest first, " << i;
+}
+
+TEST(GpuSiftElement, FramesOfChangingContentAreNotMixedUp) {
+  CS_REQUIRE_GPU();
+  // Several different frames in one stream: each frame's features are its own.
+  std::vector<cv::Mat> images;
+  for (uint32_t i = 0; i < 4; ++i) images.push_back(textured_bgr(kWidth, kHeight, cs_test::fresh_seed() + i));
+  const std::vector<Features> stream = run_features("sift backend=cuda", GST_VIDEO_FORMAT_GRAY8, images);
+  ASSERT_EQ(stream.size(), images.size());
+  for (size_t i = 0; i < images.size(); ++i)
+    expect_same_keypoints(stream[i], run_one("sift backend=cuda", GST_VIDEO_FORMAT_GRAY8, images[i]));
+}
+
+TEST(GpuSiftElement, FeaturelessFrameGivesAnEmptyMeta) {
+  CS_REQUIRE_GPU();
+  const cv::Mat flat(120, 160, CV_8UC3, cv::Scalar(90, 90, 90));
+  const Features f = run_one("sift backend=cuda", GST_VIDEO_FORMAT_GRAY8, flat);
+  EXPECT_EQ(f.keypoints.size(), 0u);
+  EXPECT_EQ(f.descriptors.rows, 0);
+}
+
+TEST(GpuSiftElement, TinyAndOddFramesAreHandledAsOpenCV) {
+  CS_REQUIRE_GPU();
+  for (cv::Size size : {cv::Size(1, 1), cv::Size(7, 5), cv::Size(16, 16), cv::Size(33, 17), cv::Size(17, 33),
+                        cv::Size(331, 203)}) {
+    SCOPED_TRACE(size);
+    const cv::Mat bgr = textured_bgr(std::max(size.width, 8), std::max(size.height, 8), 7)(cv::Rect(cv::Point(0, 0), size)).clone();
+    for (GstVideoFormat format : {GST_VIDEO_FORMAT_GRAY8, GST_VIDEO_FORMAT_I420, GST_VIDEO_FORMAT_BGRA}) {
+      SCOPED_TRACE(gst_video_format_to_string(format));
+      const Features got = run_one("sift backend=cuda", format, bgr);  // no error, a meta (checked inside)
+      const Features ref = opencv_sift(gray_of(bgr));
+      if (ref.keypoints.size() < 20) {
+        EXPECT_LE(got.keypoints.size(), ref.keypoints.size() + 2);
+        continue;
+      }
+      const Agreement g = agreement(ref.keypoints, as_float(ref.descriptors), got.keypoints, as_float(got.descriptors));
+      EXPECT_GE(g.reference_matched, 0.95) << describe("odd size", g);
+      EXPECT_LE(g.tested_unmatched, 0.05) << describe("odd size", g);
+    }
+  }
+}
+
+TEST(GpuSiftElement, DescriptorFormatsAndGridFilter) {
+  CS_REQUIRE_GPU();
+  const cv::Mat bgr = textured_bgr(kWidth, kHeight, cs_test::fresh_seed());
+  const Features bytes = run_one("sift backend=cuda", GST_VIDEO_FORMAT_GRAY8, bgr);
+  const Features floats = run_one("sift backend=cuda descriptor-format=float", GST_VIDEO_FORMAT_GRAY8, bgr);
+  const Features root = run_one("sift backend=cuda descriptor-format=rootsift", GST_VIDEO_FORMAT_GRAY8, bgr);
+  ASSERT_GT(bytes.keypoints.size(), 100u);
+  ASSERT_EQ(floats.descriptors.type(), CV_32F);
+  ASSERT_EQ(root.descriptors.type(), CV_32F);
+  expect_same_keypoints(Features{bytes.keypoints, as_float(bytes.descriptors)}, floats);  // the byte values as floats
+  ASSERT_EQ(root.keypoints.size(), bytes.keypoints.size());
+  for (int r = 0; r < root.descriptors.rows; ++r) {
+    ASSERT_TRUE(key(root.keypoints[size_t(r)]) == key(bytes.keypoints[size_t(r)]));
+    EXPECT_NEAR(cv::norm(root.descriptors.row(r), cv::NORM_L2), 1.0, 1e-4) << r;
+  }
+  // Grid filter: the strongest max-per-cell of each cell, in the same order as before.
+  const int cols = 4, rows = 3, max = 5;
+  const Features kept = run_one("sift backend=cuda grid-cols=4 grid-rows=3 max-per-cell=5", GST_VIDEO_FORMAT_GRAY8, bgr);
+  std::map<int, int> seen;
+  size_t next = 0;
+  for (const cv::KeyPoint &k : bytes.keypoints) {
+    const int c = std::min(rows - 1, int(k.pt.y * rows / kHeight)) * cols + std::min(cols - 1, int(k.pt.x * cols / kWidth));
+    if (seen[c]++ >= max) continue;
+    ASSERT_LT(next, kept.keypoints.size());
+    EXPECT_TRUE(key(kept.keypoints[next]) == key(k)) << next;
+    ++next;
+  }
+  EXPECT_EQ(next, kept.keypoints.size());
+  EXPECT_LT(kept.keypoints.size(), bytes.keypoints.size());
+}
+
+TEST(GpuSiftElement, NFeaturesAndUpsampleOff) {
+  CS_REQUIRE_GPU();
+  const cv::Mat bgr = textured_bgr(kWidth, kHeight, cs_test::fresh_seed());
+  const Features all = run_one("sift backend=cuda", GST_VIDEO_FORMAT_GRAY8, bgr);
+  const Features strongest = run_one("sift backend=cuda n-features=50", GST_VIDEO_FORMAT_GRAY8, bgr);
+  ASSERT_GE(strongest.keypoints.size(), 50u);
+  EXPECT_LE(strongest.keypoints.size(), 60u);  // ties at the 50th response are kept, as OpenCV
+  for (size_t i = 0; i < 50; ++i) EXPECT_TRUE(key(strongest.keypoints[i]) == key(all.keypoints[i])) << i;
+  const Features half = run_one("sift backend=cuda upsample=false", GST_VIDEO_FORMAT_GRAY8, bgr);
+  ASSERT_GT(half.keypoints.size(), 10u);
+  for (const cv::KeyPoint &k : half.keypoints) ASSERT_NE(k.octave & 255, 255) << "no doubled octave without upsampling";
+}
+
+TEST(GpuSiftElement, AutoBackendRunsCuda) {
+  CS_REQUIRE_GPU();
+  const cv::Mat bgr = textured_bgr(kWidth, kHeight, cs_test::fresh_seed());
+  expect_same_keypoints(run_one("sift", GST_VIDEO_FORMAT_GRAY8, bgr),
+                        run_one("sift backend=cuda", GST_VIDEO_FORMAT_GRAY8, bgr));
+}
+
+TEST(GpuSiftElement, BadParametersFailAtStart) {
+  CS_REQUIRE_GPU();
+  const cv::Mat bgr = textured_bgr(64, 48, 1);
+  // sigma 20 needs a blur wider than the engine's widest kernel.
+  RunResult r = run("sift backend=cuda sigma=20", frame_caps(GST_VIDEO_FORMAT_GRAY8, 64, 48),
+                    {make_frame(bgr, GST_VIDEO_FORMAT_GRAY8)});
+  EXPECT_NE(r.error, "") << "an impossible sigma must be refused";
+}
+
+TEST(GpuSiftStages, StagedElementsEqualSift) {
+  CS_REQUIRE_GPU();
+  const cv::Mat bgr = textured_bgr(kWidth, kHeight, cs_test::fresh_seed());
+  const std::string params = "n-features=300 contrast-threshold=0.03";
+  const std::string output = "descriptor-format=rootsift grid-cols=3 grid-rows=2 max-per-cell=40";
+  for (GstVideoFormat format : {GST_VIDEO_FORMAT_GRAY8, GST_VIDEO_FORMAT_RGBA}) {
+    SCOPED_TRACE(gst_video_format_to_string(format));
+    const Features single = run_one("sift backend=cuda " + params + " " + output, format, bgr);
+    ASSERT_GT(single.keypoints.size(), 50u);
+    const Features staged =
+        run_one("siftpyramid " + params + " ! siftdetect ! siftdescribe " + output, format, bgr);
+    // RootSIFT of descriptors that may differ by one byte step: sqrt(1 / L1) at most, L1 >= 512.
+    expect_same_keypoints(staged, single, 0.05);
+  }
+}
+
+TEST(GpuSiftStages, QueuesBetweenStagesKeepEachFramesOwnState) {
+  CS_REQUIRE_GPU();
+  std::vector<cv::Mat> images;
+  for (uint32_t i = 0; i < 8; ++i) images.push_back(textured_bgr(kWidth, kHeight, cs_test::fresh_seed() + i));
+  const std::vector<Features> single = run_features("sift backend=cuda", GST_VIDEO_FORMAT_GRAY8, images);
+  for (const char *middle :
+       {"siftpyramid ! queue ! siftdetect ! queue ! siftdescribe",
+        "siftpyramid max-in-flight=3 ! queue max-size-buffers=2 ! siftdetect ! queue ! siftdescribe",
+        "gpuupload ! siftpyramid max-in-flight=1 ! queue ! siftdetect ! siftdescribe ! gpudownload"}) {
+    SCOPED_TRACE(middle);
+    const std::vector<Features> staged = run_features(middle, GST_VIDEO_FORMAT_GRAY8, images);
+    ASSERT_EQ(staged.size(), single.size());
+    for (size_t i = 0; i < staged.size(); ++i) expect_same_keypoints(staged[i], single[i]);
+  }
+}
+
+TEST(GpuSiftStages, MissingDetectIsAClearError) {
+  CS_REQUIRE_GPU();
+  const cv::Mat bgr = textured_bgr(64, 48, 1);
+  RunResult r = run("siftpyramid ! siftdescribe", frame_caps(GST_VIDEO_FORMAT_GRAY8, 64, 48),
+                    {make_frame(bgr, GST_VIDEO_FORMAT_GRAY8)});
+  EXPECT_NE(r.error.find("not detected"), std::string::npos) << r.everything();
+}
+
+TEST(GpuSiftStages, FrameWithoutKeypointsGivesAnEmptyMeta) {
+  CS_REQUIRE_GPU();
+  const cv::Mat flat(120, 160, CV_8UC3, cv::Scalar(40, 40, 40));
+  const Features f = run_one("siftpyramid ! siftdetect ! siftdescribe", GST_VIDEO_FORMAT_GRAY8, flat);
+  EXPECT_EQ(f.keypoints.size(), 0u);
+}
+
+TEST(GpuSiftOverlay, DeviceFramesAreDrawnLikeSystemFrames) {
+  CS_REQUIRE_GPU();
+  const cv::Mat bgr = textured_bgr(320, 240, cs_test::fresh_seed());
+  // Pixels the overlay changed (the frame's own pixels never equal the colour
+  // 0xff00ff exactly often enough to matter: they are compared before and after).
+  auto changed = [&](const std::string &middle, GstVideoFormat format) {
+    RunResult r = run(middle, frame_caps(format, 320, 240), {make_frame(bgr, format)});
+    EXPECT_EQ(r.error, "") << middle << ": " << r.everything();
+    cv::Mat mask = cv::Mat::zeros(240, 320, CV_8U);
+    if (r.buffers.empty()) return mask;
+    GstBuffer *before = make_frame(bgr, format);
+    GstVideoInfo info;
+    gst_video_info_set_format(&info, format, 320, 240);
+    GstVideoFrame a, b;
+    EXPECT_TRUE(gst_video_frame_map(&a, &info, before, GST_MAP_READ));
+    EXPECT_TRUE(gst_video_frame_map(&b, &info, r.buffers[0], GST_MAP_READ));
+    const int bytes = format == GST_VIDEO_FORMAT_GRAY8 ? 1 : 4;
+    for (int y = 0; y < 240; ++y) {
+      const uint8_t *pa = static_cast<const uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&a, 0)) + y * GST_VIDEO_FRAME_PLANE_STRIDE(&a, 0);
+      const uint8_t *pb = static_cast<const uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&b, 0)) + y * GST_VIDEO_FRAME_PLANE_STRIDE(&b, 0);
+      for (int x = 0; x < 320; ++x) mask.at<uchar>(y, x) = std::memcmp(pa + x * bytes, pb + x * bytes, size_t(bytes)) ? 255 : 0;
+    }
+    gst_video_frame_unmap(&a);
+    gst_video_frame_unmap(&b);
+    gst_buffer_unref(before);
+    return mask;
+  };
+  for (GstVideoFormat format : {GST_VIDEO_FORMAT_BGRx, GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_GRAY8}) {
+    SCOPED_TRACE(gst_video_format_to_string(format));
+    const cv::Mat cpu = changed("sift backend=cpu ! siftoverlay backend=cpu color=0xff00ff", format);
+    const cv::Mat gpu = changed(
+        "sift backend=cpu ! gpuupload ! video/x-raw(memory:CudaSensing) ! siftoverlay backend=cuda color=0xff00ff ! "
+        "gpudownload",
+        format);
+    ASSERT_GT(cv::countNonZero(cpu), 500) << "the overlay should have drawn something";
+    const auto [cpu_near, gpu_near] = near_fractions(cpu, gpu);
+    EXPECT_GE(cpu_near, 0.97);
+    EXPECT_GE(gpu_near, 0.97);
+    // A device frame on the CPU backend is mapped (downloaded), drawn by OpenCV, and stays a device frame.
+    const cv::Mat mapped = changed(
+        "sift backend=cpu ! gpuupload ! video/x-raw(memory:CudaSensing) ! siftoverlay backend=cpu color=0xff00ff ! "
+        "gpudownload",
+        format);
+    EXPECT_EQ(cv::countNonZero(mapped != cpu), 0);
+  }
+}
+
+TEST(GpuSiftOverlay, DrawingOneBranchOfATeeLeavesTheOtherAlone) {
+  CS_REQUIRE_GPU();
+  const cv::Mat bgr = textured_bgr(320, 240, cs_test::fresh_seed());
+  // Both branches share the device frame; the overlay must draw into a copy of its own.
+  RunResult r = run("sift backend=cpu ! gpuupload ! video/x-raw(memory:CudaSensing) ! tee name=t "
+                    "t. ! queue ! siftoverlay backend=cuda color=0xff0000 ! fakesink sync=false "
+                    "t. ! queue ! gpudownload",
+                    frame_caps(GST_VIDEO_FORMAT_BGRx, 320, 240),
+                    {make_frame(bgr, GST_VIDEO_FORMAT_BGRx), make_frame(bgr, GST_VIDEO_FORMAT_BGRx)});
+  ASSERT_EQ(r.error, "") << r.everything();
+  ASSERT_EQ(r.buffers.size(), 2u);
+  GstBuffer *expected = make_frame(bgr, GST_VIDEO_FORMAT_BGRx);
+  GstMapInfo want;
+  ASSERT_TRUE(gst_buffer_map(expected, &want, GST_MAP_READ));
+  for (GstBuffer *b : r.buffers) {
+    GstMapInfo got;
+    ASSERT_TRUE(gst_buffer_map(b, &got, GST_MAP_READ));
+    ASSERT_EQ(got.size, want.size);
+    EXPECT_EQ(std::memcmp(got.data, want.data, want.size), 0) << "the other branch's frame was drawn on";
+    gst_buffer_unmap(b, &got);
+  }
+  gst_buffer_unmap(expected, &want);
+  gst_buffer_unref(expected);
+}
+
+}  // namespace
