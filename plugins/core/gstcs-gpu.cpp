@@ -132,4 +132,20 @@ GstFlowReturn ElementGpu::prepare_output(GstBaseTransform *trans, GstBuffer *inp
   });
 }
 
+gboolean start_gpu(GstCsBaseTransform *element, const char *doing, std::unique_ptr<ElementGpu> *gpu) {
+  return guard_bool(GST_ELEMENT(element), doing, [&] {
+    *gpu = std::make_unique<ElementGpu>(gst_cs_base_transform_get_device_id(element));
+    return TRUE;
+  });
+}
+
+void finish_gpu(GstCsBaseTransform *element, ElementGpu *gpu) {
+  if (!gpu) return;
+  try {
+    gpu->synchronize();
+  } catch (const std::exception &e) {
+    GST_WARNING_OBJECT(element, "while stopping: %s", e.what());
+  }
+}
+
 }  // namespace gstcs

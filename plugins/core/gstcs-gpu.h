@@ -10,6 +10,7 @@
 #pragma once
 
 #include <gst/base/gstbasetransform.h>
+#include <gst/cudasensing/gstcsbasetransform.h>
 #include <gst/cudasensing/gstcsmemory.h>
 
 #include <deque>
@@ -79,5 +80,13 @@ class ElementGpu {
   GstAllocator *allocator_ = nullptr;
   std::unique_ptr<cs::StagedUploader> stager_;  // created on first system-memory input
 };
+
+// Start and stop of an element's CUDA side, the same in every element:
+// start_gpu makes `gpu` for the element's device-id (posting the driver's
+// reason on the element and returning FALSE when it cannot); finish_gpu
+// (gpu may be null) waits for the work still queued before the element's
+// state goes; a failure is logged, since stopping cannot fail.
+gboolean start_gpu(GstCsBaseTransform *element, const char *doing, std::unique_ptr<ElementGpu> *gpu);
+void finish_gpu(GstCsBaseTransform *element, ElementGpu *gpu);
 
 }  // namespace gstcs

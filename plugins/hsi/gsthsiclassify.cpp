@@ -368,21 +368,14 @@ static gboolean classify_start(GstCsBaseTransform *base) {
   GST_INFO_OBJECT(self, "library %s: %zu entries, %zu channels (%s)", st->settings.library.c_str(),
                   st->library->entries(), st->library->channels, range_text(st->library->wavelengths_nm).c_str());
   if (!use_cuda(self)) return TRUE;
-  return gstcs::guard_bool(GST_ELEMENT(self), "Starting CUDA classification", [&] {
-    st->gpu = std::make_unique<gstcs::ElementGpu>(gst_cs_base_transform_get_device_id(base));
-    return TRUE;
-  });
+  return gstcs::start_gpu(base, "Starting CUDA classification", &st->gpu);
 }
 
 static gboolean classify_stop(GstCsBaseTransform *base) {
   auto *self = GST_HSI_CLASSIFY(base);
   ClassifyState *st = self->state;
   if (!st) return TRUE;
-  try {
-    if (st->gpu) st->gpu->synchronize();
-  } catch (const std::exception &e) {
-    GST_WARNING_OBJECT(self, "while stopping: %s", e.what());
-  }
+  gstcs::finish_gpu(base, st->gpu.get());
   gst_clear_buffer(&st->device_scratch_map);  // device memory, before the device goes
   st->cuda.reset();
   st->gpu.reset();

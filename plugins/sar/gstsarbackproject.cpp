@@ -705,21 +705,14 @@ static gboolean bp_start(GstCsBaseTransform *base) {
   auto *self = GST_SAR_BACKPROJECT(base);
   self->state = new BackprojectState();
   if (!gst_cs_base_transform_use_cuda(base)) return TRUE;
-  return gstcs::guard_bool(GST_ELEMENT(self), "Starting backprojection on CUDA", [&] {
-    self->state->gpu = std::make_unique<gstcs::ElementGpu>(gst_cs_base_transform_get_device_id(base));
-    return TRUE;
-  });
+  return gstcs::start_gpu(base, "Starting backprojection on CUDA", &self->state->gpu);
 }
 
 static gboolean bp_stop(GstCsBaseTransform *base) {
   auto *self = GST_SAR_BACKPROJECT(base);
   BackprojectState *st = self->state;
   if (!st) return TRUE;
-  try {
-    if (st->gpu) st->gpu->synchronize();  // the device arrays go with the state
-  } catch (const std::exception &e) {
-    GST_WARNING_OBJECT(self, "while stopping: %s", e.what());
-  }
+  gstcs::finish_gpu(base, st->gpu.get());  // the device arrays go with the state
   delete st;
   self->state = nullptr;
   return TRUE;

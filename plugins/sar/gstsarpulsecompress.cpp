@@ -249,21 +249,14 @@ static gboolean compress_start(GstCsBaseTransform *base) {
   auto *self = GST_SAR_PULSE_COMPRESS(base);
   self->state = new CompressState();
   if (!gst_cs_base_transform_use_cuda(base)) return TRUE;
-  return gstcs::guard_bool(GST_ELEMENT(self), "Starting pulse compression on CUDA", [&] {
-    self->state->gpu = std::make_unique<gstcs::ElementGpu>(gst_cs_base_transform_get_device_id(base));
-    return TRUE;
-  });
+  return gstcs::start_gpu(base, "Starting pulse compression on CUDA", &self->state->gpu);
 }
 
 static gboolean compress_stop(GstCsBaseTransform *base) {
   auto *self = GST_SAR_PULSE_COMPRESS(base);
   CompressState *st = self->state;
   if (!st) return TRUE;
-  try {
-    if (st->gpu) st->gpu->synchronize();
-  } catch (const std::exception &e) {
-    GST_WARNING_OBJECT(self, "while stopping: %s", e.what());
-  }
+  gstcs::finish_gpu(base, st->gpu.get());
   delete st;
   self->state = nullptr;
   return TRUE;
