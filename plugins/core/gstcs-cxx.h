@@ -17,6 +17,15 @@ namespace gstcs {
 cs::MirroredBuffer &mirrored(GstMemory *mem);
 std::shared_ptr<cs::MirroredBuffer> mirrored_shared(GstMemory *mem);
 
+// `caps` (taken) limited to `filter` when there is one: the last step of
+// every transform_caps / get_caps.
+inline GstCaps *filtered(GstCaps *caps, GstCaps *filter) {
+  if (!filter) return caps;
+  GstCaps *both = gst_caps_intersect_full(filter, caps, GST_CAPS_INTERSECT_FIRST);
+  gst_caps_unref(caps);
+  return both;
+}
+
 // Posts GST_ELEMENT_ERROR for an exception escaping CUDA work: CUDA errors
 // with their CUDA text, anything else as a stream error.
 void post_error(GstElement *element, const char *doing, const std::exception &error);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "../core/gstcs-cxx.h"
 #include "gst/cudasensing/hsi/gsthsiblockmeta.h"
 #include "hsi-caps.h"
 #include "hsi/envi.h"
@@ -87,11 +88,7 @@ static GstCaps *envi_src_get_caps(GstBaseSrc *base, GstCaps *filter) {
     caps = gst_pad_get_pad_template_caps(GST_BASE_SRC_PAD(base));
   }
   GST_OBJECT_UNLOCK(self);
-  if (filter) {
-    GstCaps *tmp = gst_caps_intersect_full(filter, caps, GST_CAPS_INTERSECT_FIRST);
-    gst_caps_unref(caps);
-    caps = tmp;
-  }
+  caps = gstcs::filtered(caps, filter);
   return caps;
 }
 

@@ -15,6 +15,7 @@
 
 #include <gst/cudasensing/gstcsmemory.h>
 
+#include "../core/gstcs-cxx.h"
 #include "class-palette.h"
 #include "hsi/envi.h"
 
@@ -67,11 +68,7 @@ static GstCaps *colorize_transform_caps(GstBaseTransform *trans, GstPadDirection
     }
     result = gst_caps_merge_structure_full(result, s, gst_caps_features_new(GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY, nullptr));
   }
-  if (filter) {
-    GstCaps *tmp = gst_caps_intersect_full(filter, result, GST_CAPS_INTERSECT_FIRST);
-    gst_caps_unref(result);
-    result = tmp;
-  }
+  result = gstcs::filtered(result, filter);
   GST_LOG_OBJECT(trans, "%" GST_PTR_FORMAT " -> %" GST_PTR_FORMAT, caps, result);
   return result;
 }

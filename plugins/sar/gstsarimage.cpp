@@ -78,11 +78,7 @@ static GstCaps *image_transform_caps(GstBaseTransform *trans, GstPadDirection di
     result = gst_cs_caps_any_memory(media);
     gst_caps_unref(media);
   }
-  if (filter) {
-    GstCaps *both = gst_caps_intersect_full(filter, result, GST_CAPS_INTERSECT_FIRST);
-    gst_caps_unref(result);
-    result = both;
-  }
+  result = gstcs::filtered(result, filter);
   GST_DEBUG_OBJECT(trans, "%s %" GST_PTR_FORMAT " -> %" GST_PTR_FORMAT,
                    direction == GST_PAD_SINK ? "sink" : "src", caps, result);
   return result;

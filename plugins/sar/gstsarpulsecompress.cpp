@@ -194,11 +194,7 @@ static GstCaps *compress_transform_caps(GstBaseTransform *trans, GstPadDirection
   GstCaps *result = cuda ? gst_cs_caps_any_memory(media)
                          : gst_cs_caps_with_feature(media, GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY);
   gst_caps_unref(media);
-  if (filter) {
-    GstCaps *both = gst_caps_intersect_full(filter, result, GST_CAPS_INTERSECT_FIRST);
-    gst_caps_unref(result);
-    result = both;
-  }
+  result = gstcs::filtered(result, filter);
   GST_DEBUG_OBJECT(self, "%s %" GST_PTR_FORMAT " -> %" GST_PTR_FORMAT, direction == GST_PAD_SINK ? "sink" : "src",
                    caps, result);
   return result;
