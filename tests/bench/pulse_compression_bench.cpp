@@ -21,13 +21,9 @@
 //   pulse_compression_bench [--pulses N] [--samples N] [--repeats N] [--csv FILE]
 //
 // Without a CUDA device it says so and exits 0.
-#include <gst/app/gstappsink.h>
-#include <gst/app/gstappsrc.h>
-#include <gst/cudasensing/cudasensing.h>
 #include <gst/gst.h>
 
 #include <algorithm>
-#include <chrono>
 #include <complex>
 #include <cstdio>
 #include <cstdlib>
@@ -37,13 +33,13 @@
 #include <vector>
 
 #include "bench/bench_support.h"
+#include "bench/stream_support.h"
 #include "common/cuda_runtime.h"
 #include "sar/pulse_compressor.h"
 
 namespace {
 
 using namespace cs::sar;
-using Clock = std::chrono::steady_clock;
 
 constexpr int kDevice = 0;
 constexpr double kSampleRateHz = 180e6;  // sarsim's defaults: X band, 150 MHz chirp of 10 us
@@ -77,89 +73,23 @@ struct Row {
   double ms = 0, gsamples_s = 0, pass_gbps = 0, roofline_pct = 0, minimum_gbps = 0;
 };
 
-// A copy of `b` (bytes and metas) in page-locked memory.
-GstBuffer *page_locked_copy(GstBuffer *b) {
-  GstAllocator *pinned = gst_cs_pinned_allocator_get();
-  GstBuffer *copy = gst_buffer_new_allocate(pinned, gst_buffer_get_size(b), nullptr);
-  gst_object_unref(pinned);
-  GstMapInfo from, to;
-  gst_buffer_map(b, &from, GST_MAP_READ);
-  gst_buffer_map(copy, &to, GST_MAP_WRITE);
-  std::memcpy(to.data, from.data, from.size);
-  gst_buffer_unmap(copy, &to);
-  gst_buffer_unmap(b, &from);
-  gst_buffer_copy_into(copy, b, GstBufferCopyFlags(GST_BUFFER_COPY_METADATA), 0, static_cast<gsize>(-1));
-  return copy;
-}
-
-// appsrc ! gpuupload ! sarpulsecompress ! fakesink: GB/s of phase history.
+// appsrc ! `stages` ! fakesink: GB/s of phase history, median of `repeats`.
 double streamed_gbps(int64_t samples, int64_t pulses, int64_t pulses_per_buffer, bool ci16, bool page_locked,
                      const std::string &stages, int repeats) {
-  // The input: sarsim's caps and per-pulse meta on `distinct` buffers, pushed round robin.
-  const std::string sim = "sarsim num-pulses=" + std::to_string(4 * pulses_per_buffer) +
-                          " pulses-per-buffer=" + std::to_string(pulses_per_buffer) +
-                          " samples-per-pulse=" + std::to_string(samples) + (ci16 ? " format=ci16" : "") +
-                          " ! appsink name=out sync=false max-buffers=0";
-  GError *error = nullptr;
-  GstElement *source = gst_parse_launch(sim.c_str(), &error);
-  if (!source) {
-    std::fprintf(stderr, "pipeline %s: %s\n", sim.c_str(), error ? error->message : "?");
-    return 0;
-  }
-  GstElement *appsink = gst_bin_get_by_name(GST_BIN(source), "out");
-  gst_element_set_state(source, GST_STATE_PLAYING);
-  std::vector<GstSample *> inputs;
-  while (GstSample *s = gst_app_sink_try_pull_sample(GST_APP_SINK(appsink), 60 * GST_SECOND)) inputs.push_back(s);
-  gst_element_set_state(source, GST_STATE_NULL);
-  gst_object_unref(appsink);
-  gst_object_unref(source);
-  if (inputs.empty()) {
-    std::fprintf(stderr, "sarsim produced nothing\n");
-    return 0;
-  }
-  std::vector<GstBuffer *> buffers;
-  for (GstSample *s : inputs)
-    buffers.push_back(page_locked ? page_locked_copy(gst_sample_get_buffer(s))
-                                  : gst_buffer_ref(gst_sample_get_buffer(s)));
-  gchar *caps = gst_caps_to_string(gst_sample_get_caps(inputs[0]));
-  const std::string launch = std::string("appsrc name=src format=time max-buffers=4 block=true caps=\"") + caps +
-                             "\" ! " + stages + " ! " +
-                             "fakesink sync=false";
-  g_free(caps);
+  // The input: sarsim's caps and per-pulse meta on four distinct buffers, pushed round robin.
+  bench::CapturedStream stream("sarsim num-pulses=" + std::to_string(4 * pulses_per_buffer) +
+                               " pulses-per-buffer=" + std::to_string(pulses_per_buffer) +
+                               " samples-per-pulse=" + std::to_string(samples) + (ci16 ? " format=ci16" : "") +
+                               " ! appsink name=out sync=false max-buffers=0");
+  if (page_locked) stream.make_page_locked();
+  const int64_t pushes = pulses / pulses_per_buffer;
+  constexpr int64_t kWarmup = 8;  // every in-flight slot and pool filled once
   std::vector<double> rates;
   for (int r = 0; r < repeats; ++r) {
-    GstElement *pipeline = gst_parse_launch(launch.c_str(), &error);
-    if (!pipeline) {
-      std::fprintf(stderr, "pipeline %s: %s\n", launch.c_str(), error ? error->message : "?");
-      return 0;
-    }
-    GstElement *src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
-    gst_element_set_state(pipeline, GST_STATE_PLAYING);
-    const int64_t pushes = pulses / pulses_per_buffer;
-    constexpr int kWarmup = 8;  // every in-flight slot and pool filled once
-    Clock::time_point t0;
-    for (int64_t i = 0; i < pushes + kWarmup; ++i) {
-      if (i == kWarmup) t0 = Clock::now();
-      GstBuffer *b = gst_buffer_ref(buffers[static_cast<size_t>(i) % buffers.size()]);
-      if (gst_app_src_push_buffer(GST_APP_SRC(src), b) != GST_FLOW_OK) break;
-    }
-    gst_app_src_end_of_stream(GST_APP_SRC(src));
-    GstBus *bus = gst_element_get_bus(pipeline);
-    GstMessage *msg =
-        gst_bus_timed_pop_filtered(bus, 120 * GST_SECOND, GstMessageType(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
-    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    const bool ok = msg && GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS;
-    if (!ok) std::fprintf(stderr, "streamed run failed\n");
-    if (msg) gst_message_unref(msg);
-    gst_object_unref(bus);
-    gst_element_set_state(pipeline, GST_STATE_NULL);
-    gst_object_unref(src);
-    gst_object_unref(pipeline);
-    if (!ok) return 0;
-    rates.push_back(double(pushes * pulses_per_buffer * samples) * (ci16 ? 4.0 : 8.0) / seconds / 1e9);
+    const bench::StreamRun run = bench::push_through(stream, stages, pushes, kWarmup);
+    if (!run.ok) return 0;
+    rates.push_back(double(pushes * pulses_per_buffer * samples) * (ci16 ? 4.0 : 8.0) / run.seconds / 1e9);
   }
-  for (GstBuffer *b : buffers) gst_buffer_unref(b);
-  for (GstSample *s : inputs) gst_sample_unref(s);
   return bench::median(rates);
 }
 
