@@ -2,7 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 #include "common/device_resources.h"
 
@@ -27,7 +32,39 @@ inline void cpu_relax() {
 constexpr auto kSpinBeforeSleep = std::chrono::microseconds(200);
 }  // namespace
 
-ParallelCopier::ParallelCopier(int threads) {
+void copy_bytes(void *dst, const void *src, size_t bytes, CopyStores stores) {
+#if defined(__x86_64__)
+  if (stores == CopyStores::streaming && bytes >= 256) {
+    auto *d = static_cast<unsigned char *>(dst);
+    const auto *s = static_cast<const unsigned char *>(src);
+    // Up to the first 16-byte boundary of the destination, then 64 bytes per
+    // step in four streaming stores, then the rest.
+    const size_t head = (16 - (reinterpret_cast<uintptr_t>(d) & 15)) & 15;
+    std::memcpy(d, s, head);
+    d += head;
+    s += head;
+    size_t n = bytes - head;
+    for (; n >= 64; n -= 64, d += 64, s += 64) {
+      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i *>(s));
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(s + 16));
+      const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i *>(s + 32));
+      const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i *>(s + 48));
+      _mm_stream_si128(reinterpret_cast<__m128i *>(d), a);
+      _mm_stream_si128(reinterpret_cast<__m128i *>(d + 16), b);
+      _mm_stream_si128(reinterpret_cast<__m128i *>(d + 32), c);
+      _mm_stream_si128(reinterpret_cast<__m128i *>(d + 48), e);
+    }
+    std::memcpy(d, s, n);
+    _mm_sfence();  // the streaming stores are visible before anyone is told the copy is done
+    return;
+  }
+#else
+  (void)stores;
+#endif
+  std::memcpy(dst, src, bytes);
+}
+
+ParallelCopier::ParallelCopier(int threads, CopyStores stores) : stores_(stores) {
   for (int i = 1; i < threads; ++i) workers_.emplace_back(&ParallelCopier::worker, this, i);
 }
 
@@ -42,7 +79,7 @@ ParallelCopier::~ParallelCopier() {
 
 void ParallelCopier::copy(void *dst, const void *src, size_t bytes) {
   if (workers_.empty() || bytes < kParallelThreshold) {
-    std::memcpy(dst, src, bytes);
+    copy_bytes(dst, src, bytes, stores_);
     return;
   }
   dst_ = static_cast<unsigned char *>(dst);
@@ -57,7 +94,7 @@ void ParallelCopier::copy(void *dst, const void *src, size_t bytes) {
   // The calling thread does part 0.
   const size_t parts = workers_.size() + 1;
   const size_t part = (bytes / parts + 63) & ~size_t(63);
-  std::memcpy(dst, src, std::min(part, bytes));
+  copy_bytes(dst, src, std::min(part, bytes), stores_);
   while (pending_.load() != 0) cpu_relax();
 }
 
@@ -82,13 +119,13 @@ void ParallelCopier::worker(int index) {
     const size_t part = (bytes / parts + 63) & ~size_t(63);
     const size_t begin = std::min(bytes, part * size_t(index));
     const size_t end = index + 1 == int(parts) ? bytes : std::min(bytes, begin + part);
-    if (end > begin) std::memcpy(dst_ + begin, src_ + begin, end - begin);
+    if (end > begin) copy_bytes(dst_ + begin, src_ + begin, end - begin, stores_);
     pending_.fetch_sub(1);
   }
 }
 
-StagedUploader::StagedUploader(int device, size_t chunk_bytes, int slots, int threads)
-    : device_(device), chunk_bytes_(chunk_bytes), copier_(threads > 0 ? threads : default_copy_threads()) {
+StagedUploader::StagedUploader(int device, size_t chunk_bytes, int slots, int threads, CopyStores stores)
+    : device_(device), chunk_bytes_(chunk_bytes), copier_(threads > 0 ? threads : default_copy_threads(), stores) {
   DeviceGuard guard(device);
   slots_.resize(size_t(std::max(2, slots)));
   for (auto &slot : slots_) {

@@ -17,21 +17,33 @@
 
 namespace cs {
 
+// How a copy writes its destination: through the caches (memcpy), or with
+// non-temporal (streaming) stores that go straight to memory, so that a DMA
+// reading the destination right after does not find it dirty in the CPU's
+// caches. Streaming needs x86-64 (SSE2); elsewhere it is a plain memcpy.
+enum class CopyStores { cached, streaming };
+
+// Copies `bytes` with the given stores (the streaming stores are fenced
+// before return).
+void copy_bytes(void *dst, const void *src, size_t bytes, CopyStores stores);
+
 // A fixed team of threads that share one memcpy. Between jobs the workers
 // spin briefly before sleeping: a stream of buffers hands them a job every
 // few tens of microseconds, and waking sleeping threads costs about as much
 // as copying a megabyte.
 class ParallelCopier {
  public:
-  explicit ParallelCopier(int threads);
+  explicit ParallelCopier(int threads, CopyStores stores = CopyStores::cached);
   ~ParallelCopier();
   ParallelCopier(const ParallelCopier &) = delete;
   ParallelCopier &operator=(const ParallelCopier &) = delete;
   void copy(void *dst, const void *src, size_t bytes);
   int threads() const { return int(workers_.size()) + 1; }
+  CopyStores stores() const { return stores_; }
 
  private:
   void worker(int index);
+  CopyStores stores_;
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable start_cv_;
@@ -48,8 +60,10 @@ class ParallelCopier {
 class StagedUploader {
  public:
   // chunk_bytes: the unit of overlap; slots: chunks in flight at once;
-  // threads: host copy threads (0 = half the cores, at most 8).
-  StagedUploader(int device, size_t chunk_bytes = size_t(8) << 20, int slots = 4, int threads = 0);
+  // threads: host copy threads (0 = half the cores, at most 8); stores: how
+  // they write the page-locked chunks.
+  StagedUploader(int device, size_t chunk_bytes = size_t(8) << 20, int slots = 4, int threads = 0,
+                 CopyStores stores = CopyStores::cached);
   ~StagedUploader();
   StagedUploader(const StagedUploader &) = delete;
   StagedUploader &operator=(const StagedUploader &) = delete;

@@ -79,11 +79,13 @@ double raw_pageable_gbps(void *dst, const void *src, size_t bytes, int iteration
   return gbps(bytes * size_t(iterations), std::chrono::duration<double>(Clock::now() - t0).count());
 }
 
-// The staged uploader alone (no GStreamer) with `threads` host copy threads:
-// separates the staging's own cost from the element's per-buffer work.
-double staged_gbps(void *dev, const void *src, size_t bytes, int iterations, int threads) {
+// The staged uploader alone (no GStreamer) with `threads` host copy threads
+// writing with `stores`: separates the staging's own cost from the element's
+// per-buffer work.
+double staged_gbps(void *dev, const void *src, size_t bytes, int iterations, int threads,
+                   cs::CopyStores stores = cs::CopyStores::cached) {
   cs::Stream s(0);
-  cs::StagedUploader uploader(0, size_t(8) << 20, 4, threads);
+  cs::StagedUploader uploader(0, size_t(8) << 20, 4, threads, stores);
   uploader.upload(dev, src, bytes, s.get());
   s.synchronize();
   auto t0 = Clock::now();
@@ -121,11 +123,14 @@ void print_staging_costs() {
                "staging costs on the calling thread: cudaEventSynchronize (done) %.1f us, cudaEventRecord %.1f us, "
                "cudaMemcpyAsync call %.1f us, DeviceGuard %.2f us; 1 MiB host copy:",
                sync_us, record_us, copy_call_us, guard_us);
-  for (int threads : {1, 4, 8}) {
-    cs::ParallelCopier copier(threads);
-    copier.copy(staging, source.data(), kBytes);
-    std::fprintf(stderr, " %d threads %.1f us", threads,
-                 mean_us([&] { copier.copy(staging, source.data(), kBytes); }));
+  for (cs::CopyStores stores : {cs::CopyStores::cached, cs::CopyStores::streaming}) {
+    std::fprintf(stderr, "%s", stores == cs::CopyStores::cached ? "" : "; with streaming stores:");
+    for (int threads : {1, 4, 8}) {
+      cs::ParallelCopier copier(threads, stores);
+      copier.copy(staging, source.data(), kBytes);
+      std::fprintf(stderr, " %d threads %.1f us", threads,
+                   mean_us([&] { copier.copy(staging, source.data(), kBytes); }));
+    }
   }
   std::fprintf(stderr, "\n");
   cs::pinned_free(staging);
@@ -293,6 +298,8 @@ int main(int argc, char **argv) {
     const double staged1 = staged_gbps(dev, pmap.data, bytes, iterations, 1);
     const double staged4 = staged_gbps(dev, pmap.data, bytes, iterations, 4);
     const double staged8 = staged_gbps(dev, pmap.data, bytes, iterations, 8);
+    const double streamed4 = staged_gbps(dev, pmap.data, bytes, iterations, 4, cs::CopyStores::streaming);
+    const double streamed8 = staged_gbps(dev, pmap.data, bytes, iterations, 8, cs::CopyStores::streaming);
     gst_buffer_unmap(pageable, &pmap);
     GstBuffer *pinned_buf = gst_buffer_new_allocate(pinned, bytes, nullptr);
     gst_buffer_memset(pinned_buf, 0, 0x5a, bytes);
@@ -321,8 +328,10 @@ int main(int argc, char **argv) {
                  "         6 rotating page-locked buffers: H2D %.1f, D2H %.1f GB/s; gpudownload max-in-flight=2: %.1f, "
                  "=3: %.1f GB/s; pageable -> gpuupload ! gpudownload: %.1f GB/s each way\n",
                  h2d_rot, d2h_rot, down2, down3, round_trip);
-    std::fprintf(stderr, "         staged uploader alone (pageable source): 1 thread %.1f, 4 threads %.1f, 8 threads %.1f GB/s\n",
-                 staged1, staged4, staged8);
+    std::fprintf(stderr,
+                 "         staged uploader alone (pageable source): 1 thread %.1f, 4 threads %.1f, 8 threads %.1f GB/s; "
+                 "streaming stores: 4 threads %.1f, 8 threads %.1f GB/s\n",
+                 staged1, staged4, staged8, streamed4, streamed8);
     const auto pinned_stats = cs::pinned_cache().stats();
     const auto device_stats = cs::DeviceResources::get(0).device_cache().stats();
     std::fprintf(stderr, "         cache hits/misses: page-locked %zu/%zu, device %zu/%zu\n", pinned_stats.hits,

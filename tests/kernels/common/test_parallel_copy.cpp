@@ -38,4 +38,25 @@ TEST(ParallelCopier, ManyBackToBackJobs) {
   }
 }
 
+// Streaming stores: every byte for every alignment of source and destination
+// and sizes around the 16- and 64-byte steps, alone and through the team.
+TEST(ParallelCopier, StreamingStoresCopyEveryByte) {
+  auto src = cs_test::random_bytes((1 << 20) + 512, cs_test::fresh_seed());
+  std::vector<uint8_t> dst(src.size() + 64);
+  for (size_t n : {size_t(0), size_t(15), size_t(255), size_t(256), size_t(257), size_t(1000), size_t(4096 + 63)})
+    for (size_t src_offset : {0, 1, 7, 16}) {
+      for (size_t dst_offset : {0, 3, 8, 15}) {
+        std::fill(dst.begin(), dst.end(), 0xEE);
+        cs::copy_bytes(dst.data() + dst_offset, src.data() + src_offset, n, cs::CopyStores::streaming);
+        ASSERT_EQ(std::memcmp(dst.data() + dst_offset, src.data() + src_offset, n), 0) << n << " " << src_offset;
+        for (size_t i = 0; i < dst_offset; ++i) ASSERT_EQ(dst[i], 0xEE) << "wrote before the start";
+        for (size_t i = dst_offset + n; i < dst.size(); ++i) ASSERT_EQ(dst[i], 0xEE) << "wrote past the end";
+      }
+    }
+  cs::ParallelCopier copier(4, cs::CopyStores::streaming);
+  std::fill(dst.begin(), dst.end(), 0);
+  copier.copy(dst.data() + 5, src.data() + 3, (1 << 20) + 100);
+  ASSERT_EQ(std::memcmp(dst.data() + 5, src.data() + 3, (1 << 20) + 100), 0);
+}
+
 }  // namespace
