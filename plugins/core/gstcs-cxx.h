@@ -26,6 +26,12 @@ inline GstCaps *filtered(GstCaps *caps, GstCaps *filter) {
   return both;
 }
 
+// `media` (kept) in the memories an element offers: device or system memory
+// when it runs on CUDA, system memory on the CPU.
+inline GstCaps *in_memories(const GstCaps *media, bool cuda) {
+  return cuda ? gst_cs_caps_any_memory(media) : gst_cs_caps_with_feature(media, GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY);
+}
+
 // Posts GST_ELEMENT_ERROR for an exception escaping CUDA work: CUDA errors
 // with their CUDA text, anything else as a stream error.
 void post_error(GstElement *element, const char *doing, const std::exception &error);

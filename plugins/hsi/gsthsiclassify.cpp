@@ -437,8 +437,7 @@ static GstCaps *classify_transform_caps(GstBaseTransform *trans, GstPadDirection
     }
     media = gst_caps_merge_structure(media, out);
   }
-  GstCaps *result = cuda ? gst_cs_caps_any_memory(media)
-                         : gst_cs_caps_with_feature(media, GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY);
+  GstCaps *result = gstcs::in_memories(media, cuda);
   gst_caps_unref(media);
   result = gstcs::filtered(result, filter);
   GST_LOG_OBJECT(self, "%s %" GST_PTR_FORMAT " -> %" GST_PTR_FORMAT, direction == GST_PAD_SINK ? "sink" : "src",
@@ -608,8 +607,7 @@ static bool prepare_rules_pad(GstHsiClassify *self, GstPad *pad) {
     st->rules_pad_caps_stale = false;
   }
   if (media) {
-    GstCaps *offer = st->gpu ? gst_cs_caps_any_memory(media)
-                             : gst_cs_caps_with_feature(media, GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY);
+    GstCaps *offer = gstcs::in_memories(media, st->gpu != nullptr);
     GstCaps *accepted = gst_pad_peer_query_caps(pad, offer);
     if (gst_caps_is_empty(accepted)) {
       GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Downstream of the rules pad takes no rule images"),

@@ -241,8 +241,7 @@ static GstCaps *bp_transform_caps(GstBaseTransform *trans, GstPadDirection direc
   } else {
     media = gst_caps_from_string(SINK_CAPS);
   }
-  GstCaps *result = cuda ? gst_cs_caps_any_memory(media)
-                         : gst_cs_caps_with_feature(media, GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY);
+  GstCaps *result = gstcs::in_memories(media, cuda);
   gst_caps_unref(media);
   result = gstcs::filtered(result, filter);
   GST_DEBUG_OBJECT(trans, "%s %" GST_PTR_FORMAT " -> %" GST_PTR_FORMAT,
