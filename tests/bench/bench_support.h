@@ -61,24 +61,41 @@ class DeviceArray {
   void *ptr_;
 };
 
+// CUDA-event timing of the work between start() and stop_ms() on a stream.
+class EventTimer {
+ public:
+  explicit EventTimer(int device) : start_(cs::timing_event_create(device)), stop_(cs::timing_event_create(device)) {}
+  ~EventTimer() {
+    cs::event_destroy(start_);
+    cs::event_destroy(stop_);
+  }
+  EventTimer(const EventTimer &) = delete;
+  EventTimer &operator=(const EventTimer &) = delete;
+  void start(cs::StreamHandle s) { cs::event_record(start_, s); }
+  double stop_ms(cs::StreamHandle s) {
+    cs::event_record(stop_, s);
+    cs::event_synchronize(stop_);
+    return cs::event_elapsed_ms(start_, stop_);
+  }
+
+ private:
+  cs::EventHandle start_, stop_;
+};
+
 // Milliseconds of the work `enqueue` puts on `stream` (CUDA events): one
 // untimed warm-up call (plans, caches, first allocations), then the median of
 // `repeats` timed calls.
 template <class Enqueue>
 double timed_ms(cs::StreamHandle stream, int device, int repeats, Enqueue enqueue) {
-  cs::EventHandle start = cs::timing_event_create(device), stop = cs::timing_event_create(device);
+  EventTimer timer(device);
   enqueue();
   cs::stream_synchronize(stream);
   std::vector<double> ms;
   for (int r = 0; r < std::max(1, repeats); ++r) {
-    cs::event_record(start, stream);
+    timer.start(stream);
     enqueue();
-    cs::event_record(stop, stream);
-    cs::event_synchronize(stop);
-    ms.push_back(cs::event_elapsed_ms(start, stop));
+    ms.push_back(timer.stop_ms(stream));
   }
-  cs::event_destroy(start);
-  cs::event_destroy(stop);
   return median(ms);
 }
 

@@ -36,6 +36,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_support.h"
+#include "bench/stream_support.h"
 #include "common/cuda_runtime.h"
 #include "hsi/classifier.h"
 #include "hsi/convert.h"
@@ -58,39 +60,14 @@ struct Options {
   const char *csv = nullptr;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::median;
 
-class Timer {
- public:
-  Timer() : start_(cs::timing_event_create(kDevice)), stop_(cs::timing_event_create(kDevice)) {}
-  ~Timer() {
-    cs::event_destroy(start_);
-    cs::event_destroy(stop_);
-  }
-  void start(cs::StreamHandle s) { cs::event_record(start_, s); }
-  double stop_ms(cs::StreamHandle s) {
-    cs::event_record(stop_, s);
-    cs::event_synchronize(stop_);
-    return cs::event_elapsed_ms(start_, stop_);
-  }
-
- private:
-  cs::EventHandle start_, stop_;
+// Timing and device arrays on the benchmark's device.
+struct Timer : bench::EventTimer {
+  Timer() : bench::EventTimer(kDevice) {}
 };
-
-class DeviceArray {
- public:
-  explicit DeviceArray(size_t bytes) : ptr_(cs::device_alloc(std::max<size_t>(bytes, 1), kDevice)) {}
-  ~DeviceArray() { cs::device_free(ptr_, kDevice); }
-  DeviceArray(const DeviceArray &) = delete;
-  DeviceArray &operator=(const DeviceArray &) = delete;
-  void *get() const { return ptr_; }
-
- private:
-  void *ptr_;
+struct DeviceArray : bench::DeviceArray {
+  explicit DeviceArray(size_t bytes) : bench::DeviceArray(bytes, kDevice) {}
 };
 
 // A fast generator for hundreds of millions of samples (xorshift64*).
@@ -229,16 +206,7 @@ double pinned_h2d_gbps(size_t bytes, int copies) {
   return double(bytes) * copies / (ms / 1e3) / 1e9;
 }
 
-struct LastBuffer {
-  GstBuffer *buffer = nullptr;
-  gint seen = 0;
-  static GstPadProbeReturn probe(GstPad *, GstPadProbeInfo *info, gpointer data) {
-    auto *self = static_cast<LastBuffer *>(data);
-    gst_buffer_replace(&self->buffer, GST_PAD_PROBE_INFO_BUFFER(info));
-    g_atomic_int_inc(&self->seen);
-    return GST_PAD_PROBE_OK;
-  }
-};
+using bench::LastBuffer;
 
 [[noreturn]] void die(const std::string &what) {
   std::fprintf(stderr, "hsi_bench: %s\n", what.c_str());

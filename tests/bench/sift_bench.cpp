@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_support.h"
 #include "common/cuda_runtime.h"
 #include "kernels/sift/sift_test_util.h"
 #include "sift/sift_cuda.h"
@@ -39,10 +40,7 @@ struct Row {
   double matched = 0;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
+using bench::median;
 
 cv::Mat source_picture(const std::string &name) {
   cv::Mat m = sift_test::load_skimage(name);

@@ -79,6 +79,18 @@ class CapturedStream {
   std::vector<GstBuffer *> buffers_;
 };
 
+// A pad probe's record of the last buffer that passed and how many did.
+struct LastBuffer {
+  GstBuffer *buffer = nullptr;
+  gint seen = 0;
+  static GstPadProbeReturn probe(GstPad *, GstPadProbeInfo *info, gpointer data) {
+    auto *self = static_cast<LastBuffer *>(data);
+    gst_buffer_replace(&self->buffer, GST_PAD_PROBE_INFO_BUFFER(info));
+    g_atomic_int_inc(&self->seen);
+    return GST_PAD_PROBE_OK;
+  }
+};
+
 // One run of appsrc ! `stages` ! fakesink name=sink.
 struct StreamRun {
   bool ok = false;

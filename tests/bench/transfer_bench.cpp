@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/stream_support.h"
 #include "common/cuda_runtime.h"
 #include "common/staged_copy.h"
 #include "common/device_resources.h"
@@ -137,16 +138,7 @@ void print_staging_costs() {
   cs::device_free(dev, 0);
 }
 
-struct LastBuffer {
-  GstBuffer *buffer = nullptr;
-  gint seen = 0;
-  static GstPadProbeReturn probe(GstPad *, GstPadProbeInfo *info, gpointer data) {
-    auto *self = static_cast<LastBuffer *>(data);
-    gst_buffer_replace(&self->buffer, GST_PAD_PROBE_INFO_BUFFER(info));
-    g_atomic_int_inc(&self->seen);
-    return GST_PAD_PROBE_OK;
-  }
-};
+using bench::LastBuffer;
 
 // Buffers pushed before timing starts: enough to fill every in-flight slot
 // and pool once, so the table shows the steady state of a stream rather than
