@@ -22,6 +22,24 @@ using hsi_test::ScratchDir;
 
 namespace {
 
+// Rule-image caps: f32 BSQ hyperspectral blocks of `samples` samples with one
+// band per class, named; returns the band names (null, after a failure, when absent).
+const GValue *expect_rule_image_caps(const GstCaps *caps, size_t classes, size_t samples) {
+  const GstStructure *s = gst_caps_get_structure(caps, 0);
+  int bands = 0, width = 0;
+  EXPECT_TRUE(gst_structure_has_name(s, "application/x-hyperspectral"));
+  EXPECT_TRUE(gst_structure_get_int(s, "bands", &bands) && size_t(bands) == classes);
+  EXPECT_TRUE(gst_structure_get_int(s, "samples", &width) && size_t(width) == samples);
+  EXPECT_STREQ(gst_structure_get_string(s, "interleave"), "bsq");
+  EXPECT_STREQ(gst_structure_get_string(s, "format"), "f32");
+  const GValue *names = gst_structure_get_value(s, "band-names");
+  EXPECT_NE(names, nullptr);
+  if (names) {
+    EXPECT_EQ(gst_value_array_get_size(names), classes);
+  }
+  return names;
+}
+
 // The class maps of a run stitched into one lines x samples label image
 // (checking caps, strides and the block meta on the way).
 ::testing::AssertionResult stitch(const RunResult &r, size_t samples, size_t lines, std::vector<uint32_t> *labels,
@@ -307,16 +325,8 @@ TEST(HsiClassifyRealData, RuleImagesEqualKernelRuleImages) {
                                                                 library_path + "\" entries=\"" + entries + "\""));
   ASSERT_TRUE(r.error.empty()) << r.everything();
   ASSERT_EQ(r.samples.size(), 3u);
-  const GstStructure *s = gst_caps_get_structure(r.samples[0].caps, 0);
-  int bands = 0, samples = 0;
-  EXPECT_TRUE(gst_structure_has_name(s, "application/x-hyperspectral"));
-  EXPECT_TRUE(gst_structure_get_int(s, "bands", &bands) && size_t(bands) == K);
-  EXPECT_TRUE(gst_structure_get_int(s, "samples", &samples) && size_t(samples) == h.samples);
-  EXPECT_STREQ(gst_structure_get_string(s, "interleave"), "bsq");
-  EXPECT_STREQ(gst_structure_get_string(s, "format"), "f32");
-  const GValue *names = gst_structure_get_value(s, "band-names");
+  const GValue *names = expect_rule_image_caps(r.samples[0].caps, K, h.samples);
   ASSERT_NE(names, nullptr);
-  EXPECT_EQ(gst_value_array_get_size(names), K);
   size_t finite = 0;
   for (size_t i = 0; i < r.samples.size(); ++i) {
     SCOPED_TRACE("block " + std::to_string(i));
@@ -456,16 +466,8 @@ TEST(HsiClassify, RulesPadNextToClassMapEqualsKernelScores) {
     for (size_t i = 0; i < rules.size(); ++i) {
       SCOPED_TRACE("block " + std::to_string(i));
       const size_t first = 3 * i, count = std::min<size_t>(3, h.lines - first);
-      const GstStructure *s = gst_caps_get_structure(rules[i].caps, 0);
-      int bands = 0, samples = 0;
-      EXPECT_TRUE(gst_structure_has_name(s, "application/x-hyperspectral"));
-      EXPECT_TRUE(gst_structure_get_int(s, "bands", &bands) && size_t(bands) == K);
-      EXPECT_TRUE(gst_structure_get_int(s, "samples", &samples) && size_t(samples) == h.samples);
-      EXPECT_STREQ(gst_structure_get_string(s, "interleave"), "bsq");
-      EXPECT_STREQ(gst_structure_get_string(s, "format"), "f32");
-      const GValue *names = gst_structure_get_value(s, "band-names");
+      const GValue *names = expect_rule_image_caps(rules[i].caps, K, h.samples);
       ASSERT_NE(names, nullptr);
-      ASSERT_EQ(gst_value_array_get_size(names), K);
       EXPECT_STREQ(g_value_get_string(gst_value_array_get_value(names, 2)), "blue");
       EXPECT_FALSE(gst_cs_caps_has_device_feature(rules[i].caps)) << "the CPU backend produces system memory";
       GstHsiBlockMeta *meta = gst_buffer_get_hsi_block_meta(rules[i].buffer);
