@@ -40,14 +40,15 @@ namespace {
 // Pulses per FFT batch. The CPU keeps its work buffers cache-sized; cuFFT
 // needs big batches to reach the memory bandwidth (on an H200, 8192-sample
 // pulses: 55% of the roofline in batches of 256, 75% in batches of 4096), up
-// to a device work buffer of kMaxCudaWorkBytes.
+// to kMaxCudaWorkBytes of output rows per batch (the size that cuFFT's work
+// area follows).
 constexpr int64_t kCpuPulsesPerCall = 256;
 constexpr int64_t kMaxCudaPulsesPerCall = 4096;
 constexpr int64_t kMaxCudaWorkBytes = int64_t(256) << 20;
 
-int64_t pulses_per_call(bool cuda, int64_t samples_per_pulse) {
+int64_t pulses_per_call(bool cuda, int64_t bins_per_pulse) {
   if (!cuda) return kCpuPulsesPerCall;
-  const int64_t fitting = kMaxCudaWorkBytes / std::max<int64_t>(1, samples_per_pulse * 8);
+  const int64_t fitting = kMaxCudaWorkBytes / std::max<int64_t>(1, bins_per_pulse * 8);
   return std::clamp(fitting, kCpuPulsesPerCall, kMaxCudaPulsesPerCall);
 }
 
@@ -155,7 +156,7 @@ static cs::sar::PulseCompressionConfig make_config(GstSarPulseCompress *self, co
     c.reference_waveform = read_reference_waveform(reference);
   c.frequency_step_hz = f.frequency_step_hz;
   c.sgn = f.phase_sign;
-  c.max_pulses_per_block = pulses_per_call(self->state && self->state->gpu, f.samples_per_pulse);
+  c.max_pulses_per_block = pulses_per_call(self->state && self->state->gpu, f.samples_per_pulse * c.upsample);
   return c;
 }
 
