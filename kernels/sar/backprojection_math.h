@@ -31,16 +31,19 @@
 //          under 0.05 um for tiles of 2 m pixels at 1 km range, so it stays far
 //          below float rounding in any SAR geometry with pixels up to a few
 //          metres. Double precision matters only in the per-(tile, pulse)
-//          record; no large coordinates meet in float.
-//  Mixed   additionally keeps the pixel's phase exact to float rounding of
-//          numbers under one turn (each step product c * turns_per_column is
-//          reduced modulo one turn exactly, with a fused multiply-add) and uses
-//          the correctly rounded sine and cosine of pi.
+//          record; no large coordinates meet in float. On the GPU both modes
+//          take the hardware's reciprocal square root, and the sine and
+//          cosine of the phase once it is reduced to half a turn (absolute
+//          error 2^-20.5, near the float rounding of the phase itself), and
+//          split numbers into integer and fraction with additions instead of
+//          conversions.
+//  Mixed   keeps the pixel's phase exact to the float rounding of numbers
+//          under one turn: each step product c * turns_per_column is reduced
+//          modulo one turn exactly, with a fused multiply-add.
 //  Fast    sums the phase terms before one reduction (a pixel's phase is then
-//          exact to the float rounding of a few turns) and, on the GPU, takes
-//          the hardware's approximate sine, cosine and reciprocal square root
-//          and splits numbers into integer and fraction with additions
-//          instead of conversions.
+//          exact to the float rounding of a few turns) and, with Knab
+//          interpolation, takes the hardware's approximate exponential and
+//          division for the kernel weights.
 #pragma once
 
 #include <math.h>
@@ -173,7 +176,7 @@ CS_HD KnabKernel make_knab_kernel(int taps, double oversampling) {
 }
 
 // ---------------------------------------------------------------- scalar helpers
-// kFastMath selects CUDA's fast intrinsics (fast mode only); the host always
+// kFastMath selects CUDA's fast intrinsics (where the modes above say); the host always
 // uses the C library. On the device, fma is explicit; on the host a plain
 // multiply-add (x86-64 without -mfma would make fma a slow library call), so
 // CPU and CUDA results differ by rounding: tests state that tolerance.
@@ -488,10 +491,8 @@ CS_HD TileRecord make_tile_record(const PulseGeometry &p, Pos3 reference, const 
 
 // Mixed (kFastMath false) and fast (true): acc += the contribution of the
 // pulse behind `r` to pixel `px`. kKnownInside: the caller knows that
-// r.tile_inside holds (a GPU chunk of pulses where it holds for all). Both take the sine and cosine of a phase
-// reduced to [-1/2, 1/2] turn from the GPU's special-function unit (absolute
-// error 2^-20.5, near the float rounding of the phase itself); the host uses
-// the C library.
+// r.tile_inside holds (a GPU chunk of pulses where it holds for all). The
+// host uses the C library where the GPU takes its hardware functions.
 template <Interpolation I, int kLegs, bool kFastMath, bool kKnownInside = false>
 CS_HD void accumulate_tile(Complex<float> &acc, const TileRecord &r, const TilePixel &px, const Cf32 *profile,
                            int bins, const KnabKernel &knab) {
