@@ -82,9 +82,12 @@ GType interpolation_get_type() {
 GType precision_get_type() {
   static GType type = 0;
   static const GEnumValue values[] = {
-      {int(cs::sar::Precision::Fast), "Float per pixel with ranges relative to a per-tile reference (fastest)",
+      {int(cs::sar::Precision::Fast),
+       "Per-tile references in double, each pixel's offset from them in float, phase summed before reduction "
+       "(fastest; about 120 dB signal-to-error)",
        "fast"},
-      {int(cs::sar::Precision::Mixed), "Ranges and phases in double, interpolation and sums in float", "mixed"},
+      {int(cs::sar::Precision::Mixed),
+       "As fast, with each pixel's phase steps reduced modulo one turn exactly (about 123-125 dB)", "mixed"},
       {int(cs::sar::Precision::Double), "Everything in double (the reference)", "double"},
       {0, nullptr, nullptr}};
   if (g_once_init_enter(&type)) g_once_init_leave(&type, g_enum_register_static("GstSarPrecision", values));
