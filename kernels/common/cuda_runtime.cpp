@@ -202,6 +202,9 @@ float event_elapsed_ms(EventHandle start, EventHandle stop) {
 }
 
 void event_destroy(EventHandle event) noexcept { cudaEventDestroy(event); }
+void launch_host_func(StreamHandle stream, void (*fn)(void *), void *data) {
+  check(cudaLaunchHostFunc(stream, fn, data), "cudaLaunchHostFunc");
+}
 void event_record(EventHandle event, StreamHandle stream) { check(cudaEventRecord(event, stream), "cudaEventRecord"); }
 void event_synchronize(EventHandle event) { check(cudaEventSynchronize(event), "cudaEventSynchronize"); }
 
@@ -258,6 +261,7 @@ void event_record(EventHandle, StreamHandle) { no_cuda(); }
 void event_synchronize(EventHandle) { no_cuda(); }
 bool event_done(EventHandle) { no_cuda(); }
 void stream_wait(StreamHandle, EventHandle) { no_cuda(); }
+void launch_host_func(StreamHandle, void (*)(void *), void *) { no_cuda(); }
 void copy_async(void *, const void *, size_t, StreamHandle) { no_cuda(); }
 void memset_async(void *, int, size_t, StreamHandle) { no_cuda(); }
 void fill_random_async(void *, size_t, unsigned, StreamHandle) { no_cuda(); }

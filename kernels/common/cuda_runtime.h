@@ -76,6 +76,9 @@ bool event_done(EventHandle event);
 EventHandle timing_event_create(int device);
 float event_elapsed_ms(EventHandle start, EventHandle stop);
 void stream_wait(StreamHandle stream, EventHandle event);
+// Runs `fn(data)` on a driver thread once `stream` reaches this point; the
+// stream waits for it to return. `fn` must not call CUDA.
+void launch_host_func(StreamHandle stream, void (*fn)(void *), void *data);
 
 // Asynchronous copy; direction inferred from the pointers (unified addressing).
 void copy_async(void *dst, const void *src, size_t bytes, StreamHandle stream);

@@ -7,6 +7,10 @@
 
 namespace gstcs {
 
+bool direct_dma_source(GstMemory *mem, const GstMapInfo &map) {
+  return gst_is_cs_pinned_memory(mem) || cs::is_pinned_host(map.data);
+}
+
 ElementGpu::ElementGpu(int device) : device_(device), stream_(device) {
   GError *error = nullptr;
   allocator_ = gst_cs_allocator_get(device, &error);
@@ -68,6 +72,7 @@ ElementGpu::Input ElementGpu::read(GstBuffer *buffer) {
   auto scratch = std::make_shared<cs::MirroredBuffer>(device_, in.size_ > 0 ? in.size_ : 1);
   auto *dst = static_cast<guint8 *>(scratch->begin_device_write(in.stream_, true));
   gsize offset = 0;
+  bool reads_host_pages = false;
   for (guint i = 0; i < gst_buffer_n_memory(buffer); ++i) {
     GstMemory *mem = gst_buffer_peek_memory(buffer, i);
     if (gst_is_cs_memory(mem) && gst_cs_memory_get_device_id(mem) == device_) {
@@ -80,18 +85,22 @@ ElementGpu::Input ElementGpu::read(GstBuffer *buffer) {
     }
     GstMapInfo map;
     if (!gst_memory_map(mem, &map, GST_MAP_READ)) throw std::runtime_error("cannot map an input buffer");
-    if (gst_is_cs_pinned_memory(mem) || cs::is_pinned_host(map.data)) {
-      // DMA straight from the input's pages: they are held until it is done.
+    if (direct_dma_source(mem, map)) {
       cs::copy_async(dst + offset, map.data, map.size, in.stream_);
-      cs::Event copied = cs::DeviceResources::get(device_).take_event();
-      copied.record(in.stream_);
-      held_.push_back({std::move(copied), gst_buffer_ref(buffer)});
     } else {
       if (!stager_) stager_ = std::make_unique<cs::StagedUploader>(device_);
       stager_->upload(dst + offset, map.data, map.size, in.stream_);
     }
+    reads_host_pages = true;
     offset += map.size;
     gst_memory_unmap(mem, &map);
+  }
+  if (reads_host_pages) {
+    // The DMA (or the staging thread) reads the input's pages after this
+    // returns: they are held until the copy is done.
+    cs::Event copied = cs::DeviceResources::get(device_).take_event();
+    copied.record(in.stream_);
+    held_.push_back({std::move(copied), gst_buffer_ref(buffer)});
   }
   scratch->end_device_write(in.stream_);
   in.data_ = scratch->begin_device_read(in.stream_);

@@ -3,8 +3,10 @@
 //   - its own stream (kernels of consecutive buffers queue up on it, and
 //     transfers of other elements overlap on theirs);
 //   - input in either memory: device memory is read in place (the stream
-//     waits for the producer's event), system memory is staged up through
-//     page-locked chunks into a scratch device block;
+//     waits for the producer's event), system memory is copied into a
+//     scratch device block, by DMA from its own pages when they are
+//     page-locked, else staged up through page-locked chunks by the
+//     staging thread; either way the input is held until it is copied;
 //   - output in device memory. Downstream that negotiated system memory gets
 //     the same buffer: GstCsMemory maps for the CPU by downloading itself.
 #pragma once
@@ -21,6 +23,10 @@
 #include "common/staged_copy.h"
 
 namespace gstcs {
+
+// Whether the device may DMA straight from `map`, a read mapping of `mem`
+// (page-locked memory), rather than staging it.
+bool direct_dma_source(GstMemory *mem, const GstMapInfo &map);
 
 class ElementGpu {
  public:
@@ -67,7 +73,7 @@ class ElementGpu {
   void synchronize() { stream_.synchronize(); }
 
  private:
-  // Input buffers whose own page-locked pages the device is still reading.
+  // Input buffers whose pages are still being read (by DMA or the staging thread).
   struct HeldInput {
     cs::Event copied;
     GstBuffer *buffer;

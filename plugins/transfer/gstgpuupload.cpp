@@ -3,10 +3,11 @@
  * Copies run asynchronously on the element's own stream: the output buffer
  * carries a "ready" event and is pushed at once, so the upload of buffer N+1
  * overlaps downstream work on buffer N. Page-locked input (for instance from
- * the pinned allocator this element proposes upstream) is DMA'd directly and
- * kept alive until its copy completes; pageable input goes through a staging
- * pipeline (several host threads filling page-locked chunks while earlier
- * chunks are on the wire). Buffers already in device memory pass through. */
+ * the pinned allocator this element proposes upstream) is DMA'd directly;
+ * pageable input goes through a staging
+ * pipeline (a copy thread and its team filling page-locked chunks while
+ * earlier chunks are on the wire). Either way the input is kept until its
+ * copy completes. Buffers already in device memory pass through. */
 #include "gstgpuupload.h"
 
 #include <gst/cudasensing/gstcsbufferpool.h>
@@ -16,6 +17,7 @@
 #include <memory>
 
 #include "../core/gstcs-cxx.h"
+#include "../core/gstcs-gpu.h"
 #include "common/device_resources.h"
 #include "common/staged_copy.h"
 #include "transfer-caps.h"
@@ -24,8 +26,7 @@ GST_DEBUG_CATEGORY_STATIC(gst_gpu_upload_debug);
 #define GST_CAT_DEFAULT gst_gpu_upload_debug
 
 namespace {
-// One upload still running on the device. `input` is held (non-NULL) when
-// the device reads the input's own page-locked pages.
+// One upload still running, and the input it reads from.
 struct InFlight {
   cs::Event copied;
   GstBuffer *input;
@@ -51,7 +52,7 @@ struct UploadState {
         front.copied.synchronize();
       else if (!front.copied.done())
         break;
-      if (front.input) gst_buffer_unref(front.input);
+      gst_buffer_unref(front.input);
       cs::DeviceResources::get(device).return_event(std::move(front.copied));
       in_flight.pop_front();
     }
@@ -269,27 +270,25 @@ static GstFlowReturn upload_transform(GstBaseTransform *trans, GstBuffer *inbuf,
     GstMemory *out_mem = gst_buffer_peek_memory(outbuf, 0);
     cs::MirroredBuffer &dst = gstcs::mirrored(out_mem);
     auto *d = static_cast<guint8 *>(dst.begin_device_write(st->stream.get(), true)) + out_mem->offset;
-    bool direct_dma = false;
     gsize offset = 0;
     const guint n = gst_buffer_n_memory(inbuf);
     for (guint i = 0; i < n; ++i) {
       GstMemory *mem = gst_buffer_peek_memory(inbuf, i);
       GstMapInfo map;
       if (!gst_memory_map(mem, &map, GST_MAP_READ)) throw std::runtime_error("cannot map the input buffer");
-      if (gst_is_cs_pinned_memory(mem) || cs::is_pinned_host(map.data)) {
+      if (gstcs::direct_dma_source(mem, map))
         cs::copy_async(d + offset, map.data, map.size, st->stream.get());
-        direct_dma = true;
-      } else {
+      else
         st->stager->upload(d + offset, map.data, map.size, st->stream.get());
-      }
       offset += map.size;
       gst_memory_unmap(mem, &map);
     }
     dst.end_device_write(st->stream.get());
     cs::Event copied = cs::DeviceResources::get(st->device).take_event();
     copied.record(st->stream.get());
-    // With direct DMA the device reads the input's own pages: keep them.
-    st->in_flight.push_back({std::move(copied), direct_dma ? gst_buffer_ref(inbuf) : nullptr});
+    // The device (or the staging thread) reads the input's pages after this
+    // returns: keep them until the copy is done.
+    st->in_flight.push_back({std::move(copied), gst_buffer_ref(inbuf)});
     st->retire(self->max_in_flight);
     return GST_FLOW_OK;
   });

@@ -2,7 +2,7 @@
 // cudaMemcpyAsync from page-locked memory and a plain pageable cudaMemcpy, in
 // the same run. Prints a table; `--csv FILE` also writes the figures.
 //
-//   transfer_bench [--sizes 1,4,16,64,256] [--total-mib 4096] [--csv out.csv]
+//   transfer_bench [--sizes 1,4,16,64,256] [--total-mib 4096] [--runs 3] [--csv out.csv]
 //
 // Element rows time a whole pipeline (appsrc ! element ! fakesink) from the
 // first push until the last buffer's copy has completed on the device.
@@ -14,6 +14,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -84,7 +86,7 @@ double raw_pageable_gbps(void *dst, const void *src, size_t bytes, int iteration
 // writing with `stores`: separates the staging's own cost from the element's
 // per-buffer work.
 double staged_gbps(void *dev, const void *src, size_t bytes, int iterations, int threads,
-                   cs::CopyStores stores = cs::CopyStores::cached) {
+                   cs::CopyStores stores = cs::CopyStores::automatic) {
   cs::Stream s(0);
   cs::StagedUploader uploader(0, size_t(8) << 20, 4, threads, stores);
   uploader.upload(dev, src, bytes, s.get());
@@ -145,9 +147,31 @@ using bench::LastBuffer;
 // the first allocations of page-locked and device memory.
 constexpr int kWarmupBuffers = 8;
 
-// Runs appsrc ! `element` ! fakesink, pushing `iterations` refs of `input`
-// (the first one untimed, to set the pipeline up), and returns GB/s.
-double element_gbps(const char *element_desc, const char *caps, GstBuffer *input, int iterations) {
+// What appsrc pushes: each call returns a buffer (a new ref) of `size` bytes.
+struct Source {
+  std::function<GstBuffer *()> next;
+  size_t size;
+};
+
+// The same buffer every time, as an upstream pool hands its buffers back.
+Source same_buffer(GstBuffer *buffer) {
+  return {[buffer] { return gst_buffer_ref(buffer); }, gst_buffer_get_size(buffer)};
+}
+
+// Memory never seen before on every push (a new GstMemory wrapping one of a
+// few host regions in turn), as a source that allocates each buffer afresh.
+Source fresh(std::vector<std::vector<uint8_t>> &regions) {
+  auto turn = std::make_shared<size_t>(0);
+  return {[&regions, turn] {
+            std::vector<uint8_t> &r = regions[(*turn)++ % regions.size()];
+            return gst_buffer_new_wrapped_full(GstMemoryFlags(0), r.data(), r.size(), 0, r.size(), nullptr, nullptr);
+          },
+          regions.front().size()};
+}
+
+// Runs appsrc ! `element` ! fakesink, pushing `iterations` buffers from
+// `source` (after untimed ones that set the pipeline up), and returns GB/s.
+double element_gbps(const char *element_desc, const char *caps, const Source &source, int iterations) {
   std::string launch = std::string("appsrc name=src format=bytes max-bytes=0 block=true caps=") + caps + " ! " +
                        element_desc + " ! fakesink name=sink sync=false";
   GError *error = nullptr;
@@ -165,7 +189,7 @@ double element_gbps(const char *element_desc, const char *caps, GstBuffer *input
   gst_element_set_state(pipeline, GST_STATE_PLAYING);
   GstBus *bus = gst_element_get_bus(pipeline);
   // Warm-up: negotiation, stream creation, first allocations.
-  for (int i = 0; i < kWarmupBuffers; ++i) gst_app_src_push_buffer(GST_APP_SRC(src), gst_buffer_ref(input));
+  for (int i = 0; i < kWarmupBuffers; ++i) gst_app_src_push_buffer(GST_APP_SRC(src), source.next());
   for (int waited_ms = 0; g_atomic_int_get(&last.seen) < kWarmupBuffers; ++waited_ms) {
     GstMessage *err = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
     if (err || waited_ms > 30000) {
@@ -179,7 +203,7 @@ double element_gbps(const char *element_desc, const char *caps, GstBuffer *input
   GstMemory *warm_mem = gst_buffer_peek_memory(last.buffer, 0);
   if (gst_is_cs_memory(warm_mem)) cs::event_synchronize(gst_cs_memory_get_ready_event(warm_mem));
   auto t0 = Clock::now();
-  for (int i = 0; i < iterations; ++i) gst_app_src_push_buffer(GST_APP_SRC(src), gst_buffer_ref(input));
+  for (int i = 0; i < iterations; ++i) gst_app_src_push_buffer(GST_APP_SRC(src), source.next());
   gst_app_src_end_of_stream(GST_APP_SRC(src));
   GstMessage *msg = gst_bus_timed_pop_filtered(bus, 120 * GST_SECOND, GstMessageType(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
   if (!msg) {
@@ -205,16 +229,29 @@ double element_gbps(const char *element_desc, const char *caps, GstBuffer *input
   gst_object_unref(src);
   gst_object_unref(sink);
   gst_object_unref(pipeline);
-  return gbps(gst_buffer_get_size(input) * size_t(iterations), seconds);
+  return gbps(source.size * size_t(iterations), seconds);
 }
 
-// Median of three runs: one slow run (another tenant, a page-cache flush) must
-// not decide a row.
+// Each element figure is the median of `g_element_runs` pipeline runs (one
+// slow run, from another tenant or a page-cache flush, must not decide a
+// row); the spread of the upload columns is printed too.
+int g_element_runs = 3;
+
+struct Spread {
+  double median, low, high;
+};
+
 template <class Run>
-double median3(Run run) {
-  double v[3] = {run(), run(), run()};
-  std::sort(v, v + 3);
-  return v[1];
+Spread spread_of(Run run) {
+  std::vector<double> v;
+  for (int i = 0; i < g_element_runs; ++i) v.push_back(run());
+  std::sort(v.begin(), v.end());
+  return {v[v.size() / 2], v.front(), v.back()};
+}
+
+template <class Run>
+double median_of_runs(Run run) {
+  return spread_of(run).median;
 }
 
 GstBuffer *pageable_buffer(size_t bytes) {
@@ -253,10 +290,12 @@ int main(int argc, char **argv) {
       for (char *tok = std::strtok(argv[++i], ","); tok; tok = std::strtok(nullptr, ",")) sizes_mib.push_back(std::strtoul(tok, nullptr, 10));
     } else if (!std::strcmp(argv[i], "--total-mib") && i + 1 < argc) {
       total_mib = std::strtoul(argv[++i], nullptr, 10);
+    } else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) {
+      g_element_runs = std::max(1, std::atoi(argv[++i]));
     } else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc) {
       csv_path = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--sizes 1,4,16,64,256] [--total-mib 4096] [--csv FILE]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--sizes 1,4,16,64,256] [--total-mib 4096] [--runs 3] [--csv FILE]\n", argv[0]);
       return 2;
     }
   }
@@ -266,14 +305,14 @@ int main(int argc, char **argv) {
   }
   std::printf("device 0: %s\n", cs::device_name(0).c_str());
   print_staging_costs();
-  std::printf("%8s | %10s %10s %6s %10s %6s | %10s %10s %6s | %10s\n", "MiB", "H2D pinned", "up pageab", "%", "up pinned",
-              "%", "D2H pinned", "download", "%", "pageable");
-  std::printf("%8s | %10s %10s %6s %10s %6s | %10s %10s %6s | %10s\n", "", "cudaMemcpy", "gpuupload", "", "gpuupload",
-              "", "cudaMemcpy", "gpudownld", "", "cudaMemcpy");
+  std::printf("%6s | %10s %10s %5s %10s %5s %10s %5s | %10s %10s %5s | %10s\n", "MiB", "H2D", "fresh", "%",
+              "recycled", "%", "pinned", "%", "D2H", "gpudownld", "%", "pageable");
+  std::printf("%6s | %10s %10s %5s %10s %5s %10s %5s | %10s %10s %5s | %10s\n", "", "cudaMemcpy", "gpuupload", "",
+              "gpuupload", "", "gpuupload", "", "cudaMemcpy", "", "", "cudaMemcpy");
   FILE *csv = csv_path ? std::fopen(csv_path, "w") : nullptr;
   if (csv)
-    std::fprintf(csv, "mib,h2d_pinned_gbps,upload_pageable_gbps,upload_pinned_gbps,d2h_pinned_gbps,download_gbps,"
-                      "pageable_memcpy_gbps\n");
+    std::fprintf(csv, "mib,h2d_pinned_gbps,upload_fresh_pageable_gbps,upload_recycled_pageable_gbps,"
+                      "upload_pinned_gbps,d2h_pinned_gbps,download_gbps,pageable_memcpy_gbps\n");
   GstAllocator *pinned = gst_cs_pinned_allocator_get();
   for (size_t mib : sizes_mib) {
     const size_t bytes = mib * MiB;
@@ -290,40 +329,53 @@ int main(int argc, char **argv) {
     const double staged1 = staged_gbps(dev, pmap.data, bytes, iterations, 1);
     const double staged4 = staged_gbps(dev, pmap.data, bytes, iterations, 4);
     const double staged8 = staged_gbps(dev, pmap.data, bytes, iterations, 8);
-    const double streamed4 = staged_gbps(dev, pmap.data, bytes, iterations, 4, cs::CopyStores::streaming);
+    const double cached8 = staged_gbps(dev, pmap.data, bytes, iterations, 8, cs::CopyStores::cached);
     const double streamed8 = staged_gbps(dev, pmap.data, bytes, iterations, 8, cs::CopyStores::streaming);
     gst_buffer_unmap(pageable, &pmap);
+    std::vector<std::vector<uint8_t>> regions(6, std::vector<uint8_t>(bytes, 0x7e));
     GstBuffer *pinned_buf = gst_buffer_new_allocate(pinned, bytes, nullptr);
     gst_buffer_memset(pinned_buf, 0, 0x5a, bytes);
     GstBuffer *on_device = device_buffer(bytes);
     const char *to_device = "application/octet-stream";
     const char *upload = "gpuupload ! application/octet-stream(memory:CudaSensing)";
     const char *from_device = "application/octet-stream(memory:CudaSensing)";
-    const double up_pageable = median3([&] { return element_gbps(upload, to_device, pageable, iterations); });
-    const double up_pinned = median3([&] { return element_gbps(upload, to_device, pinned_buf, iterations); });
-    const double down = median3([&] { return element_gbps("gpudownload", from_device, on_device, iterations); });
-    const double down2 = median3(
-        [&] { return element_gbps("gpudownload max-in-flight=2", from_device, on_device, iterations); });
-    const double down3 = median3(
-        [&] { return element_gbps("gpudownload max-in-flight=3", from_device, on_device, iterations); });
-    const double round_trip = median3([&] {
+    const Spread fresh_runs = spread_of([&] { return element_gbps(upload, to_device, fresh(regions), iterations); });
+    const Spread recycled_runs =
+        spread_of([&] { return element_gbps(upload, to_device, same_buffer(pageable), iterations); });
+    const Spread pinned_runs = spread_of([&] { return element_gbps(upload, to_device, same_buffer(pinned_buf), iterations); });
+    const double up_fresh = fresh_runs.median, up_recycled = recycled_runs.median, up_pinned = pinned_runs.median;
+    const double down =
+        median_of_runs([&] { return element_gbps("gpudownload", from_device, same_buffer(on_device), iterations); });
+    const double down2 = median_of_runs([&] {
+      return element_gbps("gpudownload max-in-flight=2", from_device, same_buffer(on_device), iterations);
+    });
+    const double down3 = median_of_runs([&] {
+      return element_gbps("gpudownload max-in-flight=3", from_device, same_buffer(on_device), iterations);
+    });
+    const double round_trip = median_of_runs([&] {
       return element_gbps("gpuupload ! application/octet-stream(memory:CudaSensing) ! gpudownload", to_device,
-                          pageable, iterations);
+                          fresh(regions), iterations);
     });
     const double h2d_rot = raw_rotating_gbps(true, dev, bytes, iterations, 6);
     const double d2h_rot = raw_rotating_gbps(false, dev, bytes, iterations, 6);
-    std::printf("%8zu | %10.1f %10.1f %5.0f%% %10.1f %5.0f%% | %10.1f %10.1f %5.0f%% | %10.1f\n", mib, h2d, up_pageable,
-                100 * up_pageable / h2d, up_pinned, 100 * up_pinned / h2d, d2h, down, 100 * down / d2h, pageable_raw);
+    std::printf("%6zu | %10.1f %10.1f %4.0f%% %10.1f %4.0f%% %10.1f %4.0f%% | %10.1f %10.1f %4.0f%% | %10.1f\n", mib, h2d,
+                up_fresh, 100 * up_fresh / h2d, up_recycled, 100 * up_recycled / h2d, up_pinned, 100 * up_pinned / h2d,
+                d2h, down, 100 * down / d2h, pageable_raw);
     std::fflush(stdout);
-    if (csv) std::fprintf(csv, "%zu,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f\n", mib, h2d, up_pageable, up_pinned, d2h, down, pageable_raw);
+    if (csv)
+      std::fprintf(csv, "%zu,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f\n", mib, h2d, up_fresh, up_recycled, up_pinned, d2h,
+                   down, pageable_raw);
     std::fprintf(stderr,
-                 "         6 rotating page-locked buffers: H2D %.1f, D2H %.1f GB/s; gpudownload max-in-flight=2: %.1f, "
-                 "=3: %.1f GB/s; pageable -> gpuupload ! gpudownload: %.1f GB/s each way\n",
+                 "       6 rotating page-locked buffers: H2D %.1f, D2H %.1f GB/s; gpudownload max-in-flight=2: %.1f, "
+                 "=3: %.1f GB/s; fresh pageable -> gpuupload ! gpudownload: %.1f GB/s each way\n",
                  h2d_rot, d2h_rot, down2, down3, round_trip);
+    std::fprintf(stderr, "       gpuupload runs (low-high GB/s): fresh %.1f-%.1f, recycled %.1f-%.1f, pinned %.1f-%.1f\n",
+                 fresh_runs.low, fresh_runs.high, recycled_runs.low, recycled_runs.high, pinned_runs.low,
+                 pinned_runs.high);
     std::fprintf(stderr,
-                 "         staged uploader alone (pageable source): 1 thread %.1f, 4 threads %.1f, 8 threads %.1f GB/s; "
-                 "streaming stores: 4 threads %.1f, 8 threads %.1f GB/s\n",
-                 staged1, staged4, staged8, streamed4, streamed8);
+                 "       staged uploader alone (pageable source), automatic stores: 1 thread %.1f, 4 threads %.1f, "
+                 "8 threads %.1f GB/s; 8 threads cached %.1f, streaming %.1f GB/s\n",
+                 staged1, staged4, staged8, cached8, streamed8);
     const auto pinned_stats = cs::pinned_cache().stats();
     const auto device_stats = cs::DeviceResources::get(0).device_cache().stats();
     std::fprintf(stderr, "         cache hits/misses: page-locked %zu/%zu, device %zu/%zu\n", pinned_stats.hits,
@@ -336,6 +388,8 @@ int main(int argc, char **argv) {
   }
   if (csv) std::fclose(csv);
   if (pinned) gst_object_unref(pinned);
-  std::printf("GB/s = 1e9 bytes per second; %% = element over the page-locked cudaMemcpyAsync of the same direction\n");
+  std::printf("GB/s = 1e9 bytes per second; %% = element over the page-locked cudaMemcpyAsync of the same direction; "
+              "fresh = new pageable memory every buffer, recycled = the same pageable buffer again (as from an "
+              "upstream pool); both are staged\n");
   return 0;
 }

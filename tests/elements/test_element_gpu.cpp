@@ -69,6 +69,34 @@ TEST(GpuElementGpu, ReadsSystemMemoryInput) {
   }
 }
 
+// A pageable buffer that comes back (as from an upstream pool, rewritten
+// each time) arrives with its current contents every time: the element holds
+// it until its staged copy is done, so the producer cannot write it while
+// the staging thread still reads it.
+TEST(GpuElementGpu, SystemMemoryIsHeldUntilItsCopyIsDone) {
+  CS_REQUIRE_GPU();
+  const size_t n = (size_t(1) << 20) + 12345;
+  GstBuffer *recycled = gst_buffer_new_allocate(nullptr, n, nullptr);
+  {
+    gstcs::ElementGpu gpu(0);
+    for (int visit = 1; visit <= 3; ++visit) {
+      auto bytes = cs_test::random_bytes(n, cs_test::fresh_seed());
+      ASSERT_TRUE(gst_buffer_is_writable(recycled)) << "visit " << visit;
+      gst_buffer_fill(recycled, 0, bytes.data(), n);  // the producer writes its buffer anew
+      {
+        auto view = gpu.read(recycled);
+        EXPECT_EQ(GST_MINI_OBJECT_REFCOUNT_VALUE(recycled), 2) << "held while its copy may run";
+      }
+      EXPECT_EQ(through_device(gpu, recycled), bytes) << "visit " << visit;
+      GstBuffer *other = gst_buffer_new_memdup(bytes.data(), 4000);
+      EXPECT_EQ(through_device(gpu, other), std::vector<uint8_t>(bytes.begin(), bytes.begin() + 4000));
+      gst_buffer_unref(other);  // reading it let go of `recycled`, whose copy was done
+    }
+  }
+  ASSERT_EQ(GST_MINI_OBJECT_REFCOUNT_VALUE(recycled), 1);
+  gst_buffer_unref(recycled);
+}
+
 TEST(GpuElementGpu, ReadsDeviceMemoryInPlace) {
   CS_REQUIRE_GPU();
   gstcs::ElementGpu gpu(0);
