@@ -4,7 +4,8 @@
 // spotlight and stripmap; video SAR moved on by add/subtract equals full
 // recomputation; tiled equals untiled; the LATENCY answer; long streams in
 // bounded memory; sarimage's grey levels; bad input is a clear error; the
-// Gotcha data focuses; on a GPU the CUDA path equals the CPU.
+// Gotcha data focuses; on a GPU the CUDA path equals the CPU, and images
+// paged through host memory (device-memory-limit) equal resident ones.
 #include <gst/app/gstappsrc.h>
 #include <gst/cudasensing/gstcsmemory.h>
 #include <gst/cudasensing/sar/gstsarimagemeta.h>
@@ -352,6 +353,44 @@ TEST(SarBackproject, TiledEqualsUntiled) {
       EXPECT_GE(ser, 100.0) << precision << ", bands of " << rows << " rows";
     }
   }
+}
+
+// device-memory-limit: a 64-bit byte count (round trip above 4 GiB, from a
+// string as gst-launch sets it), 0 by default (automatic), described for
+// gst-inspect with its cost; on the CPU backend it changes nothing.
+TEST(SarBackproject, DeviceMemoryLimitPropertyRoundTrips) {
+  GstElement *bp = gst_element_factory_make("sarbackproject", nullptr);
+  ASSERT_NE(bp, nullptr);
+  guint64 limit = 1;
+  g_object_get(bp, "device-memory-limit", &limit, nullptr);
+  EXPECT_EQ(limit, 0u) << "automatic by default";
+  const guint64 six_gib = guint64(6) << 30;
+  g_object_set(bp, "device-memory-limit", six_gib, nullptr);
+  g_object_get(bp, "device-memory-limit", &limit, nullptr);
+  EXPECT_EQ(limit, six_gib);
+  gst_util_set_object_arg(G_OBJECT(bp), "device-memory-limit", "1835008");
+  g_object_get(bp, "device-memory-limit", &limit, nullptr);
+  EXPECT_EQ(limit, 1835008u);
+  GParamSpec *spec = g_object_class_find_property(G_OBJECT_GET_CLASS(bp), "device-memory-limit");
+  ASSERT_NE(spec, nullptr);
+  const std::string blurb = g_param_spec_get_blurb(spec);
+  EXPECT_NE(blurb.find("0 = automatic"), std::string::npos) << blurb;
+  EXPECT_NE(blurb.find("page-locked host memory"), std::string::npos) << blurb;
+  EXPECT_NE(blurb.find("PCIe"), std::string::npos) << blurb;
+  gst_object_unref(bp);
+
+  cs::sar::SimulatorConfig sc = bp_test::collection(Geometry::Airborne);
+  sc.num_pulses = 64;
+  sc.targets.push_back({cs::sar::Vec3{1.3, -2.1, 0}, {1, 0}});
+  PipelineRun plain, limited;
+  run_pipeline(sim_launch(sc, 32) + bp_chain("", "width=40 height=40 max-tile-pixels=400"), &plain);
+  run_pipeline(sim_launch(sc, 32) + bp_chain("", "width=40 height=40 max-tile-pixels=400 device-memory-limit=1"),
+               &limited);
+  ASSERT_EQ(plain.error, "");
+  ASSERT_EQ(limited.error, "");
+  ASSERT_EQ(limited.samples.size(), 1u);
+  const Image a = image_of(plain, 0), b = image_of(limited, 0);
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(Cf)), 0);
 }
 
 // ---------------------------------------------------------------- sarimage
@@ -751,6 +790,90 @@ TEST(GpuSarBackproject, VideoSarMovedOnEqualsRecomputation) {
   ASSERT_EQ(full.samples.size(), moved.samples.size());
   for (size_t k = 1; k < moved.samples.size(); ++k)
     EXPECT_GE(bp_test::signal_to_error_db(image_of(moved, k), image_of(full, k)), 80.0) << "image " << k;
+}
+
+namespace {
+
+// The largest difference between two images, relative to the reference's brightest pixel.
+double worst_relative_difference(const Image &image, const Image &reference) {
+  double peak = 0, worst = 0;
+  for (size_t i = 0; i < reference.size(); ++i) {
+    peak = std::max(peak, double(std::abs(reference[i])));
+    worst = std::max(worst, double(std::abs(image[i] - reference[i])));
+  }
+  return worst / peak;
+}
+
+bool in_device_memory(GstCaps *caps) {
+  return gst_caps_features_contains(gst_caps_get_features(caps, 0), GST_CAPS_FEATURE_MEMORY_CS_DEVICE);
+}
+
+}  // namespace
+
+// Images larger than device memory: a 512 x 512 image in 4 bands of 128 rows
+// (512 KiB each) with device-memory-limit = the ring + 3.5 bands keeps one
+// band resident (two more go to the paging buffers: see the BandResidency
+// kernel tests) and pages the other three through page-locked host memory.
+// Whole-stream and video SAR (add / subtract on paged bands, refresh every
+// 4 images) give the unpaged image of the same mode: the same kernels on the
+// same band grids, so bit for bit is expected; the check allows 1e-6 of the
+// peak. Paged images come out in system memory, unpaged ones in device
+// memory. A budget below the ring plus two bands is a clear element error.
+TEST(GpuSarBackproject, PagedBandsEqualTheResidentImage) {
+  CS_REQUIRE_GPU();
+  std::mt19937_64 rng(cs_test::fresh_seed());
+  cs::sar::SimulatorConfig sc = bp_test::collection(Geometry::Airborne);
+  sc.num_pulses = 384;
+  for (int i = 0; i < 6; ++i)
+    sc.targets.push_back({cs::sar::Vec3{uniform(rng, -20, 20), uniform(rng, -20, 20), 0},
+                          std::polar(uniform(rng, 0.5, 2), uniform(rng, -M_PI, M_PI))});
+  const std::string source = sim_launch(sc, 64) + " snr=10 ! sarpulsecompress backend=cuda upsample=4";
+  // Profile length, for the ring's share of the budget.
+  PipelineRun probe;
+  run_pipeline(source + " ! appsink name=out sync=false", &probe);
+  ASSERT_EQ(probe.error, "");
+  ASSERT_GE(probe.samples.size(), 1u);
+  const int bins = caps_int(probe.caps(0), "bins-per-pulse");
+  ASSERT_GT(bins, 0);
+  const size_t band_bytes = size_t(128) * 512 * sizeof(Cf);
+  struct Mode {
+    const char *name, *settings;
+    int64_t ring_profiles;
+    size_t images;
+  };
+  const Mode modes[] = {{"whole stream", "", 0, 1},
+                        {"video SAR", "aperture=128 stride=32 refresh-interval=4 ", 128 + 32, (384 - 128) / 32 + 1}};
+  for (const Mode &mode : modes) {
+    SCOPED_TRACE(mode.name);
+    const size_t limit = size_t(mode.ring_profiles) * size_t(bins) * sizeof(Cf) + 3 * band_bytes + band_bytes / 2;
+    const std::string grid = std::string(" ! sarbackproject backend=cuda width=512 height=512 pixel-spacing=0.1 "
+                                         "max-tile-pixels=65536 ") + mode.settings;
+    PipelineRun resident, paged, too_small;
+    run_pipeline(source + grid + " ! appsink name=out sync=false", &resident);
+    run_pipeline(source + grid + "device-memory-limit=" + std::to_string(limit) + " ! appsink name=out sync=false",
+                 &paged);
+    run_pipeline(source + grid + "device-memory-limit=" + std::to_string(2 * band_bytes - 1) +
+                     " ! appsink name=out sync=false",
+                 &too_small);
+    ASSERT_EQ(resident.error, "");
+    ASSERT_EQ(paged.error, "");
+    ASSERT_EQ(resident.samples.size(), mode.images);
+    ASSERT_EQ(paged.samples.size(), mode.images);
+    EXPECT_TRUE(in_device_memory(resident.caps(0))) << "the whole image fits: device memory";
+    EXPECT_FALSE(in_device_memory(paged.caps(0))) << "paged bands: system memory";
+    EXPECT_FALSE(gst_is_cs_memory(gst_buffer_peek_memory(paged.buffer(0), 0)));
+    for (size_t k = 0; k < mode.images; ++k) {
+      const Image a = image_of(paged, k), b = image_of(resident, k);
+      const double worst = worst_relative_difference(a, b);
+      std::printf("[ measured ] %s image %zu: paged vs resident, worst difference %.3g of the peak%s\n", mode.name, k,
+                  worst, std::memcmp(a.data(), b.data(), a.size() * sizeof(Cf)) == 0 ? " (bit for bit)" : "");
+      EXPECT_LE(worst, 1e-6) << "image " << k;
+      EXPECT_EQ(meta_of(paged, k)->first_pulse, meta_of(resident, k)->first_pulse);
+      EXPECT_EQ(meta_of(paged, k)->n_pulses, meta_of(resident, k)->n_pulses);
+    }
+    EXPECT_NE(too_small.error.find("cannot be formed"), std::string::npos) << too_small.error;
+    EXPECT_NE(too_small.error.find("device-memory-limit"), std::string::npos) << too_small.error;
+  }
 }
 
 // sarimage takes the CUDA element's device-memory images (mapping downloads
