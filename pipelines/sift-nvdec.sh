@@ -6,10 +6,13 @@
 # the overlay to OUT_DIR/sift-overlay.mkv. Without INPUT.mp4, a 5-second
 # 1280x720 H.264 clip is made first (nvh264enc, else x264enc).
 #
-# nvh264dec outputs memory:CUDAMemory (nvcodec's CUDA memory, in nvcodec's own
-# CUDA context) only to elements that accept it; sift does not take it yet,
-# so the decoder downloads NV12 frames into system memory here and sift
-# uploads them to its own device memory (one copy through the host per frame).
+# nvh264dec hands its NV12 frames to sift in memory:CUDAMemory (nvcodec's CUDA
+# memory): no copy through the host. sift copies the Y plane on the device
+# into its own memory (nvcodec's memory is in nvcodec's own CUDA context) and
+# passes the frame on unchanged; the overlay branch downloads it with
+# cudadownload. A build of the plugin without gstreamer-cuda-1.0 does not take
+# memory:CUDAMemory: then the decoder downloads and sift uploads (one copy
+# through the host per frame).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -34,9 +37,18 @@ if [ -z "$input" ]; then
     filesink location="$input"
 fi
 
-gst-launch-1.0 -q filesrc location="$input" ! qtdemux ! h264parse ! nvh264dec ! video/x-raw,format=NV12 ! \
+if gst-inspect-1.0 sift | grep -c 'memory:CUDAMemory' >/dev/null; then  # -c reads all: no SIGPIPE under pipefail
+  decoded='video/x-raw(memory:CUDAMemory),format=NV12'
+  to_system='cudadownload ! video/x-raw,format=NV12 !'
+else
+  echo "this build of sift does not take memory:CUDAMemory (no gstreamer-cuda-1.0): frames go through the host" >&2
+  decoded='video/x-raw,format=NV12'
+  to_system=''
+fi
+
+gst-launch-1.0 -q filesrc location="$input" ! qtdemux ! h264parse ! nvh264dec ! "$decoded" ! \
   sift backend=cuda ! tee name=t \
   t. ! queue ! featuresink location="$out/features.bin" \
-  t. ! queue ! videoconvert ! video/x-raw,format=BGRx ! siftoverlay ! videoconvert ! jpegenc ! matroskamux ! \
-  filesink location="$out/sift-overlay.mkv"
+  t. ! queue ! $to_system videoconvert ! video/x-raw,format=BGRx ! siftoverlay ! videoconvert ! jpegenc ! \
+  matroskamux ! filesink location="$out/sift-overlay.mkv"
 echo "wrote $out/features.bin and $out/sift-overlay.mkv"

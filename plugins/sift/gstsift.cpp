@@ -3,7 +3,8 @@
  *
  * Backends: CUDA runs cs::sift::CudaSift (pyramid, detection, description)
  * on the element's stream, reading the frame where it is (system memory is
- * uploaded, the project's device memory read in place) and downloading the
+ * uploaded, the project's device memory read in place, nvcodec's
+ * memory:CUDAMemory copied on the device: sift-nvcodec.h) and downloading the
  * results once per frame; the CPU backend runs OpenCV's cv::SIFT. Both take
  * the luma: the Y plane of NV12/I420, GRAY8 as is, OpenCV's BT.601
  * RGB-to-gray for RGBA/BGRA/BGRx (on the device for CUDA, sift-luma.h). The
@@ -18,6 +19,7 @@
 #include "gst/cudasensing/sift/gstsiftfeatures-opencv.hpp"
 #include "gstcs-cxx.h"
 #include "sift-cuda.h"
+#include "sift-nvcodec.h"
 #include "sift-properties.h"
 #include "sift/features_cpu.h"
 
@@ -43,9 +45,10 @@ GST_ELEMENT_REGISTER_DEFINE(sift, "sift", GST_RANK_NONE, GST_TYPE_SIFT)
 
 enum { PROP_0, PROP_ENGINE_FIRST, PROP_OUTPUT_FIRST = PROP_ENGINE_FIRST + gstsift::kEnginePropertyCount };
 
-// Device memory (CUDA backend) or system memory (both backends).
+// Device memory, ours or nvcodec's (CUDA backend), or system memory (both backends).
 #define SIFT_CAPS                                                                            \
   GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_CS_DEVICE, SIFT_FORMATS) "; " \
+  SIFT_NVCODEC_CAPS(SIFT_FORMATS)                                                          \
   GST_VIDEO_CAPS_MAKE(SIFT_FORMATS)
 static GstStaticPadTemplate sink_template =
     GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(SIFT_CAPS));
@@ -95,16 +98,13 @@ static gboolean sift_stop(GstCsBaseTransform *base) {
 }
 
 static GstCaps *sift_transform_caps(GstBaseTransform *trans, GstPadDirection, GstCaps *caps, GstCaps *filter) {
-  // In place: the same caps on both sides. Device memory only where the
-  // CUDA backend runs (the CPU backend would download every frame).
+  // In place: the same caps on both sides. Device memory (ours or nvcodec's)
+  // only where the CUDA backend runs (the CPU backend would download every frame).
   GstCaps *same = gst_caps_ref(caps);
   if (!gst_cs_base_transform_use_cuda(GST_CS_BASE_TRANSFORM(trans))) {
     same = gst_caps_make_writable(same);
-    for (guint i = gst_caps_get_size(same); i-- > 0;) {
-      GstCapsFeatures *features = gst_caps_get_features(same, i);
-      if (features && gst_caps_features_contains(features, GST_CAPS_FEATURE_MEMORY_CS_DEVICE))
-        gst_caps_remove_structure(same, i);
-    }
+    for (guint i = gst_caps_get_size(same); i-- > 0;)
+      if (gstsift::is_device_memory_feature(gst_caps_get_features(same, i))) gst_caps_remove_structure(same, i);
   }
   GstCaps *result = filter ? gst_caps_intersect_full(filter, same, GST_CAPS_INTERSECT_FIRST) : gst_caps_ref(same);
   gst_caps_unref(same);
@@ -224,9 +224,9 @@ static void gst_sift_class_init(GstSiftClass *klass) {
   gst_element_class_set_static_metadata(
       element_class, "SIFT features", "Filter/Analyzer/Video",
       "Finds SIFT keypoints and descriptors in each frame's luma (GRAY8, NV12, I420, RGBA, BGRA, BGRx; system or "
-      "device memory) with OpenCV's parameters and attaches them as a GstSiftFeaturesMeta, strongest first; "
-      "frames pass through unchanged. CUDA backend (the siftpyramid, siftdetect and siftdescribe stages in one "
-      "element) or CPU backend (OpenCV's cv::SIFT)",
+      "device memory, also nvcodec's memory:CUDAMemory) with OpenCV's parameters and attaches them as a "
+      "GstSiftFeaturesMeta, strongest first; frames pass through unchanged. CUDA backend (the siftpyramid, "
+      "siftdetect and siftdescribe stages in one element) or CPU backend (OpenCV's cv::SIFT)",
       "gst-cuda-sensing developers");
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
   trans_class->transform_caps = sift_transform_caps;

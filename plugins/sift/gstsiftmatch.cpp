@@ -3,7 +3,13 @@
  * written by featuresink), with Lowe's ratio test and an optional mutual
  * check, and attaches a GstSiftMatchesMeta; optionally a RANSAC homography
  * (cv::findHomography) from the frame's points to the reference's. Frames
- * pass through unchanged. CPU path (brute force L2) so far. */
+ * pass through unchanged.
+ *
+ * Backends: CUDA matches byte descriptors (descriptor-format=opencv) with
+ * cs::sift::CudaMatcher (sift_match.h; the reference's descriptors stay on
+ * the device, the previous frame's are uploaded once per frame); float
+ * descriptors, and the CPU backend, use features_cpu's cv::BFMatcher. Both
+ * give the same matches (sift_match.h says why). */
 #include "gstsiftmatch.h"
 
 #include <opencv2/calib3d.hpp>
@@ -14,13 +20,24 @@
 #include <string>
 
 #include "gst/cudasensing/sift/gstsiftfeatures-opencv.hpp"
+#include "gstcs-cxx.h"
 #include "sift/features_cpu.h"
+#include "sift/sift_match.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_sift_match_debug);
 #define GST_CAT_DEFAULT gst_sift_match_debug
 
+// The CUDA backend's matcher on the element's own stream; `train_uploaded`
+// says whether the device holds the current train descriptors.
+struct GpuMatching {
+  explicit GpuMatching(int device) : stream(device), matcher(device) {}
+  cs::Stream stream;
+  cs::sift::CudaMatcher matcher;
+  bool train_uploaded = false;
+};
+
 struct _GstSiftMatcher {
-  GstBaseTransform parent;
+  GstCsBaseTransform parent;
   // properties (object lock)
   gchar *reference;
   double ratio;
@@ -31,9 +48,11 @@ struct _GstSiftMatcher {
   // while running
   std::optional<sift_cpu::Features> *train;  // reference or previous frame
   bool train_is_reference;
+  GpuMatching *gpu;  // the CUDA backend's, NULL on the CPU backend
+  bool logged_cpu_fallback;
 };
 
-G_DEFINE_TYPE(GstSiftMatcher, gst_sift_matcher, GST_TYPE_BASE_TRANSFORM)
+G_DEFINE_TYPE(GstSiftMatcher, gst_sift_matcher, GST_TYPE_CS_BASE_TRANSFORM)
 GST_ELEMENT_REGISTER_DEFINE(siftmatch, "siftmatch", GST_RANK_NONE, GST_TYPE_SIFT_MATCHER)
 
 enum { PROP_0, PROP_REFERENCE, PROP_RATIO, PROP_MUTUAL_CHECK, PROP_HOMOGRAPHY, PROP_RANSAC_THRESHOLD, PROP_POST_MESSAGES };
@@ -43,30 +62,75 @@ static GstStaticPadTemplate sink_template =
 static GstStaticPadTemplate src_template =
     GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
 
-static gboolean match_start(GstBaseTransform *trans) {
-  auto *self = GST_SIFT_MATCHER(trans);
+static gboolean match_start(GstCsBaseTransform *base) {
+  auto *self = GST_SIFT_MATCHER(base);
   GST_OBJECT_LOCK(self);
   const std::string reference = self->reference ? self->reference : "";
   GST_OBJECT_UNLOCK(self);
   self->train->reset();
   self->train_is_reference = !reference.empty();
-  if (reference.empty()) return TRUE;
-  try {
-    std::vector<sift_cpu::Record> records = sift_cpu::read_records(reference);
-    if (records.empty()) throw std::runtime_error(reference + ": no records");
-    self->train->emplace(std::move(records.front().features));
-    GST_INFO_OBJECT(self, "reference %s: %zu keypoints", reference.c_str(), (*self->train)->keypoints.size());
-  } catch (const std::exception &e) {
-    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ, ("Cannot read the reference features %s", reference.c_str()),
-                      ("%s", e.what()));
-    return FALSE;
+  self->logged_cpu_fallback = false;
+  if (!reference.empty()) {
+    try {
+      std::vector<sift_cpu::Record> records = sift_cpu::read_records(reference);
+      if (records.empty()) throw std::runtime_error(reference + ": no records");
+      self->train->emplace(std::move(records.front().features));
+      GST_INFO_OBJECT(self, "reference %s: %zu keypoints", reference.c_str(), (*self->train)->keypoints.size());
+    } catch (const std::exception &e) {
+      GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ, ("Cannot read the reference features %s", reference.c_str()),
+                        ("%s", e.what()));
+      return FALSE;
+    }
   }
+  if (!gst_cs_base_transform_use_cuda(base)) {
+    GST_INFO_OBJECT(self, "CPU backend (OpenCV's brute-force matcher)");
+    return TRUE;
+  }
+  return gstcs::guard_bool(GST_ELEMENT(self), "Starting CUDA matching", [&] {
+    delete self->gpu;  // a start that failed before its stop
+    self->gpu = nullptr;
+    self->gpu = new GpuMatching(gst_cs_base_transform_get_device_id(base));
+    GST_INFO_OBJECT(self, "CUDA backend on device %d", self->gpu->matcher.device());
+    return TRUE;
+  });
+}
+
+static gboolean match_stop(GstCsBaseTransform *base) {
+  auto *self = GST_SIFT_MATCHER(base);
+  self->train->reset();
+  delete self->gpu;  // match() has waited for its stream
+  self->gpu = nullptr;
   return TRUE;
 }
 
-static gboolean match_stop(GstBaseTransform *trans) {
-  GST_SIFT_MATCHER(trans)->train->reset();
-  return TRUE;
+// Whether the CUDA matcher takes these descriptors: 128 bytes per row.
+static bool gpu_can_match(const cv::Mat &query, const cv::Mat &train) {
+  return query.type() == CV_8U && train.type() == CV_8U && query.cols == cs::sift::kMatchDescriptorBytes &&
+         train.cols == cs::sift::kMatchDescriptorBytes && query.isContinuous() && train.isContinuous();
+}
+
+// The frame's matches (ratio test, mutual check), sorted by query index: on
+// the device for byte descriptors on the CUDA backend, else cv::BFMatcher.
+static std::vector<sift_cpu::Match> find_matches(GstSiftMatcher *self, const cv::Mat &query, const cv::Mat &train,
+                                                 double ratio, bool mutual) {
+  if (!self->gpu || query.empty() || train.empty() || !gpu_can_match(query, train)) {
+    if (self->gpu && !self->logged_cpu_fallback && !query.empty() && !train.empty()) {
+      GST_INFO_OBJECT(self, "float descriptors are matched on the CPU (the CUDA matcher takes byte descriptors, "
+                      "descriptor-format=opencv)");
+      self->logged_cpu_fallback = true;
+    }
+    return sift_cpu::match_descriptors(query, train, ratio, mutual);
+  }
+  GpuMatching &gpu = *self->gpu;
+  if (!gpu.train_uploaded) {
+    gpu.matcher.set_train(train.ptr<uint8_t>(), train.rows, gpu.stream.get());
+    gpu.train_uploaded = true;
+  }
+  std::vector<sift_cpu::Match> out;
+  for (const cs::sift::DescriptorMatch &m :
+       gpu.matcher.match(query.ptr<uint8_t>(), query.rows, ratio, mutual, gpu.stream.get()))
+    out.push_back({m.query, m.train, m.distance, false});
+  return out;
 }
 
 // The frame's matches in brief, as an element message for applications and
@@ -114,7 +178,7 @@ static GstFlowReturn match_transform_ip(GstBaseTransform *trans, GstBuffer *buf)
     if (self->train->has_value()) {
       const sift_cpu::Features &train = **self->train;
       train_count = guint(train.keypoints.size());
-      matches = sift_cpu::match_descriptors(query.descriptors, train.descriptors, ratio, mutual);
+      matches = find_matches(self, query.descriptors, train.descriptors, ratio, mutual);
       if (want_h && matches.size() >= 4) {
         std::vector<cv::Point2f> from, to;
         for (const auto &m : matches) {
@@ -127,6 +191,9 @@ static GstFlowReturn match_transform_ip(GstBaseTransform *trans, GstBuffer *buf)
           for (size_t i = 0; i < matches.size(); ++i) matches[i].inlier = mask[i] != 0;
       }
     }
+  } catch (const cs::CudaError &e) {
+    gstcs::post_error(GST_ELEMENT(self), "Matching the frame's features", e);
+    return GST_FLOW_ERROR;
   } catch (const std::exception &e) {
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot match the frame's features"), ("%s", e.what()));
     return GST_FLOW_ERROR;
@@ -142,7 +209,10 @@ static GstFlowReturn match_transform_ip(GstBaseTransform *trans, GstBuffer *buf)
   }
   GST_LOG_OBJECT(self, "%zu matches of %zu keypoints against %u", matches.size(), query.keypoints.size(), train_count);
   if (post) post_summary(self, buf, out, guint(query.keypoints.size()));
-  if (!self->train_is_reference) self->train->emplace(std::move(query));
+  if (!self->train_is_reference) {
+    self->train->emplace(std::move(query));
+    if (self->gpu) self->gpu->train_uploaded = false;
+  }
   return GST_FLOW_OK;
 }
 
@@ -183,6 +253,7 @@ static void match_finalize(GObject *object) {
   auto *self = GST_SIFT_MATCHER(object);
   g_free(self->reference);
   delete self->train;
+  delete self->gpu;
   G_OBJECT_CLASS(gst_sift_matcher_parent_class)->finalize(object);
 }
 
@@ -231,13 +302,15 @@ static void gst_sift_matcher_class_init(GstSiftMatcherClass *klass) {
       element_class, "SIFT matcher", "Filter/Analyzer/Video",
       "Matches each frame's SIFT descriptors against the previous frame or a reference features file (Lowe's "
       "ratio test, optional mutual check, optional RANSAC homography) and attaches a GstSiftMatchesMeta; frames "
-      "pass through unchanged",
+      "pass through unchanged. CUDA backend (brute force on the device for byte descriptors) or CPU backend "
+      "(OpenCV's brute-force matcher)",
       "gst-cuda-sensing developers");
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
-  trans_class->start = match_start;
-  trans_class->stop = match_stop;
   trans_class->transform_ip = match_transform_ip;
   trans_class->passthrough_on_same_caps = FALSE;
+  GstCsBaseTransformClass *cs_class = GST_CS_BASE_TRANSFORM_CLASS(klass);
+  cs_class->start_backend = match_start;
+  cs_class->stop_backend = match_stop;
   GST_DEBUG_CATEGORY_INIT(gst_sift_match_debug, "siftmatch", 0, "SIFT matching");
 }
 
@@ -248,5 +321,7 @@ static void gst_sift_matcher_init(GstSiftMatcher *self) {
   self->ransac_threshold = 3.0;
   self->post_messages = FALSE;
   self->train = new std::optional<sift_cpu::Features>();
+  self->gpu = nullptr;
+  self->logged_cpu_fallback = false;
   gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
 }

@@ -26,6 +26,7 @@
 #include "gst/cudasensing/sift/gstsiftfeaturesmeta.h"
 #include "gstcs-cxx.h"
 #include "sift-cuda.h"
+#include "sift-nvcodec.h"
 #include "sift-properties.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_sift_stages_debug);
@@ -34,6 +35,7 @@ GST_DEBUG_CATEGORY_STATIC(gst_sift_stages_debug);
 #define STAGE_FORMATS "{ GRAY8, NV12, I420, RGBA, BGRA, BGRx }"
 #define STAGE_CAPS                                                                            \
   GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_CS_DEVICE, STAGE_FORMATS) "; " \
+  SIFT_NVCODEC_CAPS(STAGE_FORMATS)                                                          \
   GST_VIDEO_CAPS_MAKE(STAGE_FORMATS)
 
 static GstStaticPadTemplate stage_sink_template =

@@ -9,6 +9,7 @@
 
 #include "gst/cudasensing/sift/gstsiftfeatures-opencv.hpp"
 #include "sift-luma.h"
+#include "sift-nvcodec.h"
 #include "sift/features_cpu.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_sift_cuda_debug);
@@ -32,7 +33,22 @@ CudaEngine::~CudaEngine() {
     gpu_.synchronize();  // nothing may still write the luma plane when it is freed
   } catch (const std::exception &) {
   }
-  if (luma_) cs::device_free(luma_, gpu_.device());
+  cs::device_free(luma_.ptr, gpu_.device());
+  cs::device_free(nvcodec_plane_.ptr, gpu_.device());
+}
+
+void *CudaEngine::reserve(Scratch &scratch, size_t bytes) {
+  if (scratch.bytes >= bytes) return scratch.ptr;
+  gpu_.synchronize();  // the previous frame's work may still read it
+  cs::device_free(scratch.ptr, gpu_.device());
+  scratch = Scratch{};
+  scratch.ptr = cs::device_alloc(bytes, gpu_.device());
+  scratch.bytes = bytes;
+  return scratch.ptr;
+}
+
+static bool is_packed_rgb(GstVideoFormat format) {
+  return format == GST_VIDEO_FORMAT_RGBA || format == GST_VIDEO_FORMAT_BGRA || format == GST_VIDEO_FORMAT_BGRx;
 }
 
 // Where plane 0 (the luma, or the packed RGB pixels) lies in a frame's buffer.
@@ -48,7 +64,7 @@ static PlaneLayout plane0_layout(GstBuffer *frame, const GstVideoInfo &info) {
   const int w = GST_VIDEO_INFO_WIDTH(&info), h = GST_VIDEO_INFO_HEIGHT(&info);
   const GstVideoFormat format = GST_VIDEO_INFO_FORMAT(&info);
   PlaneLayout l{};
-  l.packed = format == GST_VIDEO_FORMAT_RGBA || format == GST_VIDEO_FORMAT_BGRA || format == GST_VIDEO_FORMAT_BGRx;
+  l.packed = is_packed_rgb(format);
   if (const GstVideoMeta *vm = gst_buffer_get_video_meta(frame)) {
     l.offset = vm->offset[0];
     l.stride = size_t(vm->stride[0]);
@@ -65,29 +81,52 @@ static PlaneLayout plane0_layout(GstBuffer *frame, const GstVideoInfo &info) {
   return l;
 }
 
+// Plane 0 of a frame copied out of nvcodec's memory: rows packed, at offset 0.
+static PlaneLayout nvcodec_copy_layout(const GstVideoInfo &info) {
+  PlaneLayout l{};
+  l.packed = is_packed_rgb(GST_VIDEO_INFO_FORMAT(&info));
+  l.stride = (l.packed ? 4 : 1) * size_t(GST_VIDEO_INFO_WIDTH(&info));
+  l.bytes = l.stride * size_t(GST_VIDEO_INFO_HEIGHT(&info));
+  return l;
+}
+
 cs::sift::DeviceImage CudaEngine::luma_of(const uint8_t *plane, const PlaneLayout &layout, const GstVideoInfo &info) {
   const int w = GST_VIDEO_INFO_WIDTH(&info), h = GST_VIDEO_INFO_HEIGHT(&info);
   if (!layout.packed) return {plane, layout.stride, w, h, cs::sift::PixelType::u8};
-  const size_t bytes = size_t(w) * size_t(h);
-  if (luma_bytes_ < bytes) {
-    if (luma_) {
-      gpu_.synchronize();  // the previous frame's pyramid may still read it
-      cs::device_free(luma_, gpu_.device());
-      luma_ = nullptr;
-    }
-    luma_ = cs::device_alloc(bytes, gpu_.device());
-    luma_bytes_ = bytes;
-  }
-  packed_luma_async(plane, layout.stride, luma_, size_t(w), w, h,
+  void *luma = reserve(luma_, size_t(w) * size_t(h));
+  packed_luma_async(plane, layout.stride, luma, size_t(w), w, h,
                     GST_VIDEO_INFO_FORMAT(&info) == GST_VIDEO_FORMAT_RGBA ? kRgbaOrder : kBgraOrder, gpu_.stream());
-  return {luma_, size_t(w), w, h, cs::sift::PixelType::u8};
+  return {luma, size_t(w), w, h, cs::sift::PixelType::u8};
+}
+
+const uint8_t *CudaEngine::copy_nvcodec_plane(GstMemory *mem, const PlaneLayout &layout, const GstVideoInfo &info) {
+  const int w = GST_VIDEO_INFO_WIDTH(&info), h = GST_VIDEO_INFO_HEIGHT(&info);
+  const size_t row = layout.stride;  // rows packed: the pixels' bytes
+  NvcodecPlane source(mem, gpu_.device());
+  if (source.stride() < row || source.height() < h)
+    throw std::runtime_error("nvcodec's CUDA memory holds a plane of " + std::to_string(source.height()) +
+                             " rows of " + std::to_string(source.stride()) + " bytes, too small for a " +
+                             std::to_string(w) + "x" + std::to_string(h) + " " + GST_VIDEO_INFO_NAME(&info) +
+                             " frame");
+  void *plane = reserve(nvcodec_plane_, layout.bytes);
+  copy_plane_async(plane, row, source.data(), source.stride(), source.context(), row, h, gpu_.stream());
+  // nvcodec may reuse its memory once the frame is unmapped and freed, and
+  // 1.22's memory has no fence to hold it with: wait for the copy here.
+  gpu_.synchronize();
+  return static_cast<const uint8_t *>(plane);
 }
 
 template <class Stage>
 void CudaEngine::with_luma(GstBuffer *frame, const GstVideoInfo &info, Stage &&stage) {
   cs::DeviceGuard guard(gpu_.device());
-  const PlaneLayout layout = plane0_layout(frame, info);
   GstMemory *first = gst_buffer_n_memory(frame) == 1 ? gst_buffer_peek_memory(frame, 0) : nullptr;
+  if (is_nvcodec_memory(first)) {
+    // Plane 0 copied into our own memory, in the layout of a tightly packed frame.
+    const PlaneLayout layout = nvcodec_copy_layout(info);
+    stage(luma_of(copy_nvcodec_plane(first, layout, info), layout, info));
+    return;
+  }
+  const PlaneLayout layout = plane0_layout(frame, info);
   const bool in_place = first && gst_is_cs_memory(first) && gst_cs_memory_get_device_id(first) == gpu_.device();
   // From system memory only plane 0 goes up (NV12/I420 chroma stays on the host).
   std::unique_ptr<GstBuffer, decltype(&gst_buffer_unref)> region(

@@ -38,9 +38,11 @@ class CudaEngine {
 
   // Enqueues the pyramid of the frame's luma (GRAY8, NV12, I420: the Y plane
   // in place; RGBA, BGRA, BGRx: luma computed on the device first). The
-  // buffer may be in system memory (plane 0 only is uploaded) or in the
-  // project's device memory (read where it is). Throws std::runtime_error for a buffer too
-  // small for `info`.
+  // buffer may be in system memory (plane 0 only is uploaded), in the
+  // project's device memory (read where it is) or in nvcodec's
+  // memory:CUDAMemory (plane 0 copied on the device, sift-nvcodec.h). Throws
+  // std::runtime_error for a buffer too small for `info`, or nvcodec memory
+  // on another device.
   void build_pyramid(GstBuffer *frame, const GstVideoInfo &info);
   // All three stages on the frame.
   void run(GstBuffer *frame, const GstVideoInfo &info, cs::sift::DescriptorFormat format);
@@ -54,12 +56,20 @@ class CudaEngine {
   template <class Stage>
   void with_luma(GstBuffer *frame, const GstVideoInfo &info, Stage &&stage);
   cs::sift::DeviceImage luma_of(const uint8_t *plane, const PlaneLayout &layout, const GstVideoInfo &info);
+  // Plane 0 of a frame in nvcodec's memory, copied into nvcodec_plane_.
+  const uint8_t *copy_nvcodec_plane(GstMemory *mem, const PlaneLayout &layout, const GstVideoInfo &info);
+
+  // A device block reused from frame to frame, grown when a frame needs more.
+  struct Scratch {
+    void *ptr = nullptr;
+    size_t bytes = 0;
+  };
+  void *reserve(Scratch &scratch, size_t bytes);
 
   gstcs::ElementGpu gpu_;
   cs::sift::CudaSift sift_;
-  // Luma of packed RGB frames: one plane of the frame's size, reused.
-  void *luma_ = nullptr;
-  size_t luma_bytes_ = 0;
+  Scratch luma_;           // luma of packed RGB frames
+  Scratch nvcodec_plane_;  // plane 0 of frames in nvcodec's memory
 };
 
 // Adds the features meta for a width x height frame: the result's keypoints

@@ -1,0 +1,149 @@
+// Brute-force matching of 128-byte SIFT descriptors (cv::SIFT's CV_8U
+// descriptor, DescriptorFormat::opencv) for siftmatch: for each query row
+// the nearest and second-nearest train rows (L2), then Lowe's ratio test and
+// the optional mutual check. GStreamer- and OpenCV-free.
+//
+// Same answers as features_cpu's match_descriptors (cv::BFMatcher, NORM_L2
+// on the descriptors converted to float):
+//   - the squared distance of two byte rows is an integer below 2^24
+//     (128 * 255^2), which float sums hold exactly, so OpenCV's float sum is
+//     the integer computed here;
+//   - OpenCV ranks train rows by the float square root of that sum, in which
+//     neighbouring integers can round to the same value, and keeps the lower
+//     index of equals; neighbours here are ranked by that same key
+//     (match_distance, correctly rounded on host and device) and then index;
+//   - the ratio test compares those float distances in double, as
+//     match_descriptors does.
+// The per-pair math is CS_HD (one copy for the CUDA kernel and the host
+// loop); CudaMatcher runs it on the GPU (sift_match.cu), nearest_two_host on
+// the CPU (sift_match.cpp, also the reference of the GPU tests).
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/cuda_runtime.h"
+#include "common/hd.h"
+
+namespace cs::sift {
+
+constexpr int kMatchDescriptorBytes = 128;
+constexpr int kMatchDescriptorWords = kMatchDescriptorBytes / 4;
+
+// Sum of the products of corresponding bytes of two descriptors, each given
+// as 32 words of 4 bytes: an exact integer (at most 128 x 255^2 < 2^23).
+CS_HD uint32_t descriptor_dot(const uint32_t *a, const uint32_t *b) {
+  uint32_t sum = 0;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+  for (int w = 0; w < kMatchDescriptorWords; ++w) sum = __dp4a(a[w], b[w], sum);  // four byte products at once
+#else
+  for (int w = 0; w < kMatchDescriptorWords; ++w)
+    for (int shift = 0; shift < 32; shift += 8) sum += ((a[w] >> shift) & 0xffu) * ((b[w] >> shift) & 0xffu);
+#endif
+  return sum;
+}
+
+// Squared L2 distance from the rows' squared norms and their dot product,
+// |a - b|^2 = |a|^2 + |b|^2 - 2 a.b, exact in 32-bit integers (each term is
+// below 2^24). The norms are computed once per row, so a pair costs one dot
+// product: 32 __dp4a on the GPU.
+CS_HD uint32_t distance_squared_from(uint32_t norm_a, uint32_t norm_b, uint32_t dot_ab) {
+  return norm_a + norm_b - 2u * dot_ab;
+}
+
+CS_HD uint32_t descriptor_distance_squared(const uint32_t *a, const uint32_t *b) {
+  return distance_squared_from(descriptor_dot(a, a), descriptor_dot(b, b), descriptor_dot(a, b));
+}
+
+// The L2 distance OpenCV reports and ranks by: the float square root of the
+// (exact) squared distance, correctly rounded.
+CS_HD float match_distance(uint32_t distance_squared) {
+#if defined(__CUDA_ARCH__)
+  return __fsqrt_rn(float(distance_squared));
+#else
+  return std::sqrt(float(distance_squared));
+#endif
+}
+
+// The two nearest train rows of one query row (-1: none) and their
+// distances (match_distance).
+struct NearestTwo {
+  int best = -1, second = -1;
+  float best_distance = 0.0f, second_distance = 0.0f;
+};
+
+// Whether (distance, index) ranks before (current, current_index): by
+// OpenCV's float distance, then the lower index; anything ranks before none.
+CS_HD bool ranks_before(float distance, int index, float current, int current_index) {
+  return current_index < 0 || distance < current || (distance == current && index < current_index);
+}
+
+// Offers train row `index` at `distance` to a query's nearest two.
+CS_HD void offer_neighbour(NearestTwo &n, float distance, int index) {
+  if (ranks_before(distance, index, n.best_distance, n.best)) {
+    n.second = n.best;
+    n.second_distance = n.best_distance;
+    n.best = index;
+    n.best_distance = distance;
+  } else if (ranks_before(distance, index, n.second_distance, n.second)) {
+    n.second = index;
+    n.second_distance = distance;
+  }
+}
+
+// One kept match: query row, train row, L2 distance (OpenCV's float).
+struct DescriptorMatch {
+  int query, train;
+  float distance;
+};
+
+// Lowe's ratio test on each query's nearest two (kept when the nearest is
+// below `ratio` times the second; with no second neighbour it cannot
+// reject) and, when `nearest_query_of_train` is not empty, the mutual check
+// (the train row's own nearest query row must be this query). In query
+// order, as match_descriptors.
+std::vector<DescriptorMatch> select_matches(const std::vector<NearestTwo> &nearest, double ratio,
+                                            const std::vector<int> &nearest_query_of_train);
+
+// The nearest two train rows of each query row, by loops on the CPU. Rows
+// are kMatchDescriptorBytes bytes, consecutive.
+std::vector<NearestTwo> nearest_two_host(const uint8_t *query, int query_count, const uint8_t *train,
+                                         int train_count);
+
+// Matches on the CPU: nearest_two_host (both ways for the mutual check),
+// then select_matches.
+std::vector<DescriptorMatch> match_host(const uint8_t *query, int query_count, const uint8_t *train, int train_count,
+                                        double ratio, bool mutual);
+
+// Brute-force matcher on one device: the train rows stay on the device until
+// replaced; device buffers grow to the largest sets seen and are reused.
+// Built without CUDA, constructing it throws cs::CudaError.
+class CudaMatcher {
+ public:
+  explicit CudaMatcher(int device);
+  ~CudaMatcher();
+  CudaMatcher(const CudaMatcher &) = delete;
+  CudaMatcher &operator=(const CudaMatcher &) = delete;
+
+  int device() const;
+  // Uploads the train rows (count x kMatchDescriptorBytes, host memory).
+  void set_train(const uint8_t *train, int train_count, StreamHandle stream);
+  int train_count() const;
+  // Nearest two train rows of each query row (host memory); waits for the stream.
+  std::vector<NearestTwo> nearest_two(const uint8_t *query, int query_count, StreamHandle stream);
+  // Uploads the query rows, finds the nearest two (and, for the mutual
+  // check, each train row's nearest query row) on the device, downloads
+  // them (one synchronisation) and applies select_matches.
+  std::vector<DescriptorMatch> match(const uint8_t *query, int query_count, double ratio, bool mutual,
+                                     StreamHandle stream);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cs::sift

@@ -1,0 +1,122 @@
+#include "sift-nvcodec.h"
+
+#include <gst/cudasensing/gstcsmemory.h>
+
+#include <stdexcept>
+#include <string>
+
+#if CS_SIFT_NVCODEC
+#include <cuda.h>  // driver API types only: the functions come through the runtime's entry points
+#include <cuda_runtime_api.h>
+#include <gst/cuda/gstcudamemory.h>
+
+#include <cstdint>
+
+#include "common/cuda_check.h"
+#endif
+
+namespace gstsift {
+
+bool is_device_memory_feature(const GstCapsFeatures *features) {
+  return features && (gst_caps_features_contains(features, GST_CAPS_FEATURE_MEMORY_CS_DEVICE) ||
+                      gst_caps_features_contains(features, GST_CAPS_FEATURE_MEMORY_NVCODEC_CUDA));
+}
+
+#if CS_SIFT_NVCODEC
+
+bool is_nvcodec_memory(GstMemory *mem) { return mem && gst_is_cuda_memory(mem); }
+
+NvcodecPlane::NvcodecPlane(GstMemory *mem, int device) : mem_(mem) {
+  auto *cuda_mem = GST_CUDA_MEMORY_CAST(mem);
+  guint nvcodec_device = 0;
+  g_object_get(cuda_mem->context, "cuda-device-id", &nvcodec_device, nullptr);
+  if (int(nvcodec_device) != device)
+    throw std::runtime_error("the frame is in nvcodec's CUDA memory on device " + std::to_string(nvcodec_device) +
+                             ", but this element runs on device " + std::to_string(device) + "; set device-id=" +
+                             std::to_string(nvcodec_device) + " (or the decoder's cuda-device-id) so both use one GPU");
+  if (!gst_memory_map(mem, &map_, GstMapFlags(GST_MAP_READ | GST_MAP_CUDA)))
+    throw std::runtime_error("cannot map nvcodec's CUDA memory for reading on the device");
+  context_ = gst_cuda_context_get_handle(cuda_mem->context);
+  data_ = static_cast<const uint8_t *>(map_.data) + GST_VIDEO_INFO_PLANE_OFFSET(&cuda_mem->info, 0);
+  stride_ = size_t(GST_VIDEO_INFO_PLANE_STRIDE(&cuda_mem->info, 0));
+  height_ = GST_VIDEO_INFO_HEIGHT(&cuda_mem->info);
+}
+
+NvcodecPlane::~NvcodecPlane() { gst_memory_unmap(mem_, &map_); }
+
+namespace {
+
+// A driver API function, found through the runtime (which loads the driver):
+// the plugin does not link libcuda, so it still loads on machines without one.
+template <class Function>
+Function driver_function(const char *symbol) {
+  void *function = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  cs::check_cuda(cudaGetDriverEntryPointByVersion(symbol, &function, 12000, cudaEnableDefault, &found), symbol);
+  if (found != cudaDriverEntryPointSuccess || !function)
+    throw cs::CudaError(0, std::string("the CUDA driver does not offer ") + symbol);
+  return reinterpret_cast<Function>(function);
+}
+
+struct DriverCalls {
+  CUresult (*get_current_context)(CUcontext *);
+  CUresult (*copy_between_contexts_async)(const CUDA_MEMCPY3D_PEER *, CUstream);
+};
+
+const DriverCalls &driver() {
+  static const DriverCalls calls{
+      driver_function<CUresult (*)(CUcontext *)>("cuCtxGetCurrent"),
+      driver_function<CUresult (*)(const CUDA_MEMCPY3D_PEER *, CUstream)>("cuMemcpy3DPeerAsync")};
+  return calls;
+}
+
+void check_driver(CUresult result, const char *what) {
+  if (result != CUDA_SUCCESS)
+    throw cs::CudaError(int(result), std::string(what) + " failed (CUresult " + std::to_string(int(result)) + ")");
+}
+
+CUdeviceptr device_address(const void *p) { return CUdeviceptr(reinterpret_cast<uintptr_t>(p)); }
+
+}  // namespace
+
+void copy_plane_async(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, void *src_context,
+                      size_t row_bytes, int rows, cs::StreamHandle stream) {
+  // The copy between two contexts the driver documents: source in nvcodec's,
+  // destination in the current one (the runtime's primary context of our device).
+  CUcontext ours = nullptr;
+  check_driver(driver().get_current_context(&ours), "cuCtxGetCurrent");
+  CUDA_MEMCPY3D_PEER copy{};
+  copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  copy.srcDevice = device_address(src);
+  copy.srcContext = static_cast<CUcontext>(src_context);
+  copy.srcPitch = src_pitch;
+  copy.srcHeight = size_t(rows);
+  copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  copy.dstDevice = device_address(dst);
+  copy.dstContext = ours;
+  copy.dstPitch = dst_pitch;
+  copy.dstHeight = size_t(rows);
+  copy.WidthInBytes = row_bytes;
+  copy.Height = size_t(rows);
+  copy.Depth = 1;
+  check_driver(driver().copy_between_contexts_async(&copy, stream),
+               "cuMemcpy3DPeerAsync (plane 0 of nvcodec's CUDA memory)");
+}
+
+#else  // no gstcuda: nothing is nvcodec's memory
+
+bool is_nvcodec_memory(GstMemory *) { return false; }
+
+NvcodecPlane::NvcodecPlane(GstMemory *mem, int) : mem_(mem) {
+  throw std::logic_error("this build of the SIFT elements does not take nvcodec's memory:CUDAMemory");
+}
+
+NvcodecPlane::~NvcodecPlane() = default;
+
+void copy_plane_async(void *, size_t, const void *, size_t, void *, size_t, int, cs::StreamHandle) {
+  throw std::logic_error("this build of the SIFT elements does not take nvcodec's memory:CUDAMemory");
+}
+
+#endif
+
+}  // namespace gstsift

@@ -1,0 +1,76 @@
+// nvcodec's memory:CUDAMemory (NVDEC decoders, cudaupload) as input of the
+// SIFT elements. Built only with gstreamer-cuda-1.0 and CUDA
+// (CS_SIFT_NVCODEC=1); otherwise the caps are not offered and no memory is
+// nvcodec's.
+//
+// GStreamer 1.22's GstCudaMemory lives in nvcodec's own CUDA context (made
+// with cuCtxCreate), not the CUDA runtime's primary context our engine runs
+// in, and a kernel may not read another context's allocation. A copy
+// between contexts may (cuMemcpy3DPeerAsync): the elements copy plane 0
+// device-to-device into their own memory on their stream (no trip through
+// the host; a 1080p luma plane is 2 MB), then run as on their own device
+// memory. 1.22's memory has
+// no stream or fence to wait on: nvcodec finishes its writes before it
+// pushes a frame, and mapping it for CUDA reads uploads any pending host
+// writes synchronously.
+#pragma once
+
+#include <gst/video/video.h>
+
+#include <cstddef>
+
+#include "common/cuda_runtime.h"
+
+#ifndef CS_SIFT_NVCODEC
+#define CS_SIFT_NVCODEC 0
+#endif
+
+#define GST_CAPS_FEATURE_MEMORY_NVCODEC_CUDA "memory:CUDAMemory"
+
+// The caps of `formats` in nvcodec's memory, followed by "; ", or nothing in
+// a build without gstcuda: spliced into the elements' pad templates.
+#if CS_SIFT_NVCODEC
+#define SIFT_NVCODEC_CAPS(formats) GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_NVCODEC_CUDA, formats) "; "
+#else
+#define SIFT_NVCODEC_CAPS(formats) ""
+#endif
+
+namespace gstsift {
+
+// Whether caps with these features carry device memory (ours or nvcodec's):
+// offered only on the CUDA backend.
+bool is_device_memory_feature(const GstCapsFeatures *features);
+
+// Whether `mem` is nvcodec's GstCudaMemory (always false without gstcuda).
+bool is_nvcodec_memory(GstMemory *mem);
+
+// Plane 0 of nvcodec's memory, mapped for CUDA reads while this lives.
+class NvcodecPlane {
+ public:
+  // Throws std::runtime_error when the memory is on another device than
+  // `device` (naming both) or cannot be mapped.
+  NvcodecPlane(GstMemory *mem, int device);
+  ~NvcodecPlane();
+  NvcodecPlane(const NvcodecPlane &) = delete;
+  NvcodecPlane &operator=(const NvcodecPlane &) = delete;
+  const void *data() const { return data_; }
+  size_t stride() const { return stride_; }
+  int height() const { return height_; }
+  void *context() const { return context_; }  // nvcodec's CUcontext
+
+ private:
+  GstMemory *mem_;
+  GstMapInfo map_{};
+  void *context_ = nullptr;
+  const void *data_ = nullptr;
+  size_t stride_ = 0;
+  int height_ = 0;
+};
+
+// Enqueues on `stream` (of the current context) a copy of `rows` rows of
+// `row_bytes` from `src`, device memory of the CUcontext `src_context`, to
+// `dst`, device memory of the current context.
+void copy_plane_async(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, void *src_context,
+                      size_t row_bytes, int rows, cs::StreamHandle stream);
+
+}  // namespace gstsift

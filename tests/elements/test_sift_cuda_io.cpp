@@ -1,0 +1,191 @@
+// What the SIFT elements take from and give to other GPU work: nvcodec's
+// memory:CUDAMemory as input of sift and siftpyramid (offered only on the
+// CUDA backend, in a build with gstreamer-cuda-1.0), and siftmatch's CUDA
+// matcher (the same matches as its CPU backend). CPU tests check the caps and
+// the refusals without a device; Gpu* suites skip without one (and the
+// nvcodec ones without nvcodec's cudaupload).
+#include <gtest/gtest.h>
+
+#include <opencv2/imgproc.hpp>
+
+#include "gst/cudasensing/sift/gstsiftfeaturesmeta.h"
+#include "test_sift_cuda_support.h"
+#include "test_sift_support.h"
+
+using namespace sift_test;
+
+namespace {
+
+constexpr const char *kNvcodecNv12 =
+    "video/x-raw(memory:CUDAMemory), format=NV12, width=64, height=48, framerate=30/1";
+
+// Whether this build of `factory` lists nvcodec's memory in its sink template.
+bool template_offers_nvcodec_memory(const char *factory_name) {
+  GstElementFactory *factory = gst_element_factory_find(factory_name);
+  if (!factory) return false;
+  bool offered = false;
+  for (const GList *l = gst_element_factory_get_static_pad_templates(factory); l; l = l->next) {
+    auto *templ = static_cast<GstStaticPadTemplate *>(l->data);
+    if (templ->direction != GST_PAD_SINK) continue;
+    GstCaps *caps = gst_static_caps_get(&templ->static_caps);
+    for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
+      GstCapsFeatures *features = gst_caps_get_features(caps, i);
+      offered = offered || (features && gst_caps_features_contains(features, "memory:CUDAMemory"));
+    }
+    gst_caps_unref(caps);
+  }
+  gst_object_unref(factory);
+  return offered;
+}
+
+// A frame rotated by `degrees` about its centre (reflected borders).
+cv::Mat rotated(const cv::Mat &image, double degrees) {
+  cv::Mat out;
+  const cv::Mat a = cv::getRotationMatrix2D(cv::Point2f(image.cols / 2.f, image.rows / 2.f), degrees, 1.0);
+  cv::warpAffine(image, out, a, image.size(), cv::INTER_LINEAR, cv::BORDER_REFLECT);
+  return out;
+}
+
+// The matches meta of each frame of "appsrc ! sift backend=cpu ! <matcher> ! appsink".
+std::vector<std::vector<GstSiftMatch>> run_matches(const std::string &matcher, const std::string &sift_options,
+                                                   const std::vector<cv::Mat> &frames) {
+  std::vector<GstBuffer *> buffers;
+  for (const cv::Mat &f : frames) buffers.push_back(make_frame(f, GST_VIDEO_FORMAT_GRAY8));
+  RunResult r = run("sift backend=cpu " + sift_options + " ! " + matcher,
+                    frame_caps(GST_VIDEO_FORMAT_GRAY8, frames[0].cols, frames[0].rows), buffers);
+  EXPECT_EQ(r.error, "") << matcher << ": " << r.everything();
+  std::vector<std::vector<GstSiftMatch>> out;
+  for (GstBuffer *b : r.buffers) {
+    const GstSiftMatchesMeta *m = gst_buffer_get_sift_matches_meta(b);
+    EXPECT_NE(m, nullptr) << matcher << ": a frame without a matches meta";
+    if (m) out.emplace_back(m->matches, m->matches + m->count);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------- CPU tests
+
+TEST(SiftNvcodecInput, CapsAreOfferedOnlyOnTheCudaBackend) {
+  if (!template_offers_nvcodec_memory("sift")) {
+    // A build without gstreamer-cuda-1.0: nothing offers nvcodec's memory.
+    EXPECT_FALSE(accepts("sift", kNvcodecNv12, "backend", 1));
+    EXPECT_FALSE(template_offers_nvcodec_memory("siftpyramid"));
+    GTEST_SKIP() << "built without gstreamer-cuda-1.0: memory:CUDAMemory is not offered";
+  }
+  EXPECT_TRUE(template_offers_nvcodec_memory("siftpyramid"));
+  EXPECT_FALSE(accepts("sift", kNvcodecNv12, "backend", 2));  // cpu: it would download every frame
+  EXPECT_TRUE(accepts("sift", kNvcodecNv12, "backend", 1));   // cuda
+  EXPECT_EQ(accepts("sift", kNvcodecNv12), cs::device_count() > 0) << "auto: CUDA only with a device";
+  EXPECT_TRUE(accepts("siftpyramid", kNvcodecNv12));
+  for (const char *stage : {"siftdetect", "siftdescribe"}) EXPECT_TRUE(accepts(stage, kNvcodecNv12)) << stage;
+}
+
+TEST(SiftNvcodecInput, WithoutADeviceItIsRefusedClearly) {
+  if (cs::device_count() > 0) GTEST_SKIP() << "a CUDA device is present: GpuSiftNvcodecInput runs the input";
+  if (!template_offers_nvcodec_memory("sift")) GTEST_SKIP() << "built without gstreamer-cuda-1.0";
+  const cv::Mat bgr = textured_bgr(64, 48, 1);
+  {
+    // backend=cuda fails at the state change, naming the missing device.
+    RunResult r = run("sift backend=cuda", gst_caps_from_string(kNvcodecNv12),
+                      {make_frame(bgr, GST_VIDEO_FORMAT_NV12)});
+    EXPECT_NE(r.error.find("no CUDA device"), std::string::npos) << r.everything();
+  }
+  for (const char *launch : {"sift", "sift backend=cpu"}) {
+    // auto (no device: CPU) and cpu refuse the caps: negotiation fails.
+    RunResult r = run(launch, gst_caps_from_string(kNvcodecNv12), {make_frame(bgr, GST_VIDEO_FORMAT_NV12)});
+    EXPECT_NE(r.everything().find("not-negotiated"), std::string::npos) << launch << ": " << r.everything();
+  }
+}
+
+TEST(SiftMatchBackend, HasTheBackendProperties) {
+  GstElement *e = gst_element_factory_make("siftmatch", nullptr);
+  ASSERT_NE(e, nullptr);
+  EXPECT_NE(g_object_class_find_property(G_OBJECT_GET_CLASS(e), "backend"), nullptr);
+  EXPECT_NE(g_object_class_find_property(G_OBJECT_GET_CLASS(e), "device-id"), nullptr);
+  gst_object_unref(e);
+}
+
+TEST(SiftMatchBackend, CudaWithoutADeviceFailsClearly) {
+  if (cs::device_count() > 0) GTEST_SKIP() << "a CUDA device is present: GpuSiftMatchElement runs the matcher";
+  const cv::Mat bgr = textured_bgr(64, 48, 1);
+  RunResult r = run("sift backend=cpu ! siftmatch backend=cuda", frame_caps(GST_VIDEO_FORMAT_GRAY8, 64, 48),
+                    {make_frame(bgr, GST_VIDEO_FORMAT_GRAY8)});
+  EXPECT_NE(r.error.find("no CUDA device"), std::string::npos) << r.everything();
+}
+
+// ---------------------------------------------------------- GPU tests
+
+TEST(GpuSiftNvcodecInput, CudaUploadedFramesGiveTheFeaturesOfSystemMemory) {
+  CS_REQUIRE_GPU();
+  if (!template_offers_nvcodec_memory("sift")) GTEST_SKIP() << "built without gstreamer-cuda-1.0";
+  GstElementFactory *upload = gst_element_factory_find("cudaupload");
+  if (!upload) GTEST_SKIP() << "nvcodec's cudaupload is missing (gst-plugins-bad's nvcodec plugin)";
+  const cv::Mat bgr = textured_bgr(318, 240, cs_test::fresh_seed());  // 318: rows pitched by nvcodec
+  for (GstVideoFormat format : {GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_I420, GST_VIDEO_FORMAT_GRAY8,
+                                GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_BGRx}) {
+    const std::string name = gst_video_format_to_string(format);
+    SCOPED_TRACE(name);
+    GstCaps *wanted = gst_caps_from_string(("video/x-raw(memory:CUDAMemory), format=" + name).c_str());
+    const bool uploadable = gst_element_factory_can_src_any_caps(upload, wanted);
+    gst_caps_unref(wanted);
+    if (!uploadable) {
+      std::printf("cudaupload does not output %s: not tested\n", name.c_str());
+      continue;
+    }
+    const Features system = run_one("sift backend=cuda", format, bgr);
+    ASSERT_GT(system.keypoints.size(), 100u);
+    const std::string nvcodec = "cudaupload ! video/x-raw(memory:CUDAMemory),format=" + name;
+    expect_same_keypoints(run_one(nvcodec + " ! sift backend=cuda", format, bgr), system);
+    expect_same_keypoints(run_one(nvcodec + " ! siftpyramid ! siftdetect ! siftdescribe", format, bgr), system);
+  }
+  gst_object_unref(upload);
+}
+
+TEST(GpuSiftNvcodecInput, ManyFramesThroughAQueueKeepTheirOwnFeatures) {
+  // nvcodec's pool recycles memory: each frame's features must be its own.
+  CS_REQUIRE_GPU();
+  if (!template_offers_nvcodec_memory("sift")) GTEST_SKIP() << "built without gstreamer-cuda-1.0";
+  GstElementFactory *upload = gst_element_factory_find("cudaupload");
+  if (!upload) GTEST_SKIP() << "nvcodec's cudaupload is missing (gst-plugins-bad's nvcodec plugin)";
+  gst_object_unref(upload);
+  std::vector<cv::Mat> images;
+  const uint32_t seed = cs_test::fresh_seed();
+  for (uint32_t i = 0; i < 6; ++i) images.push_back(textured_bgr(320, 240, seed + i));
+  const std::vector<Features> system = run_features("sift backend=cuda", GST_VIDEO_FORMAT_NV12, images);
+  const std::vector<Features> nvcodec = run_features(
+      "cudaupload ! video/x-raw(memory:CUDAMemory),format=NV12 ! queue ! siftpyramid ! queue ! siftdetect ! "
+      "siftdescribe ! queue",
+      GST_VIDEO_FORMAT_NV12, images);
+  ASSERT_EQ(system.size(), images.size());
+  ASSERT_EQ(nvcodec.size(), images.size());
+  for (size_t i = 0; i < images.size(); ++i) {
+    SCOPED_TRACE("frame " + std::to_string(i));
+    expect_same_keypoints(nvcodec[i], system[i]);
+  }
+}
+
+TEST(GpuSiftMatchElement, CudaBackendGivesTheCpuBackendsMatches) {
+  CS_REQUIRE_GPU();
+  const cv::Mat first = textured_bgr(320, 240, cs_test::fresh_seed());
+  const std::vector<cv::Mat> frames = {first, rotated(first, 8.0), rotated(first, -15.0)};
+  // Byte descriptors run on the device; float ones take the CPU path on both backends.
+  for (const std::string sift_options : {"", "descriptor-format=float"})
+    for (const std::string options : {"", "mutual-check=true", "ratio=0.6"}) {
+      SCOPED_TRACE("sift " + sift_options + " ! siftmatch " + options);
+      const auto cpu = run_matches("siftmatch backend=cpu " + options, sift_options, frames);
+      const auto cuda = run_matches("siftmatch backend=cuda " + options, sift_options, frames);
+      ASSERT_EQ(cpu.size(), frames.size());
+      ASSERT_EQ(cuda.size(), frames.size());
+      EXPECT_GT(cpu[1].size(), 50u) << "the rotated frame should match its predecessor";
+      for (size_t f = 0; f < frames.size(); ++f) {
+        ASSERT_EQ(cuda[f].size(), cpu[f].size()) << "frame " << f;
+        for (size_t i = 0; i < cpu[f].size(); ++i) {
+          ASSERT_EQ(cuda[f][i].query_index, cpu[f][i].query_index) << "frame " << f << ", match " << i;
+          ASSERT_EQ(cuda[f][i].train_index, cpu[f][i].train_index) << "frame " << f << ", match " << i;
+          ASSERT_EQ(cuda[f][i].distance, cpu[f][i].distance) << "frame " << f << ", match " << i;
+        }
+      }
+    }
+}
+
+}  // namespace
