@@ -13,7 +13,9 @@
 // euclidean): classify_gemm_kernel forms every pixel's dot products with the
 // references as one matrix product on the tensor cores (WMMA, TF32 split into
 // high and low parts; classify_math.h gives its error), and the scores from
-// those and per-pixel sums with the same score functions.
+// those and per-pixel sums with the same score functions. BIP blocks of
+// native f32/i16/u16 samples over a contiguous band range take the
+// specialised tensor kernel of bip_tensor.cu instead (kernel_for says which).
 #include <mma.h>
 
 #include <cstdint>
@@ -24,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "hsi/bip_tensor.h"
 #include "hsi/classifier.h"
 #include "common/cuda_check.h"
 
@@ -399,9 +402,70 @@ struct CudaSpectralClassifier::Impl {
   bool in_constant;
   float *table = nullptr;
   int *bands = nullptr;
+  // The BIP tensor kernel's tables (tensor precision, dot-product methods,
+  // contiguous bands), prepared once here; first_band < 0 when unused.
+  int first_band = -1;
+  bip_tensor::DeviceTables bip;
+  bool bip_enabled = true;
+  int sm_count = 0;
+  size_t max_shared_bytes = 0;
 
   Impl(const SpectralClassifier &c, int dev)
       : host(c), device(dev), id(next_classifier_id()), in_constant(c.table().size() <= kConstantTableFloats) {}
+
+  void free_device_memory() {
+    for (const void *p : {static_cast<const void *>(table), static_cast<const void *>(bands),
+                          static_cast<const void *>(bip.fragments), static_cast<const void *>(bip.key_scale),
+                          static_cast<const void *>(bip.key_offset)})
+      if (p) device_free(const_cast<void *>(p), device);
+  }
+
+  // Uploads the BIP tensor kernel's tables when the classifier can use it.
+  void prepare_bip_tensor() {
+    if (host.precision() != Precision::tensor || !dot_product_method(host.method())) return;
+    const int first = bip_tensor::contiguous_first_band(host.bands());
+    if (first < 0) return;
+    int shared_optin = 0;
+    cs::check_cuda(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device), "count SMs");
+    cs::check_cuda(cudaDeviceGetAttribute(&shared_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+                   "query shared memory per block");
+    max_shared_bytes = size_t(shared_optin);
+    const bip_tensor::Tables t = bip_tensor::make_tables(host.method(), host.table(), host.table_shape());
+    // Too many bands for the references to stay in shared memory even with
+    // 16-bit samples: the generic kernel.
+    if (!bip_tensor::stages_for(DataType::i16, t.chunks, max_shared_bytes)) return;
+    auto upload = [&](const void *src, size_t bytes, const char *what) {
+      void *dst = device_alloc(bytes, device);
+      const cudaError_t status = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+      if (status != cudaSuccess) device_free(dst, device);
+      cs::check_cuda(status, what);
+      return dst;
+    };
+    bip.fragments = static_cast<const float *>(
+        upload(t.fragments.data(), t.fragments.size() * sizeof(float), "upload BIP tensor fragments"));
+    bip.key_scale = static_cast<const double *>(
+        upload(t.key_scale.data(), t.key_scale.size() * sizeof(double), "upload BIP tensor keys"));
+    bip.key_offset = static_cast<const double *>(
+        upload(t.key_offset.data(), t.key_offset.size() * sizeof(double), "upload BIP tensor keys"));
+    bip.table = table;
+    bip.shape = host.table_shape();
+    bip.groups = t.groups;
+    bip.chunks = t.chunks;
+    first_band = first;
+  }
+
+  // How the BIP tensor kernel would run this block: bytes per copy and
+  // staging buffers; copy_bytes 0 when it does not apply.
+  struct BipPlan {
+    int copy_bytes = 0, stages = 0;
+  };
+  BipPlan bip_plan(const CubeBlock &block) const {
+    BipPlan plan;
+    if (first_band < 0 || !bip_enabled) return plan;
+    plan.stages = bip_tensor::stages_for(block.format.type, bip.chunks, max_shared_bytes);
+    if (plan.stages) plan.copy_bytes = bip_tensor::copy_bytes_for(block, first_band, host.table_shape().bands);
+    return plan;
+  }
 };
 
 CudaSpectralClassifier::CudaSpectralClassifier(const SpectralClassifier &classifier, int device)
@@ -416,18 +480,25 @@ CudaSpectralClassifier::CudaSpectralClassifier(const SpectralClassifier &classif
                "upload reference table");
     cs::check_cuda(cudaMemcpy(impl_->bands, bands.data(), bands.size() * sizeof(int), cudaMemcpyHostToDevice),
                "upload band list");
+    impl_->prepare_bip_tensor();
   } catch (...) {
-    device_free(impl_->table, device);
-    if (impl_->bands) device_free(impl_->bands, device);
+    impl_->free_device_memory();
     throw;
   }
 }
 
 CudaSpectralClassifier::~CudaSpectralClassifier() {
   if (!impl_) return;
-  device_free(impl_->table, impl_->device);
-  device_free(impl_->bands, impl_->device);
+  impl_->free_device_memory();
 }
+
+CudaSpectralClassifier::Kernel CudaSpectralClassifier::kernel_for(const CubeBlock &block) const {
+  const SpectralClassifier &host = impl_->host;
+  if (host.precision() != Precision::tensor || !dot_product_method(host.method())) return Kernel::per_pixel;
+  return impl_->bip_plan(block).copy_bytes ? Kernel::tensor_bip : Kernel::tensor;
+}
+
+void CudaSpectralClassifier::set_bip_tensor_enabled(bool enabled) { impl_->bip_enabled = enabled; }
 
 bool CudaSpectralClassifier::table_in_constant_memory() const { return impl_->in_constant; }
 int CudaSpectralClassifier::device() const { return impl_->device; }
@@ -461,6 +532,11 @@ void CudaSpectralClassifier::classify(const CubeBlock &block, const Classificati
   const unsigned grid = unsigned((pixels + kPixelsPerBlock - 1) / kPixelsPerBlock);
 
   if (host.precision() == Precision::tensor && dot_product_method(host.method())) {
+    if (const Impl::BipPlan plan = impl_->bip_plan(block); plan.copy_bytes) {
+      bip_tensor::classify(host.method(), impl_->bip, block, impl_->first_band, plan.copy_bytes, plan.stages,
+                           args.threshold, output, args.class_map_stride, impl_->sm_count, stream);
+      return;
+    }
     // Reads the table from global memory: no constant bank to share.
     const unsigned gemm_grid = unsigned((pixels + kGemmPixels - 1) / kGemmPixels);
     with_data_type(block.format.type, [&](auto type) {

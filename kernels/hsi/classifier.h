@@ -123,6 +123,18 @@ class CudaSpectralClassifier {
   bool table_in_constant_memory() const;
   int device() const;
 
+  // Which kernel classify() runs for a block of this shape: the per-pixel
+  // kernel (exact, fast, and sid/bandfit in every precision), the generic
+  // tensor kernel (any type, byte order, interleave, band list), or the
+  // tensor kernel specialised for BIP blocks of native f32/i16/u16 samples
+  // and a contiguous band range (bip_tensor.h). Same results within the
+  // tensor precision's bounds (classify_math.h).
+  enum class Kernel { per_pixel, tensor, tensor_bip };
+  Kernel kernel_for(const CubeBlock &device_block) const;
+  // For tests and benchmarks: false makes blocks that fit the BIP tensor
+  // kernel run the generic tensor kernel instead (default true).
+  void set_bip_tensor_enabled(bool enabled);
+
   struct Impl;
 
  private:

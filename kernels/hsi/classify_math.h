@@ -43,7 +43,17 @@
 //          threshold is 0.1). Euclidean distances are formed from norms,
 //          d^2 = |x|^2 - 2 x.r + |r|^2, so their absolute error is ~5e-7
 //          (|x|^2 + |r|^2) / d: small distances between bright spectra lose
-//          digits. SID, bandfit and the CPU run tensor as fast.
+//          digits. SID, bandfit and the CPU run tensor as fast. Two CUDA
+//          kernels compute this: a generic one (any block) and one for
+//          contiguous native BIP blocks (bip_tensor.h); same products,
+//          float sums over at most 32 consecutive bands (its windows are
+//          staggered per column of references), double beyond: the same
+//          bounds. The BIP kernel, when no rule images are
+//          asked for, picks each pixel's class by a key that orders the
+//          references as the score does (the dot product for sam, dot /
+//          sqrt(reference constant) for correlation, 2 dot - |r|^2 for
+//          euclidean, all in double) and scores only the winner: where two
+//          references' float scores tie it may keep the higher index.
 // In every mode, sums are formed so that they do not cancel: correlation uses
 // references centred on the host and pixel values shifted by their first
 // band; SID sums its non-negative terms directly once the pixel's total is
@@ -53,6 +63,8 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "common/hd.h"
@@ -294,6 +306,35 @@ struct ReferenceSums {
     }
   }
 };
+
+// TF32 (the tensor cores' 19-bit float: float's sign and exponent, 10 of its
+// 23 fraction bits). The tensor precision writes each operand x as hi + lo,
+// hi = x rounded to TF32 and lo = x - hi (exact in float) rounded to TF32:
+// what the pair leaves out is at most 2^-22 |x|. Integer operations on the
+// bits, so the host's table preparation and the kernels round alike.
+CS_HD uint32_t float_bits(float x) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(x);
+#else
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+#endif
+}
+CS_HD float bits_float(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+#endif
+}
+// Nearest TF32 value, ties away from zero (as cvt.rna.tf32.f32); NaN and
+// infinities stay what they are.
+CS_HD float tf32_round(float x) { return bits_float((float_bits(x) + 0x1000u) & 0xffffe000u); }
+// lo part of x once hi = tf32_round(x) is known.
+CS_HD float tf32_low(float x, float hi) { return tf32_round(x - hi); }
 
 // The best reference so far. Ties keep the lower index; NaN never wins.
 struct BestMatch {

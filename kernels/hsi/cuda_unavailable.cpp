@@ -25,5 +25,9 @@ void CudaSpectralClassifier::classify(const CubeBlock &, const ClassificationOut
 }
 bool CudaSpectralClassifier::table_in_constant_memory() const { return false; }
 int CudaSpectralClassifier::device() const { return -1; }
+CudaSpectralClassifier::Kernel CudaSpectralClassifier::kernel_for(const CubeBlock &) const {
+  return Kernel::per_pixel;
+}
+void CudaSpectralClassifier::set_bip_tensor_enabled(bool) {}
 
 }  // namespace cs::hsi

@@ -38,8 +38,11 @@ class DeviceBuffer {
 };
 
 // Classifies `block` (host bytes) on the GPU with the same poison as the CPU run.
+// Without `with_rules` only the class map is asked for (rules stay empty);
+// `kernel`, when given, receives the kernel classify() chose for the block.
 hsi_test::Result classify_gpu(CudaSpectralClassifier &gpu, const SpectralClassifier &cpu,
-                              const std::vector<uint8_t> &bytes, CubeBlock block, const cs::Stream &stream) {
+                              const std::vector<uint8_t> &bytes, CubeBlock block, const cs::Stream &stream,
+                              bool with_rules = true, CudaSpectralClassifier::Kernel *kernel = nullptr) {
   const size_t pixels = block.layout.pixels(), K = cpu.class_count();
   const size_t label_bytes = class_map_bytes_per_pixel(cpu.class_map_format());
   DeviceBuffer data(bytes.size()), labels(pixels * label_bytes), rules(pixels * K * sizeof(float));
@@ -50,12 +53,16 @@ hsi_test::Result classify_gpu(CudaSpectralClassifier &gpu, const SpectralClassif
   rules.upload(r.rules.data(), stream);
   labels.upload(raw_labels.data(), stream);
   block.data = data.get();
+  if (kernel) *kernel = gpu.kernel_for(block);
   ClassificationOutput out;
   out.class_map = labels.get();
   out.class_map_format = cpu.class_map_format();
-  out.rule_images = rules.as<float>();
+  out.rule_images = with_rules ? rules.as<float>() : nullptr;
   gpu.classify(block, out, stream.get());
-  rules.download(r.rules.data(), stream);
+  if (with_rules)
+    rules.download(r.rules.data(), stream);
+  else
+    r.rules.clear();
   labels.download(raw_labels.data(), stream);
   stream.synchronize();
   r.labels.resize(pixels);
@@ -107,6 +114,74 @@ double expect_same(Method method, Precision precision, const hsi_test::Result &c
   }
   EXPECT_EQ(failures, 0u);
   if (ties) std::printf("[ info     ] %s: %zu near-ties picked differently\n", method_name(method), ties);
+  return worst;
+}
+
+// Largest squared norms of the scene's pixels and references over all bands
+// (euclidean's tensor bound).
+std::pair<double, double> largest_squared_norms(const hsi_test::Scene &scene) {
+  double x2 = 0, r2 = 0;
+  for (size_t p = 0; p < scene.lines * scene.samples; ++p) {
+    double n2 = 0;
+    for (size_t b = 0; b < scene.bands; ++b) n2 += double(scene.pixels[p * scene.bands + b]) * scene.pixels[p * scene.bands + b];
+    if (std::isfinite(n2)) x2 = std::max(x2, n2);
+  }
+  for (size_t k = 0; k < scene.references.count(); ++k) {
+    double n2 = 0;
+    for (size_t b = 0; b < scene.bands; ++b)
+      n2 += double(scene.references.spectrum(k)[b]) * scene.references.spectrum(k)[b];
+    r2 = std::max(r2, n2);
+  }
+  return {x2, r2};
+}
+
+// Precision::tensor against the CPU's exact results, within the bounds
+// classify_math.h states with a margin of 2: dot products within ~5e-7
+// relative, so angles within 1e-6 / sin(angle), coefficients within 1e-5,
+// squared distances within 2e-6 (|x|^2 + |r|^2) (x2, r2: the largest squared
+// norms). Class maps equal but for pairs of classes whose exact scores lie
+// within those bounds, or a best score within them of `threshold` (NaN: none).
+// `got.rules` may be empty (class map only). Returns the largest score difference.
+double expect_within_tensor_bounds(Method method, const hsi_test::Result &want, const hsi_test::Result &got,
+                                   size_t pixels, size_t K, double x2, double r2, double threshold = NAN) {
+  auto allowed = [&](float a) {
+    if (method == Method::sam) return 1e-6 / std::max(std::sin(double(a)), 1e-3);
+    if (method == Method::correlation) return 1e-5;
+    return 2e-6 * (x2 + r2) / std::max(2.0 * double(a), 1e-3);  // |a^2 - b^2| / (a + b)
+  };
+  size_t failures = 0, ties = 0;
+  double worst = 0;
+  for (size_t i = 0; i < got.rules.size(); ++i) {
+    const float a = want.rules[i], b = got.rules[i];
+    if (std::isnan(a) || std::isnan(b)) {
+      if (std::isnan(a) != std::isnan(b) && failures++ < 5) ADD_FAILURE() << "rule " << i << ": " << a << " vs " << b;
+      continue;
+    }
+    const double diff = std::fabs(double(a) - double(b));
+    worst = std::max(worst, diff);
+    if (diff > allowed(a) && failures++ < 5) ADD_FAILURE() << "rule " << i << ": exact " << a << " tensor " << b;
+  }
+  for (size_t p = 0; p < pixels; ++p) {
+    const uint32_t x = want.labels[p], y = got.labels[p];
+    if (x == y) continue;
+    if (x > 0 && y > 0 && y <= K) {
+      const float sx = want.rules[(x - 1) * pixels + p], sy = want.rules[(y - 1) * pixels + p];
+      if (std::fabs(double(sx) - double(sy)) <= 2 * allowed(sx)) {
+        ++ties;
+        continue;
+      }
+    }
+    if ((x == 0) != (y == 0) && !std::isnan(threshold) && std::max(x, y) <= K) {
+      const float s = want.rules[(std::max(x, y) - 1) * pixels + p];
+      if (std::fabs(double(s) - threshold) <= 2 * allowed(s)) {
+        ++ties;
+        continue;
+      }
+    }
+    if (failures++ < 5) ADD_FAILURE() << "pixel " << p << ": exact class " << x << ", tensor " << y;
+  }
+  EXPECT_EQ(failures, 0u);
+  if (ties) std::printf("[ info     ] %s tensor: %zu near-ties picked differently\n", method_name(method), ties);
   return worst;
 }
 
@@ -221,18 +296,7 @@ TEST(GpuClassify, TensorPrecisionWithinItsBounds) {
       config.precision = Precision::exact;
       const SpectralClassifier exact(config, scene.references, selected, scene.wavelengths_nm);
       CudaSpectralClassifier gpu(tensor, kDevice);
-      // Largest squared norms of pixels and references (euclidean's bound).
-      double x2 = 0, r2 = 0;
-      for (size_t p = 0; p < lines * samples; ++p) {
-        double n2 = 0;
-        for (size_t b = 0; b < bands; ++b) n2 += double(scene.pixels[p * bands + b]) * scene.pixels[p * bands + b];
-        if (std::isfinite(n2)) x2 = std::max(x2, n2);
-      }
-      for (size_t k = 0; k < K; ++k) {
-        double n2 = 0;
-        for (size_t b = 0; b < bands; ++b) n2 += double(scene.references.spectrum(k)[b]) * scene.references.spectrum(k)[b];
-        r2 = std::max(r2, n2);
-      }
+      const auto [x2, r2] = largest_squared_norms(scene);
       double worst = 0;
       for (DataType type : {DataType::f32, DataType::i16, DataType::f64})
         for (Interleave il : {Interleave::bsq, Interleave::bil, Interleave::bip}) {
@@ -251,41 +315,118 @@ TEST(GpuClassify, TensorPrecisionWithinItsBounds) {
             continue;
           }
           const hsi_test::Result want = hsi_test::classify_cpu(exact, block);
-          auto allowed = [&](float a) {
-            if (method == Method::sam) return 1e-6 / std::max(std::sin(double(a)), 1e-3);
-            if (method == Method::correlation) return 1e-5;
-            return 2e-6 * (x2 + r2) / std::max(2.0 * double(a), 1e-3);  // |a^2 - b^2| / (a + b)
-          };
-          size_t failures = 0, ties = 0;
-          for (size_t i = 0; i < want.rules.size(); ++i) {
-            const float a = want.rules[i], b = on_gpu.rules[i];
-            if (std::isnan(a) || std::isnan(b)) {
-              if (std::isnan(a) != std::isnan(b) && failures++ < 5) ADD_FAILURE() << "rule " << i << ": " << a << " vs " << b;
-              continue;
-            }
-            const double diff = std::fabs(double(a) - double(b));
-            worst = std::max(worst, diff);
-            if (diff > allowed(a) && failures++ < 5) ADD_FAILURE() << "rule " << i << ": exact " << a << " tensor " << b;
-          }
-          const size_t n = lines * samples;
-          for (size_t p = 0; p < n; ++p) {
-            const uint32_t x = want.labels[p], y = on_gpu.labels[p];
-            if (x == y) continue;
-            if (x > 0 && y > 0 && y <= K) {
-              const float sx = want.rules[(x - 1) * n + p], sy = want.rules[(y - 1) * n + p];
-              if (std::fabs(double(sx) - double(sy)) <= 2 * allowed(sx)) {
-                ++ties;
-                continue;
-              }
-            }
-            if (failures++ < 5) ADD_FAILURE() << "pixel " << p << ": exact class " << x << ", tensor " << y;
-          }
-          EXPECT_EQ(failures, 0u);
-          if (ties) std::printf("[ info     ] %s tensor: %zu near-ties picked differently\n", method_name(method), ties);
+          worst = std::max(worst, expect_within_tensor_bounds(method, want, on_gpu, lines * samples, K, x2, r2));
         }
       std::printf("[ info     ] %s tensor, K=%zu bands=%zu: worst |exact - tensor| %.3g\n", method_name(method), K,
                   bands, worst);
     }
+}
+
+// The tensor kernel specialised for BIP blocks (bip_tensor.cu) against the
+// CPU's exact results, with the tensor bounds above: f32, i16 (ignore value
+// and reflectance scale) and u16 samples; pixel counts that leave a partial
+// last tile, and more tiles than an H200 has multiprocessors (the persistent
+// blocks' loop); K below, at and above one group of 64 references and not a
+// multiple of it; all bands (16-byte copies) and a band range from band 2
+// (8- and 4-byte copies, a partial last chunk); with rule images and with the
+// class map alone (the winner picked by ranking key, one score per pixel);
+// sam with ENVI's threshold. kernel_for must name the specialised kernel, and
+// with it disabled the generic tensor kernel must agree within the same bounds.
+TEST(GpuClassify, TensorBipKernelWithinTensorBounds) {
+  CS_REQUIRE_GPU();
+  const uint32_t seed = cs_test::fresh_seed();
+  std::mt19937_64 rng(seed);
+  cs::Stream stream(kDevice);
+  struct Case {
+    size_t lines, samples, bands;
+    int first_band, band_count;
+  };
+  const Case cases[] = {
+      {3, 43, 224, 0, 224},   // 129 pixels: a tile and one pixel
+      {37, 501, 96, 0, 96},   // 18537 pixels: 145 tiles
+      {5, 77, 170, 2, 159},   // bands 2..160: 8-byte (f32) and 4-byte (16-bit) copies, partial chunk
+  };
+  for (Method method : {Method::sam, Method::correlation, Method::euclidean})
+    for (const Case &c : cases)
+      for (size_t K : {size_t(1 + rng() % 40), size_t(64), size_t(65 + rng() % 60)}) {
+        hsi_test::Scene scene = hsi_test::random_scene(rng, c.lines, c.samples, c.bands, K);
+        for (int i = 0; i < 5; ++i) scene.pixels[rng() % scene.pixels.size()] = NAN;
+        for (float &v : scene.pixels) v = std::fabs(v);
+        std::vector<int> selected(size_t(c.band_count));
+        for (int u = 0; u < c.band_count; ++u) selected[size_t(u)] = c.first_band + u;
+        ClassifierConfig config;
+        config.method = method;
+        config.threshold = default_threshold(method);
+        config.precision = Precision::tensor;
+        const SpectralClassifier tensor(config, scene.references, selected, scene.wavelengths_nm);
+        config.precision = Precision::exact;
+        const SpectralClassifier exact(config, scene.references, selected, scene.wavelengths_nm);
+        CudaSpectralClassifier gpu(tensor, kDevice);
+        const auto [x2, r2] = largest_squared_norms(scene);
+        const size_t pixels = c.lines * c.samples;
+        double worst = 0;
+        for (DataType type : {DataType::f32, DataType::i16, DataType::u16}) {
+          const auto bytes = hsi_test::encode_block(scene.pixels, c.lines, c.samples, c.bands, type, Interleave::bip,
+                                                    host_byte_order(), 10000);
+          const bool is_float = type == DataType::f32;
+          const CubeBlock block = hsi_test::block_of(bytes, c.lines, c.samples, c.bands, type, Interleave::bip,
+                                                     host_byte_order(),
+                                                     is_float ? std::nullopt : std::optional<double>(0.0),
+                                                     is_float ? std::nullopt : std::optional<double>(10000));
+          const hsi_test::Result want = hsi_test::classify_cpu(exact, block);
+          for (bool with_rules : {true, false})
+            for (bool specialised : {true, false}) {
+              SCOPED_TRACE(std::string(method_name(method)) + " " + data_type_name(type) + " K=" + std::to_string(K) +
+                           " pixels=" + std::to_string(pixels) + " bands " + std::to_string(c.first_band) + "+" +
+                           std::to_string(c.band_count) + (with_rules ? " with rules" : " class map only") +
+                           (specialised ? "" : " (generic kernel)"));
+              gpu.set_bip_tensor_enabled(specialised);
+              CudaSpectralClassifier::Kernel kernel;
+              const hsi_test::Result got = classify_gpu(gpu, tensor, bytes, block, stream, with_rules, &kernel);
+              EXPECT_EQ(kernel, specialised ? CudaSpectralClassifier::Kernel::tensor_bip
+                                            : CudaSpectralClassifier::Kernel::tensor);
+              worst = std::max(worst, expect_within_tensor_bounds(method, want, got, pixels, K, x2, r2,
+                                                                  tensor.threshold()));
+            }
+        }
+        std::printf("[ info     ] %s tensor BIP, K=%zu pixels=%zu bands=%d: worst |exact - tensor| %.3g\n",
+                    method_name(method), K, pixels, c.band_count, worst);
+      }
+}
+
+// Blocks the specialised kernel does not take run the generic one.
+TEST(GpuClassify, TensorBipKernelOnlyForBlocksItFits) {
+  CS_REQUIRE_GPU();
+  std::mt19937_64 rng(cs_test::fresh_seed());
+  const size_t lines = 2, samples = 9, bands = 40;
+  hsi_test::Scene scene = hsi_test::random_scene(rng, lines, samples, bands, 5);
+  ClassifierConfig config;
+  config.precision = Precision::tensor;
+  const SpectralClassifier contiguous(config, scene.references, select_bands(bands, {}));
+  std::vector<uint8_t> bbl(bands, 1);
+  bbl[7] = 0;
+  const SpectralClassifier gapped(config, scene.references, select_bands(bands, bbl));
+  config.precision = Precision::fast;
+  const SpectralClassifier fast(config, scene.references, select_bands(bands, {}));
+  CudaSpectralClassifier gpu(contiguous, kDevice), gpu_gapped(gapped, kDevice), gpu_fast(fast, kDevice);
+  DeviceBuffer data(lines * samples * bands * 8);
+  auto block = [&](DataType type, Interleave il, ByteOrder order) {
+    CubeBlock b = hsi_test::block_of({}, lines, samples, bands, type, il, order);
+    b.data = data.get();
+    return b;
+  };
+  using Kernel = CudaSpectralClassifier::Kernel;
+  const ByteOrder native = host_byte_order();
+  const ByteOrder swapped = native == ByteOrder::little_endian ? ByteOrder::big_endian : ByteOrder::little_endian;
+  EXPECT_EQ(gpu.kernel_for(block(DataType::f32, Interleave::bip, native)), Kernel::tensor_bip);
+  EXPECT_EQ(gpu.kernel_for(block(DataType::i16, Interleave::bip, native)), Kernel::tensor_bip);
+  EXPECT_EQ(gpu.kernel_for(block(DataType::u16, Interleave::bip, native)), Kernel::tensor_bip);
+  EXPECT_EQ(gpu.kernel_for(block(DataType::f32, Interleave::bip, swapped)), Kernel::tensor);
+  EXPECT_EQ(gpu.kernel_for(block(DataType::f32, Interleave::bil, native)), Kernel::tensor);
+  EXPECT_EQ(gpu.kernel_for(block(DataType::f64, Interleave::bip, native)), Kernel::tensor);
+  EXPECT_EQ(gpu.kernel_for(block(DataType::u8, Interleave::bip, native)), Kernel::tensor);
+  EXPECT_EQ(gpu_gapped.kernel_for(block(DataType::f32, Interleave::bip, native)), Kernel::tensor);
+  EXPECT_EQ(gpu_fast.kernel_for(block(DataType::f32, Interleave::bip, native)), Kernel::per_pixel);
 }
 
 TEST(GpuClassify, TwoClassifiersShareTheConstantBank) {

@@ -1,0 +1,102 @@
+// Host side of the contiguous-BIP tensor kernel: the reference fragment
+// table, the ranking keys and whether a block fits the kernel.
+#include "hsi/bip_tensor.h"
+
+#include <cmath>
+#include <limits>
+
+namespace cs::hsi::bip_tensor {
+
+namespace {
+
+// Bytes of one staged pixel row (kChunkBands samples plus padding that keeps
+// the fragment loads free of shared-memory bank conflicts; bip_tensor.cu).
+constexpr size_t kRowElements = 48;
+
+}  // namespace
+
+Tables make_tables(Method method, const std::vector<float> &table, const ReferenceTableShape &shape) {
+  Tables t;
+  t.groups = (shape.references + kGroupReferences - 1) / kGroupReferences;
+  t.chunks = (shape.bands + kChunkBands - 1) / kChunkBands;
+  t.fragments.assign(fragment_index(t.groups, 0, t.chunks, 0, 0, 0) * 4, 0.0f);
+  const PointerTable refs{table.data(), shape};
+  for (int group = 0; group < t.groups; ++group)
+    for (int chunk = 0; chunk < t.chunks; ++chunk)
+      for (int step = 0; step < kStepsPerChunk; ++step)
+        for (int column = 0; column < kColumnsPerGroup; ++column)
+          for (int lane = 0; lane < kLanes; ++lane) {
+            float *entry = &t.fragments[4 * fragment_index(group, chunk, t.chunks, step, column, lane)];
+            const int k = group * kGroupReferences + fragment_reference(column, lane);
+            for (int second = 0; second < 2; ++second) {
+              const int u = chunk * kChunkBands + fragment_band(step, lane, second);
+              const float r = k < shape.references && u < shape.bands ? refs.ref(0, k, u) : 0.0f;
+              const float hi = tf32_round(r);
+              entry[second] = hi;
+              entry[2 + second] = tf32_low(r, hi);
+            }
+          }
+  const size_t padded = size_t(t.groups) * kGroupReferences;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  t.key_scale.assign(padded, nan);
+  t.key_offset.assign(padded, nan);
+  for (int k = 0; k < shape.references; ++k) {
+    switch (method) {
+      case Method::correlation:
+        t.key_scale[k] = 1.0 / std::sqrt(double(refs.constant(k)));  // NaN for unusable references
+        t.key_offset[k] = 0;
+        break;
+      case Method::euclidean: {
+        double norm2 = 0;  // from the stored floats, as the generic kernel
+        for (int u = 0; u < shape.bands; ++u) norm2 += double(refs.ref(0, k, u)) * refs.ref(0, k, u);
+        t.key_scale[k] = 2;
+        t.key_offset[k] = -norm2;
+        break;
+      }
+      default:  // sam: unit references, the dot product orders the angles
+        t.key_scale[k] = 1;
+        t.key_offset[k] = 0;
+        if (!std::isfinite(refs.ref(0, k, 0))) t.key_scale[k] = nan;
+    }
+  }
+  return t;
+}
+
+int contiguous_first_band(const std::vector<int> &bands) {
+  if (bands.empty()) return -1;
+  for (size_t u = 1; u < bands.size(); ++u)
+    if (bands[u] != bands[0] + int(u)) return -1;
+  return bands[0];
+}
+
+int copy_bytes_for(const CubeBlock &block, int first_band, int band_count) {
+  const DataType type = block.format.type;
+  if (type != DataType::f32 && type != DataType::i16 && type != DataType::u16) return 0;
+  if (block.format.swap_bytes || first_band < 0) return 0;
+  const BlockLayout &l = block.layout;
+  // Pixel p's bands start at p * sample_stride: BIP, lines packed.
+  if (l.band_stride != 1 || l.line_stride != l.samples * l.sample_stride) return 0;
+  if (size_t(first_band) + size_t(band_count) > l.sample_stride) return 0;
+  const size_t size = sample_size(type);
+  const uintptr_t first = reinterpret_cast<uintptr_t>(block.data) + first_band * size;
+  const size_t pixel_bytes = l.sample_stride * size;
+  for (int bytes : {16, 8, 4})
+    if (first % bytes == 0 && pixel_bytes % bytes == 0) return bytes;
+  return 0;
+}
+
+size_t shared_bytes(DataType type, int chunks, int stages) {
+  const size_t references = size_t(chunks) * kFragmentsPerChunk * 4 * sizeof(float);
+  const size_t pixel_buffers = size_t(stages) * kTilePixels * kRowElements * sample_size(type);
+  // per pixel: two sums, and per warp column a candidate (key, dot, index)
+  const size_t epilogue = kTilePixels * (2 * sizeof(double) + 2 * (2 * sizeof(double) + sizeof(int)));
+  return references + pixel_buffers + epilogue;
+}
+
+int stages_for(DataType type, int chunks, size_t max_shared_bytes) {
+  for (int stages = kMostStages; stages >= kFewestStages; --stages)
+    if (shared_bytes(type, chunks, stages) <= max_shared_bytes) return stages;
+  return 0;
+}
+
+}  // namespace cs::hsi::bip_tensor

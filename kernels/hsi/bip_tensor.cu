@@ -1,0 +1,600 @@
+// The contiguous-BIP tensor kernel (bip_tensor.h says when it is used).
+//
+// Shape. One persistent thread block per multiprocessor (256 threads, 8
+// warps) walks tiles of kTilePixels = 128 pixels. For each tile and each group
+// of 64 references it forms the 128 x 64 dot products over the selected bands
+// in chunks of 32 bands:
+//   - the chunk's 128 pixel rows (128 B of f32, 64 B of i16/u16 each) are
+//     copied with 16-byte cp.async (8 or 4 bytes when the block's alignment
+//     asks for it) into a padded row-major tile; with 4 staging tiles (3 when
+//     the references leave too little shared memory) chunks c + 1 and c + 2,
+//     of this tile or the next, are in flight while chunk c multiplies, and
+//     no barrier is needed at the end of a chunk;
+//   - the references' TF32 high and low parts, in fragment order
+//     (bip_tensor.h), are copied into shared memory once per kernel when K <=
+//     64 (once per tile and group otherwise) and read with one 16-byte load
+//     per 8 references x 8 bands;
+//   - warps form a 4 x 2 grid of 32-pixel x 32-reference sub-tiles: per
+//     8-band step a warp loads its pixel rows (one 16-byte load covers two
+//     steps), splits them into TF32 high and low parts in registers and
+//     issues 2 x 4 x 3 mma.sync.m16n8k8 (lo x hi, hi x lo, hi x hi: the
+//     "3xTF32" product, ~2^-22 per operand as the generic kernel);
+//   - float accumulators are added into double totals every 32 bands (the
+//     tensor precision's contract in classify_math.h), one column of them
+//     after each step so the conversions overlap the products;
+//   - the pixels' sums (|x|^2; for correlation the sums of the pixel shifted
+//     by its first band) come from the same registers, in double, in the
+//     first pass over the tile;
+//   - the epilogue scores from registers: with rule images every score
+//     (classify_math.h's score functions); without, a ranking key per
+//     reference (the dot product for sam, dot / sqrt(reference constant) for
+//     correlation, 2 dot - |r|^2 for euclidean: each orders the references as
+//     the score does) and the score of the winner only, so a pixel costs one
+//     acos instead of 64. Best per pixel across warps and groups, threshold,
+//     class map.
+// Integer samples are multiplied exactly as integers (they fit TF32's high
+// plus low part without rounding); a reflectance scale is applied to the
+// finished sums in double.
+//
+// Cost per pixel, 224 bands, 64 references (the README's benchmark case):
+//   cube read         896 B (f32) or 448 B (i16) from HBM, once; references
+//                     from shared memory (115 KB per block, loaded once);
+//   tensor work       224/8 steps x 8 columns x 3 products = 672 mma.m16n8k8
+//                     per 16 pixels = 42 per pixel (86 kFLOP; the useful
+//                     product is a third of it);
+//   shared memory     per warp and step 1 KB of pixels + 2 KB of references
+//                     for 24 mma: 128 B per mma;
+//   other issue       per element per warp: conversion and split (~5 ops),
+//                     twice (two warp columns), sums in double once.
+// At 3 TB/s an f32 cube is 3.35e9 pixels/s = 1.4e11 mma/s = 0.54 mma per
+// cycle per SM (132 SMs, 1.98 GHz). wgmma's dense TF32 peak is ~0.9 per
+// cycle; mma.sync is expected to sustain well under that on Hopper (about
+// 0.55-0.65, an estimate, not measured here), so the f32 case is bound by
+// the tensor pipe close to 3 TB/s: shared memory carries 69 B/cycle at that
+// rate (of 128), HBM 3 TB/s of ~4 achievable, other issue about half of the
+// schedulers' slots. An i16 cube carries twice the pixels per byte: the same
+// tensor bound is ~1.5 TB/s of i16 read. Two costs come on top: the epilogue
+// (one block per SM, so the tensor pipe idles while a tile is scored: ~10%
+// with one acos per pixel, several times more with rule images, which score
+// every reference in double) and, with K > 64, one reload of the references
+// per tile and group. Going beyond needs fewer products per pixel (fp16 or
+// int8 splits of integer samples, whose pixel side is exact; or wgmma), not
+// faster staging.
+#include "hsi/bip_tensor.h"
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "common/cuda_check.h"
+
+namespace cs::hsi::bip_tensor {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarpPixels = 32, kWarpReferences = 32;
+constexpr int kWarpRows = kTilePixels / kWarpPixels;                 // 4
+constexpr int kWarpColumns = kGroupReferences / kWarpReferences;     // 2
+constexpr int kMmaRows = kWarpPixels / 16;                           // m16 tiles per warp
+constexpr int kMmaColumns = kWarpReferences / kColumnReferences;     // n8 tiles per warp
+static_assert(kWarpRows * kWarpColumns * 32 == kThreads, "one warp per sub-tile");
+static_assert(kWarpColumns == 2, "shared_bytes() counts two candidates per pixel");
+// Staged row: 32 samples + 16 of padding. With 48 elements per row the
+// 16-byte (f32) and 8-byte (16-bit) fragment loads of a warp hit distinct
+// banks in each phase.
+constexpr int kRowElements = 48;
+
+template <DataType T>
+struct Sample;
+template <>
+struct Sample<DataType::f32> {
+  static constexpr int kBytes = 4;
+};
+template <>
+struct Sample<DataType::i16> {
+  static constexpr int kBytes = 2;
+};
+template <>
+struct Sample<DataType::u16> {
+  static constexpr int kBytes = 2;
+};
+template <DataType T>
+constexpr int kRowBytes = kRowElements * Sample<T>::kBytes;
+
+struct Args {
+  const unsigned char *data;  // the block's first pixel, first selected band
+  size_t pixels, pixel_stride;  // pixel_stride in bytes
+  size_t samples;               // per line (class map rows)
+  int bands, chunks, groups, references;
+  int stages;  // staging buffers; stages - 2 chunks in flight
+  const float4 *fragments;
+  const double *key_scale, *key_offset;
+  const float *table;
+  ReferenceTableShape shape;
+  bool has_ignore;
+  float ignore_value;
+  double scale;  // decoded value = scale x stored value
+  float threshold;
+  void *class_map;
+  size_t class_map_stride;
+  bool class_map_16bit;
+  float *rule_images;
+};
+
+__device__ __forceinline__ uint32_t shared_address(const void *p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// Copies `src_bytes` (0..kBytes) from global to shared memory, zero-filling
+// the rest of the kBytes.
+template <int kBytes>
+__device__ __forceinline__ void copy_async(uint32_t dst, const void *src, int src_bytes) {
+  if constexpr (kBytes == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(src), "n"(kBytes),
+                 "r"(src_bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void wait_copies() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+// c += a x b, 16 x 8 x 8, TF32 operands, float accumulators.
+__device__ __forceinline__ void mma_tf32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Rows of one chunk of a tile into a staging buffer: kBytes per copy,
+// consecutive threads along a row (a warp reads whole 128-byte f32 rows).
+// Bands past the last selected one and pixels past the block are zeros.
+template <DataType T, int kBytes>
+__device__ void stage_rows(const Args &a, unsigned char *buffer, size_t first_pixel, int chunk) {
+  constexpr int kPerRow = kChunkBands * Sample<T>::kBytes / kBytes;
+  const int valid_bytes = min(kChunkBands, a.bands - chunk * kChunkBands) * Sample<T>::kBytes;
+  const unsigned char *chunk_start = a.data + size_t(chunk) * kChunkBands * Sample<T>::kBytes;
+  for (int i = threadIdx.x; i < kTilePixels * kPerRow; i += kThreads) {
+    const int row = i / kPerRow, offset = (i % kPerRow) * kBytes;
+    const size_t pixel = first_pixel + row;
+    const int bytes = pixel < a.pixels ? max(0, min(kBytes, valid_bytes - offset)) : 0;
+    const unsigned char *src = bytes > 0 ? chunk_start + pixel * a.pixel_stride + offset : a.data;
+    copy_async<kBytes>(shared_address(buffer + row * kRowBytes<T> + offset), src, bytes);
+  }
+}
+
+template <DataType T>
+__device__ void stage_chunk(const Args &a, int copy_bytes, unsigned char *buffer, size_t first_pixel, int chunk) {
+  if (copy_bytes == 16)
+    stage_rows<T, 16>(a, buffer, first_pixel, chunk);
+  else if (copy_bytes == 8)
+    stage_rows<T, 8>(a, buffer, first_pixel, chunk);
+  else
+    stage_rows<T, 4>(a, buffer, first_pixel, chunk);
+}
+
+// One group's reference fragments into shared memory.
+__device__ void stage_references(const Args &a, float4 *references, int group) {
+  const float4 *src = a.fragments + fragment_index(group, 0, a.chunks, 0, 0, 0);
+  for (int i = threadIdx.x; i < a.chunks * kFragmentsPerChunk; i += kThreads)
+    copy_async<16>(shared_address(references + i), src + i, 16);
+}
+
+// 16-bit samples to float without the quarter-rate integer conversion:
+// 2^23 + u as float bits, minus 2^23 (exact for u < 2^23). Signed samples are
+// biased by 2^15 first.
+template <DataType T>
+__device__ __forceinline__ void widen_pair(uint32_t pair, float &first, float &second) {
+  constexpr uint32_t kBias = T == DataType::i16 ? 0x80008000u : 0u;
+  constexpr float kOffset = T == DataType::i16 ? 8388608.0f + 32768.0f : 8388608.0f;
+  pair ^= kBias;
+  first = __uint_as_float(__byte_perm(pair, 0x4Bu, 0x4510)) - kOffset;   // bytes 0, 1, then 0x00, 0x4B
+  second = __uint_as_float(__byte_perm(pair, 0x4Bu, 0x4532)) - kOffset;  // bytes 2, 3, then 0x00, 0x4B
+}
+
+// Samples 4t..4t+3 of a span of 16 in staged row `row`, as floats (stored
+// values: the scale is applied to the sums), the ignore value as NaN, minus
+// `shift` (correlation). `valid`: selected bands in this chunk; the staged
+// zeros past them must stay zeros (no NaN from a zero ignore value, no
+// shifted values in correlation's sums).
+template <DataType T, bool kShifted>
+__device__ __forceinline__ void load_four(const Args &a, const unsigned char *tile, int row, int span, int t,
+                                          int valid, float shift, float (&x)[4]) {
+  const int band = span * 16 + 4 * t;
+  if constexpr (T == DataType::f32) {
+    const float4 v = *reinterpret_cast<const float4 *>(tile + row * kRowBytes<T> + band * 4);
+    x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+  } else {
+    const uint2 v = *reinterpret_cast<const uint2 *>(tile + row * kRowBytes<T> + band * 2);
+    widen_pair<T>(v.x, x[0], x[1]);
+    widen_pair<T>(v.y, x[2], x[3]);
+  }
+  if (a.has_ignore)
+    for (float &v : x) v = v == a.ignore_value ? quiet_nan() : v;
+  if constexpr (kShifted)
+    for (float &v : x) v -= shift;
+  if (valid < kChunkBands)  // the last chunk only
+    for (int i = 0; i < 4; ++i) x[i] = band + i < valid ? x[i] : 0.0f;
+}
+
+// Band 0 of a staged row (the first selected band): correlation's shift.
+template <DataType T>
+__device__ __forceinline__ float load_first(const Args &a, const unsigned char *tile, int row) {
+  float v;
+  if constexpr (T == DataType::f32) {
+    v = *reinterpret_cast<const float *>(tile + row * kRowBytes<T>);
+  } else {
+    float unused;
+    widen_pair<T>(*reinterpret_cast<const uint16_t *>(tile + row * kRowBytes<T>), v, unused);
+  }
+  return a.has_ignore && v == a.ignore_value ? quiet_nan() : v;
+}
+
+// x = hi + lo, both TF32. Integer samples (and their differences) have at
+// most 17 significant bits: lo is then exact and needs no rounding.
+template <DataType T>
+__device__ __forceinline__ void split(float x, uint32_t &hi, uint32_t &lo) {
+  const float h = tf32_round(x);
+  hi = __float_as_uint(h);
+  lo = __float_as_uint(T == DataType::f32 ? tf32_low(x, h) : x - h);
+}
+
+// The best reference of a pixel so far: highest key, ties to the lower index,
+// NaN never wins.
+struct Candidate {
+  double key;
+  double dot;
+  int k;
+  __device__ void clear() {
+    key = quiet_nan();
+    dot = 0;
+    k = -1;
+  }
+  __device__ void offer(double other_key, double other_dot, int other_k) {
+    if (!(other_key == other_key) || other_k < 0) return;
+    if (k < 0 || other_key > key || (other_key == key && other_k < k)) {
+      key = other_key;
+      dot = other_dot;
+      k = other_k;
+    }
+  }
+};
+
+// The score of reference k from the scaled dot product and pixel sums.
+template <Method M>
+__device__ float score_of(const Args &a, int k, double dot, double sum, double sum2) {
+  if constexpr (M == Method::sam)
+    return sam_score(dot, sum2);
+  else if constexpr (M == Method::correlation)
+    return correlation_score(dot, sum, sum2, a.bands, __ldg(a.table + a.shape.constant_index(k)));
+  else
+    return euclidean_score(sum2 - 2 * dot - __ldg(a.key_offset + k));  // key_offset = -|r|^2
+}
+
+// Where step s of a block's work is: its chunk, reference group, tile and
+// staging buffer. Advanced one step at a time (no 64-bit divisions).
+struct StepCursor {
+  int chunk, group, buffer;
+  size_t first_pixel;  // of the tile
+  __device__ static StepCursor first() { return {0, 0, 0, size_t(blockIdx.x) * kTilePixels}; }
+  __device__ void advance(const Args &a) {
+    if (++buffer == a.stages) buffer = 0;
+    if (++chunk < a.chunks) return;
+    chunk = 0;
+    if (++group < a.groups) return;
+    group = 0;
+    first_pixel += size_t(gridDim.x) * kTilePixels;
+  }
+};
+
+template <Method M, DataType T>
+__global__ void __launch_bounds__(kThreads, 1) classify_bip_tensor_kernel(const Args a, const int copy_bytes) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  float4 *const references = reinterpret_cast<float4 *>(smem);
+  unsigned char *const staging = smem + size_t(a.chunks) * kFragmentsPerChunk * sizeof(float4);
+  double *const pixel_sum = reinterpret_cast<double *>(staging + a.stages * kTilePixels * kRowBytes<T>);
+  double *const pixel_sum2 = pixel_sum + kTilePixels;
+  double *const candidate_key = pixel_sum2 + kTilePixels;           // [kWarpColumns][kTilePixels]
+  double *const candidate_dot = candidate_key + kWarpColumns * kTilePixels;
+  int *const candidate_index = reinterpret_cast<int *>(candidate_dot + kWarpColumns * kTilePixels);
+
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int warp_row = warp % kWarpRows, warp_column = warp / kWarpRows;
+  const int g = lane / 4, t = lane % 4;  // mma fragment coordinates
+  const size_t tiles = (a.pixels + kTilePixels - 1) / kTilePixels;
+  if (blockIdx.x >= tiles) return;
+  const int steps_per_tile = a.groups * a.chunks;
+  const int total_steps = int((tiles - 1 - blockIdx.x) / gridDim.x + 1) * steps_per_tile;
+  auto buffer = [&](int index) { return staging + index * (kTilePixels * kRowBytes<T>); };
+  const int ahead = a.stages - 2;  // chunks in flight while one multiplies
+  // Staged row of fragment row `half` (g or g + 8) of m-tile `m`.
+  auto row_of = [&](int m, int half) { return warp_row * kWarpPixels + m * 16 + half * 8 + g; };
+
+  float acc[kMmaRows][kMmaColumns][4];
+  double total[kMmaRows][kMmaColumns][4];
+  double sum[kMmaRows][2], sum2[kMmaRows][2];  // this thread's share of its rows' sums
+  float shift[kMmaRows][2];
+  Candidate running;  // threads < kTilePixels: pixel `threadIdx.x` of the tile, over groups
+  running.clear();
+
+  // Copies of step s form one cp.async group (possibly empty), committed in
+  // step order; the first group also holds the references when one group of
+  // references covers K.
+  StepCursor staged = StepCursor::first(), current = StepCursor::first();
+  int staged_steps = 0;
+  auto stage_next = [&]() {
+    if (staged_steps++ < total_steps)
+      stage_chunk<T>(a, copy_bytes, buffer(staged.buffer), staged.first_pixel, staged.chunk);
+    staged.advance(a);
+  };
+  if (a.groups == 1) stage_references(a, references, 0);
+  for (int s = 0; s < ahead; ++s) {
+    stage_next();
+    commit_copies();
+  }
+
+  for (int step = 0; step < total_steps; ++step, current.advance(a)) {
+    const int group = current.group, chunk = current.chunk;
+    const bool new_references = a.groups > 1 && chunk == 0;
+    if (new_references) {
+      __syncthreads();  // every warp is done with the previous group's references
+      stage_references(a, references, group);
+      commit_copies();
+    }
+    // Into the buffer of step - 2 (stages = ahead + 2): every thread passed
+    // the barrier of step - 1, so every thread finished reading it.
+    stage_next();  // step + ahead
+    commit_copies();
+    if (new_references)
+      wait_copies<0>();
+    else if (ahead == 2)
+      wait_copies<2>();  // all but the two chunks just ahead
+    else
+      wait_copies<1>();
+    __syncthreads();
+
+    const unsigned char *tile = buffer(current.buffer);
+    const float4 *fragments = references + chunk * kFragmentsPerChunk;
+    const bool first_pass = group == 0, summing = first_pass && warp_column == 0;
+    const int valid_bands = min(kChunkBands, a.bands - chunk * kChunkBands);
+    if (chunk == 0) {
+#pragma unroll
+      for (auto &m : total)
+        for (auto &n : m)
+          for (double &v : n) v = 0;
+      for (auto &m : acc)
+        for (auto &n : m)
+          for (float &v : n) v = 0;
+#pragma unroll
+      for (int m = 0; m < kMmaRows; ++m)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          shift[m][half] = M == Method::correlation ? load_first<T>(a, tile, row_of(m, half)) : 0.0f;
+          if (first_pass) sum[m][half] = sum2[m][half] = 0;
+        }
+    }
+
+#pragma unroll
+    for (int span = 0; span < 2; ++span) {
+      float x[kMmaRows][2][4];
+#pragma unroll
+      for (int m = 0; m < kMmaRows; ++m)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          load_four<T, M == Method::correlation>(a, tile, row_of(m, half), span, t, valid_bands, shift[m][half], x[m][half]);
+          if (summing)
+            for (float v : x[m][half]) {
+              const double d = v;
+              if constexpr (M == Method::correlation) sum[m][half] += d;
+              sum2[m][half] = fma(d, d, sum2[m][half]);
+            }
+        }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        // k = t: band 4t + 2h of the span; k = t + 4: band 4t + 2h + 1.
+        uint32_t a_hi[kMmaRows][4], a_lo[kMmaRows][4];
+#pragma unroll
+        for (int m = 0; m < kMmaRows; ++m) {
+          split<T>(x[m][0][2 * h], a_hi[m][0], a_lo[m][0]);      // row g,     k = t
+          split<T>(x[m][1][2 * h], a_hi[m][1], a_lo[m][1]);      // row g + 8, k = t
+          split<T>(x[m][0][2 * h + 1], a_hi[m][2], a_lo[m][2]);  // row g,     k = t + 4
+          split<T>(x[m][1][2 * h + 1], a_hi[m][3], a_lo[m][3]);  // row g + 8, k = t + 4
+        }
+        const int step_in_chunk = span * 2 + h;
+#pragma unroll
+        for (int n = 0; n < kMmaColumns; ++n) {
+          const float4 b =
+              fragments[(step_in_chunk * kColumnsPerGroup + warp_column * kMmaColumns + n) * kLanes + lane];
+          const uint32_t b_hi0 = __float_as_uint(b.x), b_hi1 = __float_as_uint(b.y);
+          const uint32_t b_lo0 = __float_as_uint(b.z), b_lo1 = __float_as_uint(b.w);
+#pragma unroll
+          for (int m = 0; m < kMmaRows; ++m) {
+            mma_tf32(acc[m][n], a_lo[m], b_hi0, b_hi1);  // small terms first
+            mma_tf32(acc[m][n], a_hi[m], b_lo0, b_lo1);
+            mma_tf32(acc[m][n], a_hi[m], b_hi0, b_hi1);
+          }
+        }
+        // Column n's float sums go into double after step n of every chunk:
+        // each holds 4 steps (32 bands) at most, as a chunk-wise flush would,
+        // but the conversions (a quarter-rate pipe) spread over the chunk
+        // instead of all warps converting at once before the barrier.
+        static_assert(kMmaColumns == kStepsPerChunk, "one column flushed per step");
+#pragma unroll
+        for (int m = 0; m < kMmaRows; ++m)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            total[m][step_in_chunk][i] += acc[m][step_in_chunk][i];
+            acc[m][step_in_chunk][i] = 0;
+          }
+      }
+    }
+
+    if (chunk == a.chunks - 1) {
+      // What the last chunk's later steps added to the earlier columns.
+#pragma unroll
+      for (int m = 0; m < kMmaRows; ++m)
+#pragma unroll
+        for (int n = 0; n < kMmaColumns; ++n)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            total[m][n][i] += acc[m][n][i];
+            acc[m][n][i] = 0;
+          }
+      // --- end of a group: scores, best per pixel ---
+      const size_t first_pixel = current.first_pixel;
+      if (summing) {  // the quad's four threads hold a row's bands between them
+#pragma unroll
+        for (int m = 0; m < kMmaRows; ++m)
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            for (int mask = 1; mask <= 2; mask <<= 1) {
+              sum[m][half] += __shfl_xor_sync(0xffffffffu, sum[m][half], mask);
+              sum2[m][half] += __shfl_xor_sync(0xffffffffu, sum2[m][half], mask);
+            }
+            if (t == 0) {
+              pixel_sum[row_of(m, half)] = sum[m][half];
+              pixel_sum2[row_of(m, half)] = sum2[m][half];
+            }
+          }
+      }
+      __syncthreads();
+      const double scale = a.scale;
+      // Fully unrolled: `total` stays in registers.
+#pragma unroll
+      for (int m = 0; m < kMmaRows; ++m)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int row = row_of(m, half);
+          const size_t pixel = first_pixel + row;
+          const double s = pixel_sum[row] * scale, s2 = pixel_sum2[row] * scale * scale;
+          const bool finite = isfinite(s2) && isfinite(s);
+          Candidate best;
+          best.clear();
+#pragma unroll
+          for (int n = 0; n < kMmaColumns; ++n)
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+              const int k = group * kGroupReferences + warp_column * kWarpReferences + n * kColumnReferences +
+                            2 * t + c;
+              if (k >= a.references) continue;
+              const double dot = total[m][n][half * 2 + c] * scale;
+              double key;
+              if (a.rule_images) {
+                const float score = finite ? score_of<M>(a, k, dot, s, s2) : quiet_nan();
+                if (pixel < a.pixels) a.rule_images[size_t(k) * a.pixels + pixel] = score;
+                key = M == Method::correlation ? score : -double(score);  // higher is better
+              } else {
+                key = finite ? __ldg(a.key_scale + k) * dot + __ldg(a.key_offset + k) : quiet_nan();
+              }
+              best.offer(key, dot, k);
+            }
+          for (int mask = 1; mask <= 2; mask <<= 1) {
+            const double other_key = __shfl_xor_sync(0xffffffffu, best.key, mask);
+            const double other_dot = __shfl_xor_sync(0xffffffffu, best.dot, mask);
+            const int other_k = __shfl_xor_sync(0xffffffffu, best.k, mask);
+            best.offer(other_key, other_dot, other_k);
+          }
+          if (t == 0) {
+            candidate_key[warp_column * kTilePixels + row] = best.key;
+            candidate_dot[warp_column * kTilePixels + row] = best.dot;
+            candidate_index[warp_column * kTilePixels + row] = best.k;
+          }
+        }
+      __syncthreads();
+      if (threadIdx.x < kTilePixels) {
+        const int row = threadIdx.x;
+        for (int column = 0; column < kWarpColumns; ++column)
+          running.offer(candidate_key[column * kTilePixels + row], candidate_dot[column * kTilePixels + row],
+                        candidate_index[column * kTilePixels + row]);
+        const size_t pixel = first_pixel + row;
+        if (group == a.groups - 1) {
+          if (pixel < a.pixels) {
+            const double s = pixel_sum[row] * scale, s2 = pixel_sum2[row] * scale * scale;
+            BestMatch match;
+            if (running.k >= 0 && isfinite(s) && isfinite(s2))
+              match.offer(score_of<M>(a, running.k, running.dot, s, s2), running.k, higher_is_better(M));
+            const int label = match.label(a.threshold, higher_is_better(M));
+            auto *line = static_cast<unsigned char *>(a.class_map) + (pixel / a.samples) * a.class_map_stride;
+            if (a.class_map_16bit)
+              reinterpret_cast<uint16_t *>(line)[pixel % a.samples] = uint16_t(label);
+            else
+              line[pixel % a.samples] = uint8_t(label);
+          }
+          running.clear();
+        }
+      }
+    }
+    // No barrier here: the next copies go to a buffer read two steps ago.
+  }
+}
+
+template <Method M, DataType T>
+void launch_typed(const Args &args, int copy_bytes, int sm_count, StreamHandle stream) {
+  const size_t bytes = shared_bytes(T, args.chunks, args.stages);
+  cs::check_cuda(cudaFuncSetAttribute(classify_bip_tensor_kernel<M, T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      int(bytes)),
+                 "allow the BIP tensor kernel's shared memory");
+  const size_t tiles = (args.pixels + kTilePixels - 1) / kTilePixels;
+  const unsigned grid = unsigned(tiles < size_t(sm_count) ? tiles : size_t(sm_count));
+  classify_bip_tensor_kernel<M, T><<<grid, kThreads, bytes, stream>>>(args, copy_bytes);
+  cs::check_cuda(cudaGetLastError(), "classify (tensor, BIP) kernel launch");
+}
+
+template <Method M>
+void launch_method(const Args &args, DataType type, int copy_bytes, int sm_count, StreamHandle stream) {
+  switch (type) {
+    case DataType::f32: return launch_typed<M, DataType::f32>(args, copy_bytes, sm_count, stream);
+    case DataType::i16: return launch_typed<M, DataType::i16>(args, copy_bytes, sm_count, stream);
+    case DataType::u16: return launch_typed<M, DataType::u16>(args, copy_bytes, sm_count, stream);
+    default: throw std::invalid_argument("BIP tensor kernel: unsupported sample type");
+  }
+}
+
+}  // namespace
+
+void classify(Method method, const DeviceTables &tables, const CubeBlock &block, int first_band, int copy_bytes,
+              int stages, float threshold, const ClassificationOutput &output, size_t class_map_stride, int sm_count,
+              StreamHandle stream) {
+  const size_t size = sample_size(block.format.type);
+  Args args;
+  args.data = static_cast<const unsigned char *>(block.data) + size_t(first_band) * size;
+  args.pixels = block.layout.pixels();
+  args.pixel_stride = block.layout.sample_stride * size;
+  args.samples = block.layout.samples;
+  args.bands = tables.shape.bands;
+  args.chunks = tables.chunks;
+  args.groups = tables.groups;
+  args.references = tables.shape.references;
+  args.stages = stages;
+  args.fragments = reinterpret_cast<const float4 *>(tables.fragments);
+  args.key_scale = tables.key_scale;
+  args.key_offset = tables.key_offset;
+  args.table = tables.table;
+  args.shape = tables.shape;
+  args.has_ignore = block.format.has_ignore;
+  args.ignore_value = float(block.format.ignore_value);
+  args.scale = block.format.has_scale ? block.format.scale : 1.0;
+  args.threshold = threshold;
+  args.class_map = output.class_map;
+  args.class_map_stride = class_map_stride;
+  args.class_map_16bit = output.class_map_format == ClassMapFormat::gray16;
+  args.rule_images = output.rule_images;
+  if (args.pixels == 0) return;
+  switch (method) {
+    case Method::sam: return launch_method<Method::sam>(args, block.format.type, copy_bytes, sm_count, stream);
+    case Method::correlation:
+      return launch_method<Method::correlation>(args, block.format.type, copy_bytes, sm_count, stream);
+    case Method::euclidean:
+      return launch_method<Method::euclidean>(args, block.format.type, copy_bytes, sm_count, stream);
+    default: throw std::invalid_argument("BIP tensor kernel: not a dot-product method");
+  }
+}
+
+}  // namespace cs::hsi::bip_tensor
