@@ -40,6 +40,9 @@ class CapturedStream {
     gst_object_unref(pipeline);
     if (buffers_.empty()) std::fprintf(stderr, "%s produced nothing\n", launch.c_str());
   }
+  // Buffers made by the caller (taken over), with their caps.
+  CapturedStream(const std::string &caps, std::vector<GstBuffer *> buffers)
+      : caps_(gst_caps_from_string(caps.c_str())), buffers_(std::move(buffers)) {}
   ~CapturedStream() {
     for (GstBuffer *b : buffers_) gst_buffer_unref(b);
     if (caps_) gst_caps_unref(caps_);
