@@ -1,25 +1,29 @@
 // CUDA SIFT: thin kernels around the math of sift_math.h.
 //
-// Pyramid. One kernel per Gaussian level: a 32 x 32 output tile plus a halo
-// of the kernel radius R is staged in shared memory (reflect-101 indices),
-// the horizontal pass writes (32 + 2R) x 32 intermediate values to shared
-// memory, the vertical pass produces the tile; the DoG of the level below is
-// the output minus the staged centre sample, so it costs one store and no
-// load. Per output pixel: 4 B read (plus the halo, served mostly by L2),
-// 8 B written (Gaussian + DoG), (R + 1) * 2 multiplies and 4R adds; with
-// OpenCV's defaults R <= 13. A level of octave 0 of a 1080p frame moves
-// 8.3 Mpx x 12 B = 100 MB of DRAM (25 us at 4 TB/s) but measures ~50 us on
-// an H200: shared-memory traffic and issue bind, hence the register
-// blocking of both passes (see blur_level_kernel). The top level of each
+// Pyramid. One kernel per Gaussian level: a 32 x 64 (columns x rows) output
+// tile plus a halo of the kernel radius R is staged in shared memory
+// (reflect-101 indices), the horizontal pass writes (64 + 2R) x 32
+// intermediate values to shared memory, the vertical pass produces the
+// tile; the DoG of the level below is the output minus the staged centre
+// sample, so it costs one store and no load. Per output pixel: 4 B read
+// (plus the halo, served mostly by L2), 8 B written (Gaussian + DoG),
+// (R + 1) * 2 multiplies and 4R adds; with OpenCV's defaults R <= 13. A
+// level of octave 0 of a 1080p frame (3840 x 2160 = 8.3 Mpx) moves 8.3 Mpx x
+// 12 B = 100 MB of DRAM (25 us at 4 TB/s); octave 0 in all: level 0 reads
+// the 2 MB input and writes 33 MB, levels 1..4 read 33 MB and write 66 MB
+// each, level 5 (not stored) reads 33 MB and writes its 33 MB DoG: ~500 MB,
+// a floor of ~125 us at 4 TB/s. A level measured ~50 us with 32 x 32 tiles
+// on an H200: shared-memory traffic and issue bind, hence the register
+// blocking of both passes and the taller tile (kTileRows). The top level of each
 // octave (n_layers + 2) is not stored: only its DoG is used; nor is level 0
 // of octaves after the first (level 1's loader takes every second sample of
 // the octave below). The doubled input is never stored either: level 0's
 // tile loader samples the input bilinearly on the fly.
 //
 // Detection. One launch over all octaves finds the extrema of every DoG
-// layer (same-level screening, then the block's survivors taken densely for
-// the levels below and above; see extrema_kernel) and appends them to a
-// dense candidate list with warp-aggregated atomics (one atomicAdd per warp). Refinement
+// layer (a same-level screening, then the 26-neighbour test of the
+// survivors; see extrema_kernel) and appends them to a dense candidate list
+// with warp-aggregated atomics (one atomicAdd per warp). Refinement
 // runs one thread per candidate over that dense list (full warps instead of
 // one thread in a thousand per pixel), appending survivors to a second dense
 // list. Orientation runs one warp per refined extremum: each lane bins its
@@ -36,9 +40,19 @@
 // window (up to ~6000 samples) into per-warp 360-bin shared histograms with
 // shared atomics, then one warp normalises with shuffles (four elements per
 // lane).
+//
+// Launches. A 1080p frame is ~60 operations (10 octaves of 5 blur launches,
+// 6 for the first; 2 memsets and 6 kernels for detection; 1 for
+// description), most of them small: at ~5 us of fixed cost each they made
+// ~0.2 ms of the frame. All but the first are replayed from CUDA
+// graphs (see CudaSift::Impl::replay): four host calls per frame (level 0,
+// pyramid graph, detection graph, description graph). No launch depends on
+// a count read by the host: list kernels size their grids for the GPU and
+// read the device counters.
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -53,9 +67,18 @@ namespace cs::sift {
 namespace {
 
 constexpr int kMaxOctaves = 20;
-constexpr int kMaxBaseSide = 32767;  // extrema queue entries pack x and y into 16 bits each
-constexpr int kTile = 32;            // blur tile side (outputs)
-constexpr int kBlurRows = 8;         // thread rows of a blur block (32 x 8 threads)
+constexpr int kMaxBaseSide = 32767;  // first-octave side limit that sift_cuda.h documents
+// Blur tile: 32 output columns (one per lane) by kTileRows output rows.
+// Taller than wide because only the horizontal pass computes halo rows:
+// per output, the horizontal pass makes (kTileRows + 2R) / kTileRows outputs
+// and the staging loads (32 + 2R)(kTileRows + 2R) / (32 kTileRows) samples;
+// at R = 13 (octave 0's top level) 1.41 and 2.55 with 64 rows against 1.81
+// and 3.29 with 32 (a 32 x 32 tile). Costs shared memory (34.5 KB a block at
+// R = 13 against 22 KB: 6 blocks per SM instead of 8). Set kTileRows = 32
+// to get the square tile back; nothing else depends on it.
+constexpr int kTileColumns = 32;
+constexpr int kTileRows = 64;
+constexpr int kBlurRows = 8;  // thread rows of a blur block (32 x 8 threads)
 constexpr int kThreads = 256;
 constexpr int kWarpsPerBlock = kThreads / 32;
 constexpr int kCompactThreads = 1024;
@@ -106,11 +129,11 @@ struct LevelSource {
 
 // Staged tile rows are padded to a multiple of 4 floats (plus 4), so that
 // the horizontal pass can read aligned float4 runs past the last column.
-__host__ __device__ inline int staged_pitch(int side) { return (side + 4 + 3) / 4 * 4; }
+__host__ __device__ constexpr int staged_pitch(int side) { return (side + 4 + 3) / 4 * 4; }
 
-inline size_t blur_shared_bytes(int radius) {
-  const size_t side = kTile + 2 * radius;
-  return (side * static_cast<size_t>(staged_pitch(static_cast<int>(side))) + side * kTile) * sizeof(float);
+constexpr size_t blur_shared_bytes(int radius) {
+  const size_t columns = kTileColumns + 2 * radius, rows = kTileRows + 2 * radius;
+  return (rows * static_cast<size_t>(staged_pitch(static_cast<int>(columns))) + rows * kTileColumns) * sizeof(float);
 }
 
 // Level 1 of octave o > 0 reads level 0 straight from level n_layers of the
@@ -122,7 +145,7 @@ struct DownsampleSource {
 };
 
 // Staging columns per thread (tile plus halo, 32 lanes) and rows loaded per batch.
-constexpr int kStageColumns = (kTile + 2 * kMaxBlurRadius + 31) / 32;
+constexpr int kStageColumns = (kTileColumns + 2 * kMaxBlurRadius + 31) / 32;
 constexpr int kStageBatch = 4;
 
 // Gaussian level from `src` (the level below, or the input for level 0);
@@ -142,38 +165,39 @@ __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, 
                                                                float *dog, int pitch, int width, int height) {
   extern __shared__ float4 shared4[];
   float *shared = reinterpret_cast<float *>(shared4);
-  const int r = R > 0 ? R : taps.radius, side = kTile + 2 * r, sp = staged_pitch(side);
-  float *in = shared;               // side x sp
-  float *mid = shared + side * sp;  // side x kTile
-  const int x0 = static_cast<int>(blockIdx.x) * kTile, y0 = static_cast<int>(blockIdx.y) * kTile;
+  const int r = R > 0 ? R : taps.radius;
+  const int side_x = kTileColumns + 2 * r, side_y = kTileRows + 2 * r, sp = staged_pitch(side_x);
+  float *in = shared;                 // side_y x sp: the staged source
+  float *mid = shared + side_y * sp;  // side_y x kTileColumns: after the horizontal pass
+  const int x0 = static_cast<int>(blockIdx.x) * kTileColumns, y0 = static_cast<int>(blockIdx.y) * kTileRows;
   const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
-  const int tid = ty * kTile + tx;
-  constexpr int kColumns = R > 0 ? (kTile + 2 * R + 31) / 32 : kStageColumns;
+  const int tid = ty * kTileColumns + tx;
+  constexpr int kColumns = R > 0 ? (kTileColumns + 2 * R + 31) / 32 : kStageColumns;
   int gx[kColumns];
 #pragma unroll
   for (int k = 0; k < kColumns; ++k) gx[k] = reflect101(x0 - r + tx + 32 * k, width);
-  for (int row0 = ty; row0 < side; row0 += kBlurRows * kStageBatch) {
+  for (int row0 = ty; row0 < side_y; row0 += kBlurRows * kStageBatch) {
     float v[kStageBatch][kColumns];
 #pragma unroll
     for (int b = 0; b < kStageBatch; ++b) {
       const int row = row0 + b * kBlurRows;
       const int gy = reflect101(y0 - r + row, height);
 #pragma unroll
-      for (int k = 0; k < kColumns; ++k) v[b][k] = row < side && tx + 32 * k < side ? src(gy, gx[k]) : 0.f;
+      for (int k = 0; k < kColumns; ++k) v[b][k] = row < side_y && tx + 32 * k < side_x ? src(gy, gx[k]) : 0.f;
     }
 #pragma unroll
     for (int b = 0; b < kStageBatch; ++b) {
       const int row = row0 + b * kBlurRows;
 #pragma unroll
       for (int k = 0; k < kColumns; ++k)
-        if (row < side && tx + 32 * k < side) in[row * sp + tx + 32 * k] = v[b][k];
+        if (row < side_y && tx + 32 * k < side_x) in[row * sp + tx + 32 * k] = v[b][k];
     }
   }
   __syncthreads();
   if constexpr (R > 0) {
     constexpr int kQuads = (2 * R + 7) / 4;  // float4s covering 4 + 2R inputs
-    const int u = tid % (kTile / 4);         // which 4 outputs of the row
-    for (int row = tid / (kTile / 4); row < side; row += kThreads / (kTile / 4)) {
+    const int u = tid % (kTileColumns / 4);  // which 4 outputs of the row
+    for (int row = tid / (kTileColumns / 4); row < side_y; row += kThreads / (kTileColumns / 4)) {
       const float4 *run = reinterpret_cast<const float4 *>(&in[row * sp + 4 * u]);
       float values[4 * kQuads];
 #pragma unroll
@@ -189,25 +213,27 @@ __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, 
       o.y = blur_1d_fixed<R>(&values[R + 1], 1, taps);
       o.z = blur_1d_fixed<R>(&values[R + 2], 1, taps);
       o.w = blur_1d_fixed<R>(&values[R + 3], 1, taps);
-      *reinterpret_cast<float4 *>(&mid[row * kTile + 4 * u]) = o;
+      *reinterpret_cast<float4 *>(&mid[row * kTileColumns + 4 * u]) = o;
     }
   } else {
-    for (int row = ty; row < side; row += kBlurRows) mid[row * kTile + tx] = blur_1d(&in[row * sp + tx + r], 1, taps);
+    for (int row = ty; row < side_y; row += kBlurRows)
+      mid[row * kTileColumns + tx] = blur_1d(&in[row * sp + tx + r], 1, taps);
   }
   __syncthreads();
   const int x = x0 + tx;
-  constexpr int kRowsPerThread = kTile / kBlurRows;  // 4 consecutive output rows
+  constexpr int kRowsPerThread = kTileRows / kBlurRows;  // consecutive output rows
   const int first = ty * kRowsPerThread;
   float out[kRowsPerThread];
   if constexpr (R > 0) {
     float column[kRowsPerThread + 2 * R];
 #pragma unroll
-    for (int j = 0; j < kRowsPerThread + 2 * R; ++j) column[j] = mid[(first + j) * kTile + tx];
+    for (int j = 0; j < kRowsPerThread + 2 * R; ++j) column[j] = mid[(first + j) * kTileColumns + tx];
 #pragma unroll
     for (int q = 0; q < kRowsPerThread; ++q) out[q] = blur_1d_fixed<R>(&column[q + R], 1, taps);
   } else {
 #pragma unroll
-    for (int q = 0; q < kRowsPerThread; ++q) out[q] = blur_1d(&mid[(first + q + r) * kTile + tx], kTile, taps);
+    for (int q = 0; q < kRowsPerThread; ++q)
+      out[q] = blur_1d(&mid[(first + q + r) * kTileColumns + tx], kTileColumns, taps);
   }
 #pragma unroll
   for (int q = 0; q < kRowsPerThread; ++q) {
@@ -227,13 +253,33 @@ constexpr int kMaxUnrolledRadius = 16;
 template <class Source, int R>
 void launch_blur(const Source &src, const BlurTaps &t, float *gauss, float *dog, int pitch, int width, int height,
                  cudaStream_t stream) {
-  const dim3 grid((width + kTile - 1) / kTile, (height + kTile - 1) / kTile), block(kTile, kBlurRows);
-  const size_t bytes = blur_shared_bytes(t.radius);
-  if (bytes > 48 * 1024)  // wide kernels of the generic path need the opt-in
-    check_cuda(cudaFuncSetAttribute(blur_level_kernel<Source, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(bytes)),
-               "cudaFuncSetAttribute");
+  const dim3 grid((width + kTileColumns - 1) / kTileColumns, (height + kTileRows - 1) / kTileRows),
+      block(kTileColumns, kBlurRows);
+  const size_t bytes = blur_shared_bytes(t.radius);  // over 48 KB: see allow_wide_blurs
   blur_level_kernel<Source, R><<<grid, block, bytes, stream>>>(src, t, gauss, dog, pitch, width, height);
+}
+
+// Kernels of the generic path past R = 21 need more than 48 KB of shared
+// memory, an opt-in per kernel and device. Set once when the engine is made
+// (the current device), not at launch: launches are captured into graphs,
+// and this is no stream operation. The unrolled radii stay under 48 KB.
+template <class Source>
+void allow_wide_blur(size_t bytes) {
+  check_cuda(cudaFuncSetAttribute(blur_level_kernel<Source, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(bytes)),
+             "cudaFuncSetAttribute");
+}
+
+static_assert(blur_shared_bytes(kMaxUnrolledRadius) <= 48 * 1024, "unrolled blur kernels launch without the opt-in");
+
+void allow_wide_blurs(size_t bytes) {
+  if (bytes <= 48 * 1024) return;
+  allow_wide_blur<UpsampleSource<uint8_t>>(bytes);
+  allow_wide_blur<UpsampleSource<float>>(bytes);
+  allow_wide_blur<PlainSource<uint8_t>>(bytes);
+  allow_wide_blur<PlainSource<float>>(bytes);
+  allow_wide_blur<LevelSource>(bytes);
+  allow_wide_blur<DownsampleSource>(bytes);
 }
 
 template <class Source, int... Rs>
@@ -497,17 +543,43 @@ __global__ void __launch_bounds__(kCompactThreads) compact_kernel(const Keypoint
   }
 }
 
-// One block of kDescriptorThreads per keypoint of the final list: a window
-// has up to ~6000 samples (radius 38 at the top layer), 47 per thread, each
-// about 30 flops plus exp, atan2 and sqrt and eight shared atomics into its
-// warp's 360-bin histogram; the four are summed in a fixed order and warp 0
-// normalises (four elements a lane).
 constexpr int kDescriptorThreads = 128;
+
+// Exclusive prefix sum of `value` over the block (blockDim.x ==
+// kDescriptorThreads): offsets[t] for thread t, offsets[kDescriptorThreads]
+// = the total, which is returned. Ends with a barrier.
+__device__ int block_exclusive_scan(int value, int *offsets, int *warp_totals) {
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  int inclusive = value;
+  for (int d = 1; d < 32; d *= 2) {
+    const int up = __shfl_up_sync(0xffffffffu, inclusive, d);
+    if (lane >= d) inclusive += up;
+  }
+  if (lane == 31) warp_totals[warp] = inclusive;
+  __syncthreads();
+  int before = 0;
+  for (int q = 0; q < warp; ++q) before += warp_totals[q];
+  offsets[tid] = before + inclusive - value;
+  if (tid == kDescriptorThreads - 1) offsets[kDescriptorThreads] = before + inclusive;
+  __syncthreads();
+  return offsets[kDescriptorThreads];
+}
+
+// One block of kDescriptorThreads per keypoint of the final list: a square
+// window has up to ~6000 samples (radius 38 at the top layer), of which the
+// ~3000 in the rotated grid's row runs are enumerated (24 per thread; the
+// whole square, with half the lanes idle on samples outside the grid, cost
+// twice the iterations), each about 30 flops plus exp, atan2 and sqrt and
+// eight shared atomics into its warp's 360-bin histogram; the four are
+// summed in a fixed order and warp 0 normalises (four elements a lane).
 __global__ void __launch_bounds__(kDescriptorThreads) descriptor_kernel(const float *gauss_pool, const OctaveTable table,
                                                                          int first_octave, const Keypoint *keypoints,
                                                                          const Counters *counters,
                                                                          DescriptorFormat format, void *descriptors) {
   __shared__ float hists[kDescriptorThreads / 32][kDescriptorHistogramLength];
+  __shared__ int span_first[kDescriptorThreads];       // first column of each row's run
+  __shared__ int span_offset[kDescriptorThreads + 1];  // where each row's samples start in the chunk
+  __shared__ int warp_totals[kDescriptorThreads / 32];
   float *hist = hists[0];
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32;
   float *warp_hist = hists[tid / 32];
@@ -522,19 +594,33 @@ __global__ void __launch_bounds__(kDescriptorThreads) descriptor_kernel(const fl
     for (int b = tid; b < kDescriptorHistogramLength * (kDescriptorThreads / 32); b += kDescriptorThreads)
       hists[0][b] = 0.f;
     __syncthreads();
-    // Each thread takes a contiguous run of samples (about one window row),
-    // so the lanes of a warp sit on different rows and rarely add to the
-    // same bin at once; each warp has its own histogram.
-    const int side = 2 * w.radius + 1, total = side * side;
-    const int run = (total + kDescriptorThreads - 1) / kDescriptorThreads;
-    const int s_end = min(total, (tid + 1) * run);
-    for (int s = tid * run; s < s_end; ++s) {
-      DescriptorContribution c;
-      if (!descriptor_contribution(g, w, s / side - w.radius, s % side - w.radius, &c)) continue;
+    // Only the samples of each row's run inside the rotated grid
+    // (descriptor_row_span: half of the square window) are enumerated, in
+    // chunks of kDescriptorThreads rows (one chunk for OpenCV's defaults):
+    // each thread finds one row's run, a block scan turns the run lengths
+    // into offsets, and each thread takes a contiguous share of the chunk's
+    // samples (about one run), so the lanes of a warp sit on different rows
+    // and rarely add to the same bin at once; each warp has its own
+    // histogram.
+    for (int chunk = -w.radius; chunk <= w.radius; chunk += kDescriptorThreads) {
+      int first = 0, last = -1;
+      if (chunk + tid <= w.radius) descriptor_row_span(w, chunk + tid, &first, &last);
+      span_first[tid] = first;  // visible after the scan's barriers
+      const int total = block_exclusive_scan(last >= first ? last - first + 1 : 0, span_offset, warp_totals);
+      const int run = (total + kDescriptorThreads - 1) / kDescriptorThreads;
+      const int s_begin = tid * run, s_end = min(total, s_begin + run);
+      int row = 0;  // the last row whose run starts at or before s_begin (binary search)
+      for (int step = kDescriptorThreads / 2; step > 0; step /= 2)
+        if (row + step < kDescriptorThreads && span_offset[row + step] <= s_begin) row += step;
+      for (int s = s_begin; s < s_end; ++s) {
+        while (s >= span_offset[row + 1]) ++row;  // rows with empty runs are skipped
+        DescriptorContribution c;
+        if (!descriptor_contribution(g, w, chunk + row, span_first[row] + s - span_offset[row], &c)) continue;
 #pragma unroll
-      for (int k = 0; k < 8; ++k) atomicAdd(&warp_hist[c.index + descriptor_offset(k)], c.values[k]);
+        for (int k = 0; k < 8; ++k) atomicAdd(&warp_hist[c.index + descriptor_offset(k)], c.values[k]);
+      }
+      __syncthreads();  // the spans are rewritten by the next chunk; the histograms are read next
     }
-    __syncthreads();
     for (int b = tid; b < kDescriptorHistogramLength; b += kDescriptorThreads) {
       float sum = hists[0][b];
 #pragma unroll
@@ -618,6 +704,64 @@ class DeviceBuffer {
 
 int round_up(int v, int m) { return (v + m - 1) / m * m; }
 
+// An instantiated CUDA graph. Destroying one that is still running is safe
+// (CUDA frees it when it completes).
+class GraphExec {
+ public:
+  GraphExec() = default;
+  explicit GraphExec(cudaGraphExec_t exec) : exec_(exec) {}
+  ~GraphExec() { reset(); }
+  GraphExec(GraphExec &&o) noexcept : exec_(o.exec_) { o.exec_ = nullptr; }
+  GraphExec &operator=(GraphExec &&o) noexcept {
+    if (this != &o) {
+      reset();
+      exec_ = o.exec_;
+      o.exec_ = nullptr;
+    }
+    return *this;
+  }
+  void reset() noexcept {
+    if (exec_) cudaGraphExecDestroy(exec_);
+    exec_ = nullptr;
+  }
+  explicit operator bool() const { return exec_ != nullptr; }
+  void launch(cudaStream_t stream) const { check_cuda(cudaGraphLaunch(exec_, stream), "cudaGraphLaunch"); }
+
+ private:
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+// Records what `enqueue(stream)` launches on `capture_stream` (nothing
+// runs) and instantiates it. The engine's own stream is used for capture,
+// so that the caller's stream may be the legacy default stream, which
+// cannot be captured.
+template <class Enqueue>
+GraphExec capture_graph(cudaStream_t capture_stream, Enqueue &&enqueue) {
+  check_cuda(cudaStreamBeginCapture(capture_stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+  cudaGraph_t graph = nullptr;
+  try {
+    enqueue(capture_stream);
+  } catch (...) {
+    cudaStreamEndCapture(capture_stream, &graph);  // leaves the stream usable
+    if (graph) cudaGraphDestroy(graph);
+    throw;
+  }
+  check_cuda(cudaStreamEndCapture(capture_stream, &graph), "cudaStreamEndCapture");
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  check_cuda(err, "cudaGraphInstantiate");
+  return GraphExec(exec);
+}
+
+// CS_SIFT_GRAPHS=0 launches every kernel directly instead of replaying
+// graphs (the same launches in the same order: for debugging and for
+// comparing the two on a GPU).
+bool graphs_enabled() {
+  const char *v = std::getenv("CS_SIFT_GRAPHS");
+  return !(v && std::string(v) == "0");
+}
+
 }  // namespace
 
 struct CudaSift::Impl {
@@ -638,9 +782,39 @@ struct CudaSift::Impl {
   DescriptorFormat format = DescriptorFormat::opencv;
   bool described = false;  // descriptors belong to the current final list
 
+  // Per-frame launches are replayed from CUDA graphs, made on first use for
+  // the current image size (they hold its buffers, octave table and launch
+  // sizes; the parameters are fixed per engine) and dropped when the size
+  // changes: ~60 launches per 1080p frame otherwise cost ~5 us each. Level
+  // 0 is not in a graph: it is the one kernel that reads the caller's image,
+  // whose pointer and pitch change from frame to frame; it is launched
+  // directly, and being the largest kernel of the pyramid it covers the
+  // host's enqueue of the graph that follows it.
+  bool use_graphs = true;
+  Stream capture_stream;
+  GraphExec pyramid_graph, detect_graph, describe_graphs[3];  // describe: per DescriptorFormat
+
+  // Runs `enqueue` on `stream`, through `graph` (captured on first use).
+  template <class Enqueue>
+  void replay(GraphExec &graph, cudaStream_t stream, Enqueue &&enqueue) {
+    if (!use_graphs) {
+      enqueue(stream);
+      return;
+    }
+    if (!graph) graph = capture_graph(capture_stream.get(), enqueue);
+    graph.launch(stream);
+  }
+
+  void drop_graphs() noexcept {
+    pyramid_graph.reset();
+    detect_graph.reset();
+    for (GraphExec &g : describe_graphs) g.reset();
+  }
+
   void ensure(int w, int h) {
     if (have_geometry && w == width && h == height) return;
     have_geometry = false;
+    drop_graphs();  // they refer to the buffers and the octave table of the old size
     const int n_octaves = octave_count(w, h, params.upsample);
     const int base_w = params.upsample ? 2 * w : w, base_h = params.upsample ? 2 * h : h;
     if (n_octaves > kMaxOctaves || base_w > kMaxBaseSide || base_h > kMaxBaseSide)
@@ -712,6 +886,79 @@ struct CudaSift::Impl {
                   stream);
     check_launch("SIFT blur kernel");
   }
+
+  // Level 0 of octave 0 from the caller's image (doubled on the fly when upsampling).
+  void blur_input(const DeviceImage &image, cudaStream_t stream) {
+    if (params.upsample) {
+      if (image.type == PixelType::u8)
+        blur(UpsampleSource<uint8_t>{static_cast<const uint8_t *>(image.data), image.pitch_bytes, image.width, image.height}, 0, 0, stream);
+      else
+        blur(UpsampleSource<float>{static_cast<const float *>(image.data), image.pitch_bytes, image.width, image.height}, 0, 0, stream);
+    } else {
+      if (image.type == PixelType::u8)
+        blur(PlainSource<uint8_t>{static_cast<const uint8_t *>(image.data), image.pitch_bytes}, 0, 0, stream);
+      else
+        blur(PlainSource<float>{static_cast<const float *>(image.data), image.pitch_bytes}, 0, 0, stream);
+    }
+  }
+
+  // Every other level of every octave (reads only the engine's buffers).
+  void enqueue_pyramid_levels(cudaStream_t stream) {
+    const int layers = params.n_octave_layers;
+    for (int o = 0; o < table.count; ++o) {
+      const OctaveGeometry &g = table.o[o];
+      if (o == 0)
+        blur(LevelSource{gauss_level(0, 0), g.pitch}, 0, 1, stream);
+      else
+        blur(DownsampleSource{gauss_level(o - 1, layers), table.o[o - 1].pitch}, o, 1, stream);
+      for (int level = 2; level < layers + 3; ++level)
+        blur(LevelSource{gauss_level(o, level - 1), g.pitch}, o, level, stream);
+    }
+  }
+
+  // Extrema to the final list. No grid depends on a count: the extrema grid
+  // covers the octaves, the list kernels get enough blocks to fill the GPU
+  // and loop over the device-side counts, so nothing waits for the host.
+  void enqueue_detect(cudaStream_t s) {
+    Counters *c = counters.as<Counters>();
+    check_cuda(cudaMemsetAsync(c, 0, sizeof(Counters), s), "cudaMemsetAsync");
+    const float threshold = prefilter_threshold(params.contrast_threshold, params.n_octave_layers);
+    extrema_kernel<<<extrema_blocks, kThreads, 0, s>>>(dog.as<float>(), table, threshold, candidates.as<Candidate>(),
+                                                        candidate_capacity, c);
+    check_launch("SIFT extrema kernel");
+    // Kernels over device-sized lists: enough blocks to fill the GPU, each
+    // looping over the list.
+    const int list_blocks = 4 * sm_count;
+    refine_kernel<<<list_blocks, kThreads, 0, s>>>(dog.as<float>(), table, constants, candidates.as<Candidate>(),
+                                                   candidate_capacity, refined.as<RefinedExtremum>(),
+                                                   candidate_capacity, c);
+    check_launch("SIFT refine kernel");
+    orientation_kernel<<<list_blocks, kThreads, 0, s>>>(gauss.as<float>(), table, refined.as<RefinedExtremum>(),
+                                                        candidate_capacity, oriented.as<Keypoint>(),
+                                                        keypoint_capacity, c);
+    check_launch("SIFT orientation kernel");
+    check_cuda(cudaMemsetAsync(ranks.as<int>(), 0, static_cast<size_t>(keypoint_capacity) * sizeof(int), s),
+               "cudaMemsetAsync");
+    rank_count_kernel<<<dim3(16, kRankSlices), kThreads, 0, s>>>(oriented.as<Keypoint>(), keypoint_capacity,
+                                                                 ranks.as<int>(), c);
+    check_launch("SIFT rank kernel");
+    rank_scatter_kernel<<<list_blocks, kThreads, 0, s>>>(oriented.as<Keypoint>(), keypoint_capacity, ranks.as<int>(),
+                                                         sorted.as<Keypoint>(), c);
+    check_launch("SIFT scatter kernel");
+    compact_kernel<<<1, kCompactThreads, 0, s>>>(sorted.as<Keypoint>(), keypoint_capacity, final_list.as<Keypoint>(),
+                                                 params.n_features, c);
+    check_launch("SIFT compact kernel");
+  }
+
+  void enqueue_describe(DescriptorFormat f, cudaStream_t s) {
+    // Windows differ in cost by up to 13x (radius 10..38): with more blocks
+    // than fit at once, each keypoint gets its own block and the hardware
+    // hands blocks to SMs as they free up, which balances the load.
+    descriptor_kernel<<<64 * sm_count, kDescriptorThreads, 0, s>>>(gauss.as<float>(), table, constants.first_octave,
+                                                                   final_list.as<Keypoint>(), counters.as<Counters>(),
+                                                                   f, descriptors.as<void>());
+    check_launch("SIFT descriptor kernel");
+  }
 };
 
 CudaSift::CudaSift(const Params &params, int device, Capacity capacity) : impl_(new Impl) {
@@ -724,12 +971,17 @@ CudaSift::CudaSift(const Params &params, int device, Capacity capacity) : impl_(
   m.requested = capacity;
   DeviceGuard guard(device);
   check_cuda(cudaDeviceGetAttribute(&m.sm_count, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+  m.use_graphs = graphs_enabled();
+  if (m.use_graphs) m.capture_stream = Stream(device);
   m.constants = {params.n_octave_layers, params.upsample ? -1 : 0, static_cast<float>(params.contrast_threshold),
                  static_cast<float>(params.edge_threshold), static_cast<float>(params.sigma)};
   m.taps.resize(static_cast<size_t>(params.n_octave_layers + 3));
   m.taps[0] = gaussian_taps(initial_sigma(params.sigma, params.upsample));
   for (int i = 1; i < params.n_octave_layers + 3; ++i)
     m.taps[static_cast<size_t>(i)] = gaussian_taps(level_sigma(i, params.n_octave_layers, params.sigma));
+  size_t widest = 0;
+  for (const BlurTaps &t : m.taps) widest = std::max(widest, blur_shared_bytes(t.radius));
+  allow_wide_blurs(widest);
 }
 
 CudaSift::~CudaSift() = default;
@@ -748,27 +1000,8 @@ void CudaSift::build_pyramid(const DeviceImage &image, StreamHandle stream) {
   if (m.table.count == 0) return;
   DeviceGuard guard(m.device);
   const cudaStream_t s = stream;
-  const int layers = m.params.n_octave_layers;
-  if (m.params.upsample) {
-    if (image.type == PixelType::u8)
-      m.blur(UpsampleSource<uint8_t>{static_cast<const uint8_t *>(image.data), image.pitch_bytes, image.width, image.height}, 0, 0, s);
-    else
-      m.blur(UpsampleSource<float>{static_cast<const float *>(image.data), image.pitch_bytes, image.width, image.height}, 0, 0, s);
-  } else {
-    if (image.type == PixelType::u8)
-      m.blur(PlainSource<uint8_t>{static_cast<const uint8_t *>(image.data), image.pitch_bytes}, 0, 0, s);
-    else
-      m.blur(PlainSource<float>{static_cast<const float *>(image.data), image.pitch_bytes}, 0, 0, s);
-  }
-  for (int o = 0; o < m.table.count; ++o) {
-    const OctaveGeometry &g = m.table.o[o];
-    if (o == 0)
-      m.blur(LevelSource{m.gauss_level(0, 0), g.pitch}, 0, 1, s);
-    else
-      m.blur(DownsampleSource{m.gauss_level(o - 1, layers), m.table.o[o - 1].pitch}, o, 1, s);
-    for (int level = 2; level < layers + 3; ++level)
-      m.blur(LevelSource{m.gauss_level(o, level - 1), g.pitch}, o, level, s);
-  }
+  m.blur_input(image, s);
+  m.replay(m.pyramid_graph, s, [&m](cudaStream_t into) { m.enqueue_pyramid_levels(into); });
 }
 
 void CudaSift::detect(StreamHandle stream) {
@@ -776,52 +1009,26 @@ void CudaSift::detect(StreamHandle stream) {
   if (!m.have_geometry) throw std::logic_error("CudaSift::detect before build_pyramid");
   DeviceGuard guard(m.device);
   const cudaStream_t s = stream;
-  Counters *counters = m.counters.as<Counters>();
   m.described = false;
-  check_cuda(cudaMemsetAsync(counters, 0, sizeof(Counters), s), "cudaMemsetAsync");
-  if (m.table.count == 0) return;
-  const float threshold = prefilter_threshold(m.params.contrast_threshold, m.params.n_octave_layers);
-  extrema_kernel<<<m.extrema_blocks, kThreads, 0, s>>>(m.dog.as<float>(), m.table, threshold,
-                                                        m.candidates.as<Candidate>(), m.candidate_capacity, counters);
-  check_launch("SIFT extrema kernel");
-  // Kernels over device-sized lists: enough blocks to fill the GPU, each
-  // looping over the list.
-  const int list_blocks = 4 * m.sm_count;
-  refine_kernel<<<list_blocks, kThreads, 0, s>>>(m.dog.as<float>(), m.table, m.constants, m.candidates.as<Candidate>(),
-                                                 m.candidate_capacity, m.refined.as<RefinedExtremum>(),
-                                                 m.candidate_capacity, counters);
-  check_launch("SIFT refine kernel");
-  orientation_kernel<<<list_blocks, kThreads, 0, s>>>(m.gauss.as<float>(), m.table, m.refined.as<RefinedExtremum>(),
-                                                      m.candidate_capacity, m.oriented.as<Keypoint>(),
-                                                      m.keypoint_capacity, counters);
-  check_launch("SIFT orientation kernel");
-  check_cuda(cudaMemsetAsync(m.ranks.as<int>(), 0, static_cast<size_t>(m.keypoint_capacity) * sizeof(int), s),
-             "cudaMemsetAsync");
-  rank_count_kernel<<<dim3(16, kRankSlices), kThreads, 0, s>>>(m.oriented.as<Keypoint>(), m.keypoint_capacity,
-                                                               m.ranks.as<int>(), counters);
-  check_launch("SIFT rank kernel");
-  rank_scatter_kernel<<<list_blocks, kThreads, 0, s>>>(m.oriented.as<Keypoint>(), m.keypoint_capacity,
-                                                       m.ranks.as<int>(), m.sorted.as<Keypoint>(), counters);
-  check_launch("SIFT scatter kernel");
-  compact_kernel<<<1, kCompactThreads, 0, s>>>(m.sorted.as<Keypoint>(), m.keypoint_capacity, m.final_list.as<Keypoint>(),
-                                               m.params.n_features, counters);
-  check_launch("SIFT compact kernel");
+  if (m.table.count == 0) {
+    check_cuda(cudaMemsetAsync(m.counters.as<Counters>(), 0, sizeof(Counters), s), "cudaMemsetAsync");
+    return;
+  }
+  m.replay(m.detect_graph, s, [&m](cudaStream_t into) { m.enqueue_detect(into); });
 }
 
 void CudaSift::describe(DescriptorFormat format, StreamHandle stream) {
   Impl &m = *impl_;
   if (!m.have_geometry) throw std::logic_error("CudaSift::describe before build_pyramid");
+  const int format_index = static_cast<int>(format);
+  if (format_index < 0 || format_index > static_cast<int>(DescriptorFormat::rootsift))
+    throw std::invalid_argument("CudaSift: unknown descriptor format");
   m.format = format;
   m.described = true;
   if (m.table.count == 0) return;
   DeviceGuard guard(m.device);
-  // Windows differ in cost by up to 13x (radius 10..38): with more blocks
-  // than fit at once, each keypoint gets its own block and the hardware
-  // hands blocks to SMs as they free up, which balances the load.
-  descriptor_kernel<<<64 * m.sm_count, kDescriptorThreads, 0, stream>>>(m.gauss.as<float>(), m.table, m.constants.first_octave,
-                                                             m.final_list.as<Keypoint>(), m.counters.as<Counters>(),
-                                                             format, m.descriptors.as<void>());
-  check_launch("SIFT descriptor kernel");
+  m.replay(m.describe_graphs[format_index], stream,
+           [&m, format](cudaStream_t into) { m.enqueue_describe(format, into); });
 }
 
 void CudaSift::run(const DeviceImage &image, DescriptorFormat format, StreamHandle stream) {

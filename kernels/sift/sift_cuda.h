@@ -12,7 +12,10 @@
 //
 // Every call only enqueues work on the given stream; nothing synchronises the
 // host except download(). Buffers are allocated when the image size or the
-// parameters change and reused for every later frame of that size. Keypoint
+// parameters change and reused for every later frame of that size; so are
+// the CUDA graphs that the launches are replayed from (captured on the
+// first frame of a size, a few host milliseconds; CS_SIFT_GRAPHS=0 in the
+// environment when the engine is made launches every kernel directly). Keypoint
 // lists have fixed capacities; what does not fit is dropped and counted
 // (Result::overflowed, Counts), never written out of bounds.
 //

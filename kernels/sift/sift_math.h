@@ -508,6 +508,46 @@ CS_HD bool descriptor_contribution(const PlaneView &g, const DescriptorWindow &w
   return true;
 }
 
+// Narrows [*lo, *hi] to the j with |j a + b| < bound (real arithmetic).
+CS_HD void narrow_to_strip(float a, float b, float bound, float *lo, float *hi) {
+  if (a == 0.f) {
+    if (!(fabsf(b) < bound)) *hi = *lo - 1.f;  // no j at all
+    return;
+  }
+  float j0 = (-bound - b) / a, j1 = (bound - b) / a;  // may be infinite for a tiny a: clamped below
+  if (j0 > j1) {
+    const float t = j0;
+    j0 = j1;
+    j1 = t;
+  }
+  *lo = j0 > *lo ? j0 : *lo;
+  *hi = j1 < *hi ? j1 : *hi;
+}
+
+// Columns of window row i (offsets, within [-radius, radius]) that can fall
+// inside the rotated 4 x 4 grid: [*first, *last], empty when *first > *last.
+// About half of the square window lies outside the rotated grid; the
+// kernels enumerate these runs instead of the whole window. A superset of
+// what descriptor_contribution accepts (the strips |r_rot|, |c_rot| < 2.5
+// widened by 1e-3 cells, then to whole columns; the float rounding of
+// either computation is ~1e-6 cells), which still makes the decision, so
+// the contributions are exactly those of the whole window, in the same
+// order.
+CS_HD void descriptor_row_span(const DescriptorWindow &w, int i, int *first, int *last) {
+  const float bound = static_cast<float>(kDescriptorWidth / 2) + 0.5f + 1e-3f;
+  float lo = static_cast<float>(-w.radius), hi = static_cast<float>(w.radius);
+  const float fi = static_cast<float>(i);
+  narrow_to_strip(w.sin_t, fi * w.cos_t, bound, &lo, &hi);   // r_rot = j sin_t + i cos_t
+  narrow_to_strip(w.cos_t, -fi * w.sin_t, bound, &lo, &hi);  // c_rot = j cos_t - i sin_t
+  if (lo > hi) {
+    *first = 0;
+    *last = -1;
+    return;
+  }
+  *first = static_cast<int>(floorf(lo));  // lo, hi lie within [-radius, radius]
+  *last = static_cast<int>(ceilf(hi));
+}
+
 // Element e (0..127) of the raw descriptor: the cell's bin with its
 // wrap-around bins folded back (bins n and n + 1 belong to 0 and 1).
 CS_HD float descriptor_raw_element(const float *hist, int e) {

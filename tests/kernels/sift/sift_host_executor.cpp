@@ -155,12 +155,15 @@ HostSiftResult host_sift(const void *data, size_t pitch_bytes, int width, int he
     const DescriptorWindow win = descriptor_window(unique[n], k.first_octave, oc.width, oc.height);
     const PlaneView g = oc.gauss_view(win.layer);
     std::fill(hist.begin(), hist.end(), 0.f);
-    for (int i = -win.radius; i <= win.radius; ++i)
-      for (int j = -win.radius; j <= win.radius; ++j) {
+    for (int i = -win.radius; i <= win.radius; ++i) {
+      int first = 0, last = -1;
+      descriptor_row_span(win, i, &first, &last);  // as the kernel: the row's run inside the rotated grid
+      for (int j = first; j <= last; ++j) {
         DescriptorContribution c;
         if (!descriptor_contribution(g, win, i, j, &c)) continue;
         for (int k = 0; k < 8; ++k) hist[size_t(c.index + descriptor_offset(k))] += c.values[k];
       }
+    }
     float *out = &result.descriptors[n * kDescriptorLength];
     finalize_descriptor(hist.data(), out);
     if (format == DescriptorFormat::rootsift) {

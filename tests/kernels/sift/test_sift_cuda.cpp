@@ -6,6 +6,7 @@
 
 #include <opencv2/imgproc.hpp>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "sift/sift_cuda.h"
@@ -140,6 +141,63 @@ TEST(GpuSift, DeterministicAndReusable) {
   EXPECT_NEAR(double(other.keypoints.size()), double(hb.keypoints.size()), 0.02 * hb.keypoints.size() + 1);
 }
 
+void expect_same_keypoints(const Result &a, const Result &b) {
+  ASSERT_EQ(a.keypoints.size(), b.keypoints.size());
+  for (size_t i = 0; i < a.keypoints.size(); ++i)
+    ASSERT_EQ(std::memcmp(&a.keypoints[i], &b.keypoints[i], sizeof(Keypoint)), 0) << i;
+  ASSERT_EQ(a.descriptors.size(), b.descriptors.size());
+  for (size_t i = 0; i < a.descriptors.size(); ++i)
+    ASSERT_LE(std::abs(int(a.descriptors[i]) - int(b.descriptors[i])), 1) << i;  // shared atomics
+}
+
+// Frames of one size are replayed from CUDA graphs; level 0 is launched
+// outside them with each frame's own pointer and pitch. A frame in another
+// buffer must give that buffer's features, not the ones the graphs were
+// made with.
+TEST(GpuSift, GraphReplayFollowsTheInputBuffer) {
+  CS_REQUIRE_GPU();
+  const uint32_t seed = cs_test::fresh_seed();
+  const cv::Mat a = random_image(320, 240, seed), b = random_image(320, 240, seed + 7);
+  cs::Stream stream(kDevice);
+  DeviceGray da(a), db(b);
+  CudaSift sift(Params(), kDevice);
+  sift.run(da.image(), DescriptorFormat::opencv, stream.get());
+  const Result first_a = sift.download(stream.get());
+  sift.run(db.image(), DescriptorFormat::opencv, stream.get());
+  const Result then_b = sift.download(stream.get());
+  sift.run(da.image(), DescriptorFormat::opencv, stream.get());
+  const Result again_a = sift.download(stream.get());
+  ASSERT_GT(first_a.keypoints.size(), 10u);
+  expect_same_keypoints(first_a, again_a);
+  expect_same_keypoints(then_b, gpu_sift(b, Params()));
+  // Another descriptor format after the first: its own graph.
+  sift.run(da.image(), DescriptorFormat::float32, stream.get());
+  const Result floats = sift.download(stream.get());
+  ASSERT_EQ(floats.keypoints.size(), first_a.keypoints.size());
+  EXPECT_EQ(floats.descriptors.size(), floats.keypoints.size() * kDescriptorLength * sizeof(float));
+}
+
+// The graphs replay exactly the launches that CS_SIFT_GRAPHS=0 makes one by
+// one, also on the legacy default stream (which the engine cannot capture,
+// so it captures on its own stream).
+TEST(GpuSift, GraphsGiveTheDirectLaunchesResults) {
+  CS_REQUIRE_GPU();
+  const cv::Mat img = random_image(400, 300, cs_test::fresh_seed());
+  DeviceGray d(img);
+  ASSERT_EQ(setenv("CS_SIFT_GRAPHS", "0", 1), 0);
+  CudaSift direct(Params(), kDevice);
+  unsetenv("CS_SIFT_GRAPHS");
+  CudaSift graphs(Params(), kDevice);
+  cs::Stream stream(kDevice);
+  direct.run(d.image(), DescriptorFormat::opencv, stream.get());
+  const Result expected = direct.download(stream.get());
+  ASSERT_GT(expected.keypoints.size(), 10u);
+  for (int frame = 0; frame < 3; ++frame) {  // capture, then replays
+    graphs.run(d.image(), DescriptorFormat::opencv, nullptr);
+    expect_same_keypoints(expected, graphs.download(nullptr));
+  }
+}
+
 TEST(GpuSift, DescriptorFormatsAndFloatInput) {
   CS_REQUIRE_GPU();
   const uint32_t seed = cs_test::fresh_seed();
@@ -188,6 +246,23 @@ TEST(GpuSift, EdgeCases) {
   const Result gpu = gpu_sift(img, no_doubling);
   const sift_test::HostSiftResult h = host(img, no_doubling);
   EXPECT_NEAR(double(gpu.keypoints.size()), double(h.keypoints.size()), 0.02 * h.keypoints.size() + 1);
+}
+
+// sigma = 3 takes radii up to 23: the generic (not unrolled) blur kernel,
+// with more than 48 KB of shared memory (the opt-in made at construction),
+// captured into the pyramid graph like the others.
+TEST(GpuSift, WideBlurKernels) {
+  CS_REQUIRE_GPU();
+  const cv::Mat img = random_image(320, 240, cs_test::fresh_seed());
+  Params p;
+  p.sigma = 3.0;
+  const Result gpu = gpu_sift(img, p);
+  const sift_test::HostSiftResult h = host(img, p);
+  ASSERT_GT(h.keypoints.size(), 5u);
+  EXPECT_NEAR(double(gpu.keypoints.size()), double(h.keypoints.size()), 0.02 * h.keypoints.size() + 1);
+  const sift_test::Agreement a =
+      sift_test::agreement(sift_test::to_cv(h.keypoints), cv::Mat(), sift_test::to_cv(gpu.keypoints), cv::Mat());
+  EXPECT_GE(a.reference_matched, 0.98);
 }
 
 TEST(GpuSift, OverflowIsCountedNotWritten) {

@@ -8,6 +8,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <random>
 
 #include "sift_host_executor.h"
@@ -117,6 +118,49 @@ TEST(SiftMath, UnrolledBlurEqualsGenericBlur) {
     }
     EXPECT_EQ(fixed, blur_1d(centre, 1, t)) << sigma;
   }
+}
+
+// descriptor_row_span must hold every sample that descriptor_contribution
+// accepts (the kernels and the executor enumerate only the spans): over
+// random sizes and angles, including the axis-aligned ones where a rotation
+// coefficient is (nearly) zero.
+TEST(SiftMath, DescriptorRowSpansHoldEveryAcceptedSample) {
+  const int side = 801;
+  const std::vector<float> plane(size_t(side) * side, 0.f);
+  const PlaneView g{plane.data(), side, side, side};
+  std::mt19937 rng(cs_test::fresh_seed());
+  std::uniform_real_distribution<float> size_dist(1.5f, 60.f), angle_dist(0.f, 360.f);
+  size_t accepted = 0, enumerated = 0, window = 0;
+  for (int n = 0; n < 600; ++n) {
+    Keypoint kp{};
+    kp.x = kp.y = 400.f;
+    kp.size = size_dist(rng);
+    const float axis_angles[] = {0.f, 90.f, 180.f, 270.f, 45.f};
+    kp.angle = n < 5 ? axis_angles[n] : angle_dist(rng);
+    kp.octave = 0;  // octave 0, layer 0: level pixels = input pixels
+    const DescriptorWindow w = descriptor_window(kp, 0, side, side);
+    ASSERT_LT(w.radius, 400);
+    for (int i = -w.radius; i <= w.radius; ++i) {
+      int first = 0, last = -1;
+      descriptor_row_span(w, i, &first, &last);
+      ASSERT_GE(first, -w.radius);
+      ASSERT_LE(last, w.radius);
+      enumerated += size_t(std::max(0, last - first + 1));
+      window += size_t(2 * w.radius + 1);
+      for (int j = -w.radius; j <= w.radius; ++j) {
+        DescriptorContribution c;
+        if (!descriptor_contribution(g, w, i, j, &c)) continue;
+        ++accepted;
+        ASSERT_TRUE(j >= first && j <= last) << "size " << kp.size << " angle " << kp.angle << " i " << i << " j " << j;
+      }
+    }
+  }
+  std::printf("[ spans    ] %.1f%% of the square windows enumerated, %.1f%% of those accepted\n",
+              100.0 * double(enumerated) / double(window), 100.0 * double(accepted) / double(enumerated));
+  // The spans are tight: about the accepted samples plus a column per row
+  // end, about half of the square windows.
+  EXPECT_LT(double(enumerated), 1.2 * double(accepted));
+  EXPECT_LT(double(enumerated), 0.65 * double(window));
 }
 
 TEST(SiftMath, Reflect101) {
