@@ -49,4 +49,19 @@ inline std::string shared_data_dir() {
   return d ? d : "";
 }
 
+// Device memory of `bytes` bytes on device 0 seen as T, for GPU tests;
+// freed at scope exit.
+template <class T>
+class DeviceArray {
+ public:
+  explicit DeviceArray(size_t bytes) : ptr_(cs::device_alloc(bytes > 0 ? bytes : 1, 0)) {}
+  ~DeviceArray() { cs::device_free(ptr_, 0); }
+  DeviceArray(const DeviceArray &) = delete;
+  DeviceArray &operator=(const DeviceArray &) = delete;
+  T *get() const { return static_cast<T *>(ptr_); }
+
+ private:
+  void *ptr_;
+};
+
 }  // namespace cs_test

@@ -542,17 +542,7 @@ TEST(Backprojection, CudaPathWithoutADeviceSaysSo) {
 
 namespace {
 
-class DeviceArray {
- public:
-  explicit DeviceArray(size_t bytes) : ptr_(cs::device_alloc(std::max<size_t>(bytes, 1), 0)) {}
-  ~DeviceArray() { cs::device_free(ptr_, 0); }
-  DeviceArray(const DeviceArray &) = delete;
-  DeviceArray &operator=(const DeviceArray &) = delete;
-  std::complex<float> *get() const { return static_cast<std::complex<float> *>(ptr_); }
-
- private:
-  void *ptr_;
-};
+using DeviceArray = cs_test::DeviceArray<std::complex<float>>;
 
 // `start` uploaded, the backprojection run with `mode`, the result downloaded.
 std::vector<std::complex<float>> backproject_on_gpu(const BackprojectionConfig &c, RangeProfileBlock block,

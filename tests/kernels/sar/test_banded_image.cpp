@@ -190,17 +190,7 @@ TEST(BandedImage, CpuBandsGiveTheUntiledImage) {
 
 namespace {
 
-class DeviceArray {
- public:
-  explicit DeviceArray(size_t bytes) : ptr_(cs::device_alloc(std::max<size_t>(bytes, 1), 0)) {}
-  ~DeviceArray() { cs::device_free(ptr_, 0); }
-  DeviceArray(const DeviceArray &) = delete;
-  DeviceArray &operator=(const DeviceArray &) = delete;
-  Cf *get() const { return static_cast<Cf *>(ptr_); }
-
- private:
-  void *ptr_;
-};
+using DeviceArray = cs_test::DeviceArray<Cf>;
 
 }  // namespace
 
