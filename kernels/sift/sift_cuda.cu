@@ -1,6 +1,7 @@
 // CUDA SIFT: thin kernels around the math of sift_math.h.
 //
-// Pyramid. One kernel per Gaussian level: a 32 x 64 (columns x rows) output
+// Pyramid. One kernel per Gaussian level of the large octaves (the small
+// ones: small_octaves_kernel, one launch for all): a 32 x 64 (columns x rows) output
 // tile plus a halo of the kernel radius R is staged in shared memory
 // (reflect-101 indices), the horizontal pass writes (64 + 2R) x 32
 // intermediate values to shared memory, the vertical pass produces the
@@ -41,20 +42,25 @@
 // shared atomics, then one warp normalises with shuffles (four elements per
 // lane).
 //
-// Launches. A 1080p frame is ~60 operations (10 octaves of 5 blur launches,
+// Launches. A 1080p frame was ~60 operations (10 octaves of 5 blur launches,
 // 6 for the first; 2 memsets and 6 kernels for detection; 1 for
 // description), most of them small: at ~5 us of fixed cost each they made
-// ~0.2 ms of the frame. All but the first are replayed from CUDA
+// ~0.2 ms of the frame. The small octaves (all those from the first whose
+// remaining octaves hold <= 64 K pixels: 240 x 135 .. 7 x 4 at 1080p) are now
+// one cluster launch (small_octaves_kernel), so a 1080p pyramid is 22
+// launches instead of 51 (640 x 480: 17 instead of 46). All but the first are replayed from CUDA
 // graphs (see CudaSift::Impl::replay): four host calls per frame (level 0,
 // pyramid graph, detection graph, description graph). No launch depends on
 // a count read by the host: list kernels size their grids for the GPU and
 // read the device counters.
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -291,6 +297,228 @@ void dispatch_blur(std::integer_sequence<int, Rs...>, const Source &src, const B
     unrolled[t.radius - 1](src, t, gauss, dog, pitch, width, height, stream);
   else
     launch_blur<Source, 0>(src, t, gauss, dog, pitch, width, height, stream);
+}
+
+// -------------------------------------------------------- small octaves
+
+// The octaves past the first few are small (at 1080p doubled, 240 x 135
+// down to 7 x 4: 43 K pixels in six octaves) but cost five dependent
+// launches each, a few microseconds apiece whatever their size (the GPU's
+// ramp and tail between dependent kernels, which graphs do not remove). From
+// the first octave o such that octaves o.. hold kFusedPixels pixels or fewer
+// in all, ONE launch builds every level and DoG: a cluster of
+// 16 blocks (sm_90 thread-block cluster; 8, the portable size, where 16
+// cannot run), block b owning a band of ceil(h / blocks) rows of each octave and holding the octave's
+// current level of its band in its own shared memory (`cur`). Per level:
+//  1. the horizontal pass of the band's rows (reflect-101 in x needs only
+//     the row itself) into the block's `mid` band;
+//  2. cluster barrier;
+//  3. the block copies the band's rows plus R halo rows each side
+//     (reflect-101 row indices, as blur_level_kernel stages them) from the
+//     `mid` bands of their owners (distributed shared memory) into its
+//     local `halo`; __syncthreads;
+//  4. the vertical pass (4 rows per thread from a register column) writes
+//     the Gaussian and the DoG (the output minus `cur`) to global memory
+//     (detection reads them there) and the new level into `cur`.
+// `mid` is double buffered, so one cluster barrier per level suffices: a
+// block rewrites a `mid` buffer only after the next barrier, which every
+// reader of its previous contents has passed. Level n_layers of the band is
+// also kept (`keep`): the next octave's level 0 is its every second sample,
+// gathered from the owners of rows 2y. The sequential chain of octaves runs
+// inside the launch; only the first fused octave's level 0 comes from
+// global memory (level n_layers of the octave below, or octave 0's level
+// 0). Same taps and the same blur_1d_fixed<R> over the same values in the
+// same order as blur_level_kernel (whose halo rows are horizontal passes of
+// reflected rows, i.e. the same values), so the levels are bit for bit those
+// of the per-level kernels (GpuSift.FusedSmallOctavesEqualPerLevelKernels).
+// Launches: 5 per fused octave -> 1 for all of them; 6 cluster barriers per
+// fused octave instead. DRAM/L2: each fused level is read from shared
+// memory instead of global (4 B per pixel and level less; the halo's
+// redundancy, (band + 2R) / band, is paid in shared-memory copies only).
+constexpr long long kFusedPixels = 64 * 1024;
+constexpr int kClusterBlocks[] = {16, 8};  // tried in this order: 16 (H100/H200, non-portable), 8 (portable)
+constexpr int kFusedThreads = 512;
+constexpr int kMaxFusedLevels = 8;  // n_layers + 3 <= 8 (OpenCV's default: 6)
+constexpr int kFusedRows = 4;       // output rows per thread in the vertical pass
+constexpr size_t kFusedSharedLimit = 160 * 1024;
+
+struct FusedPyramid {
+  OctaveTable table;
+  int first;          // first fused octave
+  int blocks;         // of the cluster (= the grid)
+  int band_capacity;  // floats per band buffer: max over the fused octaves of band rows x width
+  int halo_capacity;  // floats of the halo buffer: max of (band + 2 R_max) x width
+  float *gauss, *dog;
+  BlurTaps taps[kMaxFusedLevels];  // [i]: level i (0 unused)
+};
+
+__host__ __device__ constexpr int fused_band(int height, int blocks) { return (height + blocks - 1) / blocks; }
+constexpr size_t fused_shared_bytes(int band_capacity, int halo_capacity) {
+  return (4 * static_cast<size_t>(band_capacity) + static_cast<size_t>(halo_capacity)) * sizeof(float);
+}
+
+// Calls f(std::integral_constant<int, r>) for r in 1..sizeof...(Rs).
+template <class F, int... Rs>
+__device__ void with_radius(int r, F &f, std::integer_sequence<int, Rs...>) {
+  (void)((r == Rs + 1 ? (f(std::integral_constant<int, Rs + 1>{}), true) : false) || ...);
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// Copies `rows` rows of w floats into dst (row k at dst + k w), one row per
+// warp; line(k) gives the source row, `stride` its sample spacing. Eight
+// loads per lane in flight (distributed shared memory and L2 latencies are
+// hundreds of cycles; one load at a time per lane made the copies the
+// slowest part).
+template <class Line>
+__device__ void fused_copy_rows(float *dst, int rows, int w, int stride, const Line &line) {
+  constexpr int kWarps = kFusedThreads / 32, kLoads = 8;
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  for (int k = warp; k < rows; k += kWarps) {
+    const float *from = line(k);
+    float *to = dst + k * w;
+    for (int x0 = 0; x0 < w; x0 += 32 * kLoads) {
+      float v[kLoads];
+#pragma unroll
+      for (int j = 0; j < kLoads; ++j) {
+        const int x = x0 + lane + 32 * j;
+        v[j] = x < w ? from[stride * x] : 0.f;
+      }
+#pragma unroll
+      for (int j = 0; j < kLoads; ++j) {
+        const int x = x0 + lane + 32 * j;
+        if (x < w) to[x] = v[j];
+      }
+    }
+  }
+}
+
+// Horizontal pass of `rows` rows of width w: 4 outputs per thread from 4 + 2R
+// values (as blur_level_kernel's register run), borders reflected.
+template <int R>
+__device__ void fused_horizontal(const float *cur, float *mid, int rows, int w, const BlurTaps &t) {
+  const int quads = (w + 3) / 4;
+  for (int i = static_cast<int>(threadIdx.x); i < rows * quads; i += kFusedThreads) {
+    const int row = i / quads, x0 = 4 * (i - row * quads);
+    const float *line = cur + row * w;
+    float v[4 + 2 * R];
+    if (x0 >= R && x0 + 3 + R < w) {
+#pragma unroll
+      for (int j = 0; j < 4 + 2 * R; ++j) v[j] = line[x0 - R + j];
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4 + 2 * R; ++j) v[j] = line[reflect101(x0 - R + j, w)];
+    }
+    float *out = mid + row * w + x0;
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+      if (x0 + q < w) out[q] = blur_1d_fixed<R>(&v[R + q], 1, t);
+  }
+}
+
+// Vertical pass from the local halo copy (rows + 2R rows of mid): kFusedRows
+// outputs per thread from a column of kFusedRows + 2R values.
+template <int R>
+__device__ void fused_vertical(const float *halo, float *cur, float *keep, int y0, int rows, int w, const BlurTaps &t,
+                               float *gauss, float *dog, int pitch) {
+  const int groups = (rows + kFusedRows - 1) / kFusedRows;
+  for (int i = static_cast<int>(threadIdx.x); i < groups * w; i += kFusedThreads) {
+    const int group = i / w, x = i - group * w, first = group * kFusedRows;
+    float column[kFusedRows + 2 * R];
+#pragma unroll
+    for (int j = 0; j < kFusedRows + 2 * R; ++j)
+      column[j] = first + j < rows + 2 * R ? halo[(first + j) * w + x] : 0.f;
+#pragma unroll
+    for (int q = 0; q < kFusedRows; ++q) {
+      const int row = first + q;
+      if (row < rows) {
+        const float out = blur_1d_fixed<R>(&column[q + R], 1, t);
+        const size_t at = static_cast<size_t>(y0 + row) * pitch + x;
+        const int local = row * w + x;
+        if (gauss) gauss[at] = out;
+        dog[at] = out - cur[local];
+        cur[local] = out;
+        if (keep) keep[local] = out;
+      }
+    }
+  }
+}
+#endif
+
+__global__ void __launch_bounds__(kFusedThreads) small_octaves_kernel(const FusedPyramid p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  __shared__ FusedPyramid s;  // the parameters, indexed by octave and level at run time
+  {
+    const unsigned *from = reinterpret_cast<const unsigned *>(&p);
+    unsigned *to = reinterpret_cast<unsigned *>(&s);
+    for (int i = static_cast<int>(threadIdx.x); i < static_cast<int>(sizeof(FusedPyramid) / 4); i += kFusedThreads)
+      to[i] = from[i];
+  }
+  extern __shared__ float4 fused_shared4[];
+  float *cur = reinterpret_cast<float *>(fused_shared4);
+  float *keep = cur + p.band_capacity;
+  float *mid0 = keep + p.band_capacity, *mid1 = mid0 + p.band_capacity;
+  float *halo = mid1 + p.band_capacity;
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int layers = p.table.layers;
+  __syncthreads();
+  int step = 0;  // levels done: picks the mid buffer
+  for (int o = p.first; o < p.table.count; ++o) {
+    const OctaveGeometry &g = s.table.o[o];
+    const int w = g.width, h = g.height, band = fused_band(h, p.blocks);
+    const int y0 = min(rank * band, h), rows = min(band, h - y0);
+    // Level 0 of the band, one row per warp.
+    if (o == p.first) {
+      const float *src;
+      int src_pitch, stride;
+      if (o == 0) {
+        src = p.gauss + g.gauss_offset;
+        src_pitch = g.pitch;
+        stride = 1;
+      } else {
+        const OctaveGeometry &b = s.table.o[o - 1];
+        src = p.gauss + b.gauss_offset + static_cast<size_t>(layers) * b.level_stride;
+        src_pitch = b.pitch;
+        stride = 2;
+      }
+      fused_copy_rows(cur, rows, w, stride,
+                      [&](int row) { return src + static_cast<size_t>(stride * (y0 + row)) * src_pitch; });
+    } else {
+      const int below_w = s.table.o[o - 1].width, below_band = fused_band(s.table.o[o - 1].height, p.blocks);
+      fused_copy_rows(cur, rows, w, 2, [&](int row) {
+        const int yy = 2 * (y0 + row), owner = yy / below_band;
+        return static_cast<const float *>(cluster.map_shared_rank(keep, static_cast<unsigned>(owner))) +
+               (yy - owner * below_band) * below_w;
+      });
+    }
+    __syncthreads();
+    for (int level = 1; level < layers + 3; ++level, ++step) {
+      const BlurTaps &t = s.taps[level];
+      const int r = t.radius;
+      float *mid = step & 1 ? mid1 : mid0;
+      auto horizontal = [&](auto radius) { fused_horizontal<decltype(radius)::value>(cur, mid, rows, w, t); };
+      with_radius(r, horizontal, std::make_integer_sequence<int, kMaxUnrolledRadius>());
+      cluster.sync();  // every band's mid rows are ready (and, at level 1, the keep bands read)
+      fused_copy_rows(halo, rows > 0 ? rows + 2 * r : 0, w, 1, [&](int k) {
+        const int yy = reflect101(y0 - r + k, h), owner = yy / band;
+        return static_cast<const float *>(cluster.map_shared_rank(mid, static_cast<unsigned>(owner))) +
+               (yy - owner * band) * w;
+      });
+      __syncthreads();
+      float *gauss = level < layers + 2 ? p.gauss + g.gauss_offset + static_cast<size_t>(level) * g.level_stride
+                                        : nullptr;
+      float *dog = p.dog + g.dog_offset + static_cast<size_t>(level - 1) * g.level_stride;
+      float *kept = level == layers ? keep : nullptr;
+      auto vertical = [&](auto radius) {
+        fused_vertical<decltype(radius)::value>(halo, cur, kept, y0, rows, w, t, gauss, dog, g.pitch);
+      };
+      with_radius(r, vertical, std::make_integer_sequence<int, kMaxUnrolledRadius>());
+      __syncthreads();  // the band's new level, before the next horizontal pass reads it
+    }
+  }
+  cluster.sync();  // no block leaves while another may still read its shared memory
+#endif
 }
 
 // ------------------------------------------------------------ detection
@@ -762,6 +990,19 @@ bool graphs_enabled() {
   return !(v && std::string(v) == "0");
 }
 
+// CS_SIFT_FUSED=0 builds the small octaves with the per-level kernels too
+// (for comparison and debugging; the results are the same bit for bit).
+bool fused_enabled() {
+  const char *v = std::getenv("CS_SIFT_FUSED");
+  return !(v && std::string(v) == "0");
+}
+
+// CS_SIFT_CLUSTER=8: clusters of 8 blocks even where 16 can run (tests, tuning).
+int fused_cluster_limit() {
+  const char *v = std::getenv("CS_SIFT_CLUSTER");
+  return v && std::string(v) == "8" ? 8 : 16;
+}
+
 }  // namespace
 
 struct CudaSift::Impl {
@@ -781,6 +1022,15 @@ struct CudaSift::Impl {
   DeviceBuffer gauss, dog, candidates, refined, oriented, ranks, sorted, final_list, descriptors, counters;
   DescriptorFormat format = DescriptorFormat::opencv;
   bool described = false;  // descriptors belong to the current final list
+
+  // Small octaves in one launch (small_octaves_kernel): possible when the
+  // device has clusters (sm_90+) and the radii are unrolled ones; used from
+  // octave fused_first on (table.count: not at all), per image size.
+  bool fused_possible = false;
+  size_t fused_shared_max = 0;  // the device's opt-in limit, capped at kFusedSharedLimit
+  int fused_first = 0, fused_capacity = 0, fused_halo = 0, fused_blocks = 16;
+  int fused_max_blocks = 16;  // CS_SIFT_CLUSTER=8 keeps the portable size
+  int fused_radius = 0;  // the widest radius of levels 1..n_layers + 2
 
   // Per-frame launches are replayed from CUDA graphs, made on first use for
   // the current image size (they hold its buffers, octave table and launch
@@ -852,6 +1102,7 @@ struct CudaSift::Impl {
                             : static_cast<int>(std::clamp<long long>(pixels / 16, 8192, 1 << 20));
     candidate_capacity = requested.candidates > 0 ? requested.candidates : 2 * keypoint_capacity;
     DeviceGuard guard(device);
+    choose_fused_octaves();
     gauss = DeviceBuffer();
     dog = DeviceBuffer();
     gauss = DeviceBuffer(gauss_total * sizeof(float), device);
@@ -867,6 +1118,72 @@ struct CudaSift::Impl {
     width = w;
     height = h;
     have_geometry = true;
+  }
+
+  // The first octave from which the rest hold kFusedPixels or fewer and the
+  // largest band fits the shared memory (later octaves are smaller).
+  void choose_fused_octaves() {
+    for (const int blocks : kClusterBlocks) {
+      if (blocks > fused_max_blocks) continue;
+      fused_blocks = blocks;
+      fused_first = table.count;
+      fused_capacity = fused_halo = 0;
+      if (!fused_possible) return;
+      long long pixels = 0;
+      for (int o = table.count - 1; o >= 0; --o) {
+        pixels += static_cast<long long>(table.o[o].width) * table.o[o].height;
+        const int band = fused_band(table.o[o].height, blocks), capacity = band * table.o[o].width;
+        const int halo = (band + 2 * fused_radius) * table.o[o].width;
+        if (pixels > kFusedPixels || fused_shared_bytes(capacity, halo) > fused_shared_max) break;
+        fused_first = o;
+        fused_capacity = capacity;
+        fused_halo = halo;
+      }
+      if (fused_first == table.count) return;
+      int active = 0;  // can a cluster of this size run at all (e.g. on a small MIG slice)?
+      cudaLaunchConfig_t config = fused_config(nullptr);
+      cudaLaunchAttribute attribute = fused_cluster_attribute();
+      config.attrs = &attribute;
+      config.numAttrs = 1;
+      if (cudaOccupancyMaxActiveClusters(&active, small_octaves_kernel, &config) == cudaSuccess && active >= 1) return;
+      cudaGetLastError();
+    }
+    fused_first = table.count;  // no cluster size runs here
+    fused_capacity = fused_halo = 0;
+  }
+
+  cudaLaunchConfig_t fused_config(cudaStream_t stream) const {
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(static_cast<unsigned>(fused_blocks));
+    config.blockDim = dim3(kFusedThreads);
+    config.dynamicSmemBytes = fused_shared_bytes(fused_capacity, fused_halo);
+    config.stream = stream;
+    return config;
+  }
+  cudaLaunchAttribute fused_cluster_attribute() const {
+    cudaLaunchAttribute a{};
+    a.id = cudaLaunchAttributeClusterDimension;
+    a.val.clusterDim.x = static_cast<unsigned>(fused_blocks);
+    a.val.clusterDim.y = 1;
+    a.val.clusterDim.z = 1;
+    return a;
+  }
+
+  void launch_small_octaves(cudaStream_t stream) {
+    FusedPyramid f{};
+    f.table = table;
+    f.first = fused_first;
+    f.blocks = fused_blocks;
+    f.band_capacity = fused_capacity;
+    f.halo_capacity = fused_halo;
+    f.gauss = gauss.as<float>();
+    f.dog = dog.as<float>();
+    for (size_t i = 1; i < taps.size(); ++i) f.taps[i] = taps[i];
+    cudaLaunchConfig_t config = fused_config(stream);
+    cudaLaunchAttribute attribute = fused_cluster_attribute();
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    check_cuda(cudaLaunchKernelEx(&config, small_octaves_kernel, f), "cudaLaunchKernelEx (SIFT small octaves)");
   }
 
   float *gauss_level(int o, int level) const {
@@ -905,7 +1222,7 @@ struct CudaSift::Impl {
   // Every other level of every octave (reads only the engine's buffers).
   void enqueue_pyramid_levels(cudaStream_t stream) {
     const int layers = params.n_octave_layers;
-    for (int o = 0; o < table.count; ++o) {
+    for (int o = 0; o < fused_first; ++o) {
       const OctaveGeometry &g = table.o[o];
       if (o == 0)
         blur(LevelSource{gauss_level(0, 0), g.pitch}, 0, 1, stream);
@@ -914,6 +1231,7 @@ struct CudaSift::Impl {
       for (int level = 2; level < layers + 3; ++level)
         blur(LevelSource{gauss_level(o, level - 1), g.pitch}, o, level, stream);
     }
+    if (fused_first < table.count) launch_small_octaves(stream);
   }
 
   // Extrema to the final list. No grid depends on a count: the extrema grid
@@ -982,6 +1300,28 @@ CudaSift::CudaSift(const Params &params, int device, Capacity capacity) : impl_(
   size_t widest = 0;
   for (const BlurTaps &t : m.taps) widest = std::max(widest, blur_shared_bytes(t.radius));
   allow_wide_blurs(widest);
+  int major = 0, optin = 0;
+  check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute");
+  check_cuda(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "cudaDeviceGetAttribute");
+  bool unrolled = params.n_octave_layers + 3 <= kMaxFusedLevels;
+  for (size_t i = 1; i < m.taps.size(); ++i) {
+    unrolled = unrolled && m.taps[i].radius >= 1 && m.taps[i].radius <= kMaxUnrolledRadius;
+    m.fused_radius = std::max(m.fused_radius, m.taps[i].radius);
+  }
+  // The opt-in limit less the kernel's static shared memory (the parameters, ~2 KB).
+  m.fused_shared_max = std::min(kFusedSharedLimit, static_cast<size_t>(std::max(optin - 4096, 0)));
+  cudaFuncAttributes kernel{};  // built for sm_90+? (a compute_80 PTX JIT-compiled on sm_90 has an empty body)
+  check_cuda(cudaFuncGetAttributes(&kernel, small_octaves_kernel), "cudaFuncGetAttributes");
+  m.fused_possible = fused_enabled() && major >= 9 && kernel.binaryVersion >= 90 && unrolled;
+  m.fused_max_blocks = fused_cluster_limit();
+  if (m.fused_possible) {
+    check_cuda(cudaFuncSetAttribute(small_octaves_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(m.fused_shared_max)),
+               "cudaFuncSetAttribute");
+    // Clusters of 16 (H100, H200) are an opt-in; where refused, 8 are used.
+    if (cudaFuncSetAttribute(small_octaves_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
+      cudaGetLastError();
+  }
 }
 
 CudaSift::~CudaSift() = default;
@@ -1044,6 +1384,39 @@ const Keypoint *CudaSift::device_keypoints() const { return impl_->final_list.as
 const void *CudaSift::device_descriptors() const { return impl_->descriptors.as<void>(); }
 int CudaSift::keypoint_capacity() const { return impl_->keypoint_capacity; }
 int CudaSift::candidate_capacity() const { return impl_->candidate_capacity; }
+
+PyramidLevels CudaSift::download_pyramid(StreamHandle stream) {
+  Impl &m = *impl_;
+  PyramidLevels r;
+  if (!m.have_geometry) throw std::logic_error("CudaSift::download_pyramid before build_pyramid");
+  DeviceGuard guard(m.device);
+  const int layers = m.params.n_octave_layers;
+  r.fused_from = m.fused_first;
+  r.fused_possible = m.fused_possible;
+  r.fused_blocks = m.fused_first < m.table.count ? m.fused_blocks : 0;
+  r.octaves.resize(static_cast<size_t>(m.table.count));
+  for (int o = 0; o < m.table.count; ++o) {
+    const OctaveGeometry &g = m.table.o[o];
+    PyramidLevels::Octave &out = r.octaves[static_cast<size_t>(o)];
+    out.width = g.width;
+    out.height = g.height;
+    const size_t plane = static_cast<size_t>(g.width) * static_cast<size_t>(g.height);
+    out.gauss.resize(static_cast<size_t>(layers) * plane);
+    out.dog.resize(static_cast<size_t>(layers + 2) * plane);
+    const size_t row = static_cast<size_t>(g.width) * sizeof(float), pitch = static_cast<size_t>(g.pitch) * sizeof(float);
+    for (int level = 1; level <= layers; ++level)
+      check_cuda(cudaMemcpy2DAsync(out.gauss.data() + static_cast<size_t>(level - 1) * plane, row,
+                                   m.gauss_level(o, level), pitch, row, static_cast<size_t>(g.height),
+                                   cudaMemcpyDeviceToHost, stream),
+                 "cudaMemcpy2DAsync");
+    for (int level = 0; level <= layers + 1; ++level)
+      check_cuda(cudaMemcpy2DAsync(out.dog.data() + static_cast<size_t>(level) * plane, row, m.dog_level(o, level),
+                                   pitch, row, static_cast<size_t>(g.height), cudaMemcpyDeviceToHost, stream),
+                 "cudaMemcpy2DAsync");
+  }
+  stream_synchronize(stream);
+  return r;
+}
 
 Result CudaSift::download(StreamHandle stream) {
   Impl &m = *impl_;

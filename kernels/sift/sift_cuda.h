@@ -87,6 +87,21 @@ struct Result {
   bool overflowed = false;  // a list was full: some extrema or keypoints were dropped
 };
 
+// The pyramid of the last build_pyramid (a test and debugging aid), each
+// level packed width x height: `gauss` holds Gaussian levels
+// 1..n_octave_layers of an octave (those detection reads), `dog` DoG levels
+// 0..n_octave_layers + 1.
+struct PyramidLevels {
+  struct Octave {
+    int width = 0, height = 0;
+    std::vector<float> gauss, dog;
+  };
+  std::vector<Octave> octaves;
+  int fused_from = 0;           // first octave built by the one-launch small-octave kernel (octaves.size(): none)
+  bool fused_possible = false;  // the engine may use that kernel (sm_90+, unrolled radii, CS_SIFT_FUSED not 0)
+  int fused_blocks = 0;         // blocks of its cluster (16, or 8 where 16 cannot run or CS_SIFT_CLUSTER=8)
+};
+
 // One engine serves one stream of frames at a time (not thread-safe); the
 // rank sort is quadratic in the keypoint count (a few microseconds for the
 // thousands of a video frame, far more for hundreds of thousands).
@@ -126,6 +141,8 @@ class CudaSift {
 
   // Waits for the stream and copies the results to the host.
   Result download(StreamHandle stream);
+  // Waits for the stream and copies the last pyramid to the host (tests, debugging).
+  PyramidLevels download_pyramid(StreamHandle stream);
 
  private:
   struct Impl;

@@ -29,5 +29,6 @@ const void *CudaSift::device_descriptors() const { return nullptr; }
 int CudaSift::keypoint_capacity() const { return 0; }
 int CudaSift::candidate_capacity() const { return 0; }
 Result CudaSift::download(StreamHandle) { unavailable("CudaSift::download"); }
+PyramidLevels CudaSift::download_pyramid(StreamHandle) { unavailable("CudaSift::download_pyramid"); }
 
 }  // namespace cs::sift

@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "sift/sift_cuda.h"
 #include "sift_host_executor.h"
@@ -195,6 +196,94 @@ TEST(GpuSift, GraphsGiveTheDirectLaunchesResults) {
   for (int frame = 0; frame < 3; ++frame) {  // capture, then replays
     graphs.run(d.image(), DescriptorFormat::opencv, nullptr);
     expect_same_keypoints(expected, graphs.download(nullptr));
+  }
+}
+
+// The small octaves are built by one cluster kernel (small_octaves_kernel)
+// instead of a launch per level; CS_SIFT_FUSED=0 (read at construction)
+// keeps the per-level kernels. Both must give the same pyramid bit for bit
+// (same taps, same sums in the same order), hence the same keypoints, at
+// sizes where the fused octaves start at octave 0 (tiny frames), in the
+// middle, with odd sides, wide and tall strips, other layer counts (2
+// layers: radii past 16, never fused), no doubling and float input.
+void expect_same_pyramid(const PyramidLevels &a, const PyramidLevels &b, const std::string &what) {
+  ASSERT_EQ(a.octaves.size(), b.octaves.size()) << what;
+  for (size_t o = 0; o < a.octaves.size(); ++o) {
+    const PyramidLevels::Octave &x = a.octaves[o], &y = b.octaves[o];
+    ASSERT_EQ(x.width, y.width) << what;
+    ASSERT_EQ(x.height, y.height) << what;
+    const size_t plane = size_t(x.width) * size_t(x.height);
+    ASSERT_EQ(x.gauss.size(), y.gauss.size()) << what;
+    ASSERT_EQ(x.dog.size(), y.dog.size()) << what;
+    for (size_t i = 0; i < x.gauss.size(); ++i)
+      ASSERT_EQ(std::memcmp(&x.gauss[i], &y.gauss[i], sizeof(float)), 0)
+          << what << ": octave " << o << " gauss level " << 1 + i / plane << " pixel (" << (i % plane) % x.width
+          << ", " << (i % plane) / x.width << "): " << x.gauss[i] << " vs " << y.gauss[i];
+    for (size_t i = 0; i < x.dog.size(); ++i)
+      ASSERT_EQ(std::memcmp(&x.dog[i], &y.dog[i], sizeof(float)), 0)
+          << what << ": octave " << o << " dog level " << i / plane << " pixel (" << (i % plane) % x.width << ", "
+          << (i % plane) / x.width << "): " << x.dog[i] << " vs " << y.dog[i];
+  }
+}
+
+TEST(GpuSift, FusedSmallOctavesEqualPerLevelKernels) {
+  CS_REQUIRE_GPU();
+  struct Case {
+    int width, height;
+    int layers;
+    bool upsample, as_float;
+    bool cluster8 = false;  // CS_SIFT_CLUSTER=8: the portable cluster size (bands twice as tall)
+  };
+  const Case cases[] = {{2, 3, 3, true, false},      {7, 5, 3, true, false},       {17, 64, 3, true, false},
+                        {33, 31, 3, true, false},    {64, 17, 3, false, false},    {97, 61, 3, true, true},
+                        {211, 157, 3, true, false},  {320, 240, 3, true, false},   {641, 479, 3, true, false},
+                        {640, 480, 2, true, false},  {640, 480, 4, true, false},   {640, 480, 5, true, false},
+                        {501, 333, 3, false, false},
+                        {1920, 1080, 3, true, false}, {4000, 41, 3, true, false},  {37, 3001, 3, true, false},
+                        {7, 5, 3, true, false, true}, {211, 157, 3, true, false, true},
+                        {1920, 1080, 3, true, false, true}, {37, 3001, 3, true, false, true}};
+  const uint32_t seed = cs_test::fresh_seed();
+  cs::Stream stream(kDevice);
+  for (const Case &c : cases) {
+    const std::string what = std::to_string(c.width) + "x" + std::to_string(c.height) + " layers " +
+                             std::to_string(c.layers) + (c.upsample ? "" : " no doubling") +
+                             (c.as_float ? " float" : "") + (c.cluster8 ? " cluster 8" : "");
+    cv::Mat img = random_image(c.width, c.height, seed + uint32_t(c.width));
+    if (c.as_float) img.convertTo(img, CV_32F);
+    DeviceGray d(img);
+    Params p;
+    p.n_octave_layers = c.layers;
+    p.upsample = c.upsample;
+    ASSERT_EQ(setenv("CS_SIFT_FUSED", "0", 1), 0);
+    CudaSift per_level(p, kDevice);
+    unsetenv("CS_SIFT_FUSED");
+    if (c.cluster8) {
+      ASSERT_EQ(setenv("CS_SIFT_CLUSTER", "8", 1), 0);
+    }
+    CudaSift fused(p, kDevice);
+    unsetenv("CS_SIFT_CLUSTER");
+    for (int frame = 0; frame < 2; ++frame) {  // graph capture, then replay
+      per_level.run(d.image(), DescriptorFormat::opencv, stream.get());
+      const PyramidLevels a = per_level.download_pyramid(stream.get());
+      const Result ra = per_level.download(stream.get());
+      fused.run(d.image(), DescriptorFormat::opencv, stream.get());
+      const PyramidLevels b = fused.download_pyramid(stream.get());
+      const Result rb = fused.download(stream.get());
+      EXPECT_FALSE(a.fused_possible) << what;
+      EXPECT_EQ(a.fused_from, int(a.octaves.size())) << what;
+      // sm_90+: the fused kernel must actually run (from some octave on).
+      if (b.fused_possible && !b.octaves.empty()) {
+        EXPECT_LT(b.fused_from, int(b.octaves.size())) << what;
+        if (c.cluster8) {
+          EXPECT_EQ(b.fused_blocks, 8) << what;
+        }
+      }
+      if (frame == 0)
+        std::printf("[ fused    ] %s: %zu octaves, fused from octave %d, cluster of %d\n", what.c_str(),
+                    b.octaves.size(), b.fused_from, b.fused_blocks);
+      expect_same_pyramid(a, b, what);
+      expect_same_keypoints(ra, rb);
+    }
   }
 }
 
