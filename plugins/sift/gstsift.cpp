@@ -8,7 +8,16 @@
  * results once per frame; the CPU backend runs OpenCV's cv::SIFT. Both take
  * the luma: the Y plane of NV12/I420, GRAY8 as is, OpenCV's BT.601
  * RGB-to-gray for RGBA/BGRA/BGRx (on the device for CUDA, sift-luma.h). The
- * grid filter is features_cpu's for both. */
+ * grid filter is features_cpu's for both.
+ *
+ * Frames in flight (CUDA): frames-in-flight engines on their own streams
+ * (sift-cuda.h, CudaFramePipeline). generate_output enqueues the new frame
+ * and returns the oldest held one once every engine has a frame, so the GPU
+ * works on frame N while the element downloads frame N-1's results. Held
+ * frames leave before any serialized event or drain/allocation query (EOS,
+ * caps, segment: order and content as without holding), are dropped on
+ * FLUSH_STOP and at stop; LATENCY adds frames-in-flight - 1 frame periods,
+ * and upstream's pool is asked for as many more buffers. */
 #include "gstsift.h"
 
 #include <gst/video/video.h>
@@ -33,17 +42,26 @@ struct _GstSift {
   // properties (object lock)
   gstsift::EngineSettings engine;
   gstsift::OutputSettings output;
+  gint frames_in_flight;
   // while running
-  sift_cpu::Params params;        // both backends: the descriptor format and grid filter are read from here
-  gstsift::CudaEngine *cuda;      // the CUDA backend's engine, NULL on the CPU backend
+  sift_cpu::Params params;            // both backends: the descriptor format and grid filter are read from here
+  gstsift::CudaFramePipeline *cuda;   // the CUDA backend's engines and held frames, NULL on the CPU backend
   GstVideoInfo info;
   gboolean have_info;
+  GstClockTime added_latency;  // what holding frames adds (object lock: read by LATENCY queries)
 };
 
 G_DEFINE_TYPE(GstSift, gst_sift, GST_TYPE_CS_BASE_TRANSFORM)
 GST_ELEMENT_REGISTER_DEFINE(sift, "sift", GST_RANK_NONE, GST_TYPE_SIFT)
 
-enum { PROP_0, PROP_ENGINE_FIRST, PROP_OUTPUT_FIRST = PROP_ENGINE_FIRST + gstsift::kEnginePropertyCount };
+enum {
+  PROP_0,
+  PROP_ENGINE_FIRST,
+  PROP_OUTPUT_FIRST = PROP_ENGINE_FIRST + gstsift::kEnginePropertyCount,
+  PROP_FRAMES_IN_FLIGHT = PROP_OUTPUT_FIRST + gstsift::kOutputPropertyCount,
+};
+
+constexpr gint kDefaultFramesInFlight = 2, kMaxFramesInFlight = 8;
 
 // Device memory, ours or nvcodec's (CUDA backend), or system memory (both backends).
 #define SIFT_CAPS                                                                            \
@@ -60,6 +78,8 @@ static gboolean sift_start(GstCsBaseTransform *base) {
   GST_OBJECT_LOCK(self);
   const gstsift::EngineSettings engine = self->engine;
   const gstsift::OutputSettings output = self->output;
+  const gint frames_in_flight = self->frames_in_flight;
+  self->added_latency = 0;
   GST_OBJECT_UNLOCK(self);
   sift_cpu::Params &p = self->params;
   p.n_features = engine.n_features;
@@ -74,8 +94,9 @@ static gboolean sift_start(GstCsBaseTransform *base) {
   self->have_info = FALSE;
   if (gst_cs_base_transform_use_cuda(base)) {
     return gstcs::guard_bool(GST_ELEMENT(self), "Starting CUDA SIFT", [&] {
-      self->cuda = new gstsift::CudaEngine(gstsift::engine_params(engine), gst_cs_base_transform_get_device_id(base));
-      GST_INFO_OBJECT(self, "CUDA backend on device %d", self->cuda->device());
+      self->cuda = new gstsift::CudaFramePipeline(gstsift::engine_params(engine),
+                                                  gst_cs_base_transform_get_device_id(base), frames_in_flight);
+      GST_INFO_OBJECT(self, "CUDA backend on device %d, %d frames in flight", self->cuda->device(), frames_in_flight);
       return TRUE;
     });
   }
@@ -92,8 +113,11 @@ static gboolean sift_start(GstCsBaseTransform *base) {
 static gboolean sift_stop(GstCsBaseTransform *base) {
   auto *self = GST_SIFT(base);
   self->have_info = FALSE;
-  delete self->cuda;  // waits for its stream
+  delete self->cuda;  // drops the frames it holds, waits for its streams
   self->cuda = nullptr;
+  GST_OBJECT_LOCK(self);
+  self->added_latency = 0;
+  GST_OBJECT_UNLOCK(self);
   return TRUE;
 }
 
@@ -112,6 +136,26 @@ static GstCaps *sift_transform_caps(GstBaseTransform *trans, GstPadDirection, Gs
   return result;
 }
 
+// Holding frames-in-flight - 1 frames delays each frame by as many frame
+// periods (a live source sends the frame that releases it that much later).
+static void update_added_latency(GstSift *self) {
+  const gint fps_n = GST_VIDEO_INFO_FPS_N(&self->info), fps_d = GST_VIDEO_INFO_FPS_D(&self->info);
+  const gint held = self->cuda ? self->cuda->frames_in_flight() - 1 : 0;
+  GstClockTime latency = 0;
+  if (held > 0 && fps_n > 0 && fps_d > 0)
+    latency = gst_util_uint64_scale(GstClockTime(held) * GST_SECOND, guint64(fps_d), guint64(fps_n));
+  else if (held > 0)
+    GST_INFO_OBJECT(self, "variable frame rate: the %d held frames add a latency that cannot be stated", held);
+  GST_OBJECT_LOCK(self);
+  const gboolean changed = latency != self->added_latency;
+  self->added_latency = latency;
+  GST_OBJECT_UNLOCK(self);
+  if (changed) {
+    GST_INFO_OBJECT(self, "holding %d frames adds %" GST_TIME_FORMAT " of latency", held, GST_TIME_ARGS(latency));
+    gst_element_post_message(GST_ELEMENT(self), gst_message_new_latency(GST_OBJECT(self)));
+  }
+}
+
 static gboolean sift_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *) {
   auto *self = GST_SIFT(trans);
   if (!gst_video_info_from_caps(&self->info, incaps) || GST_VIDEO_INFO_WIDTH(&self->info) <= 0 ||
@@ -121,6 +165,7 @@ static gboolean sift_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps 
     return FALSE;
   }
   self->have_info = TRUE;
+  update_added_latency(self);
   return TRUE;
 }
 
@@ -174,30 +219,134 @@ static GstFlowReturn sift_transform_cpu(GstSift *self, GstBuffer *buf) {
   return GST_FLOW_OK;
 }
 
-static GstFlowReturn sift_transform_cuda(GstSift *self, GstBuffer *buf) {
-  const sift_cpu::Params &p = self->params;
-  self->cuda->run(buf, self->info, gstsift::engine_format(GstSiftDescriptorFormat(p.format)));
-  gstsift::attach_features(GST_ELEMENT(self), buf, guint(GST_VIDEO_INFO_WIDTH(&self->info)),
-                           guint(GST_VIDEO_INFO_HEIGHT(&self->info)), self->cuda->download(),
-                           gstsift::GridFilter{p.grid_cols, p.grid_rows, p.max_per_cell});
-  return GST_FLOW_OK;
+static gboolean sift_have_info(GstSift *self) {
+  if (!self->have_info)
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("No caps were negotiated before the first frame"), (nullptr));
+  return self->have_info;
 }
 
+// CPU backend (the CUDA backend's frames go through sift_generate_output).
 static GstFlowReturn sift_transform_ip(GstBaseTransform *trans, GstBuffer *buf) {
   auto *self = GST_SIFT(trans);
-  if (!self->have_info) {
-    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("No caps were negotiated before the first frame"), (nullptr));
+  if (!sift_have_info(self)) return GST_FLOW_NOT_NEGOTIATED;
+  return gstcs::guard_flow(GST_ELEMENT(self), "Extracting SIFT features", [&] { return sift_transform_cpu(self, buf); });
+}
+
+// The oldest held frame, its features attached, into *frame.
+static GstFlowReturn sift_finish_oldest(GstSift *self, GstBuffer **frame) {
+  return gstcs::guard_flow(GST_ELEMENT(self), "Extracting SIFT features", [&] {
+    *frame = self->cuda->finish_oldest(GST_ELEMENT(self));
+    return GST_FLOW_OK;
+  });
+}
+
+// Pushes every held frame, oldest first (CUDA backend; streaming thread).
+// Once downstream refuses one, the rest are dropped: it would refuse them too.
+static GstFlowReturn sift_drain(GstSift *self) {
+  GstFlowReturn ret = GST_FLOW_OK;
+  while (self->cuda && self->cuda->held() > 0) {
+    GstBuffer *frame = nullptr;
+    ret = sift_finish_oldest(self, &frame);
+    if (ret == GST_FLOW_OK) ret = gst_pad_push(GST_BASE_TRANSFORM_SRC_PAD(self), frame);
+    if (ret != GST_FLOW_OK) {
+      GST_DEBUG_OBJECT(self, "draining stopped (%s): %zu held frames dropped", gst_flow_get_name(ret),
+                       self->cuda->held());
+      self->cuda->drop_held();
+    }
+  }
+  return ret;
+}
+
+// CUDA backend: the input frame (made writable, as the default in-place path
+// does) is enqueued and held; once every engine has a frame the oldest one is
+// finished and returned for the base class to push. Returns no buffer while
+// frames are still filling the engines.
+static GstFlowReturn sift_generate_output(GstBaseTransform *trans, GstBuffer **outbuf) {
+  auto *self = GST_SIFT(trans);
+  if (!self->cuda) return GST_BASE_TRANSFORM_CLASS(gst_sift_parent_class)->generate_output(trans, outbuf);
+  *outbuf = nullptr;
+  GstBuffer *input = trans->queued_buf;  // stashed by the default submit_input_buffer
+  trans->queued_buf = nullptr;
+  if (!input) return GST_FLOW_OK;
+  if (!sift_have_info(self)) {
+    gst_buffer_unref(input);
     return GST_FLOW_NOT_NEGOTIATED;
   }
-  return gstcs::guard_flow(GST_ELEMENT(self), "Extracting SIFT features", [&] {
-    return self->cuda ? sift_transform_cuda(self, buf) : sift_transform_cpu(self, buf);
+  GstBuffer *frame = nullptr;
+  GstFlowReturn ret = GST_BASE_TRANSFORM_GET_CLASS(trans)->prepare_output_buffer(trans, input, &frame);
+  if (frame != input) gst_buffer_unref(input);
+  if (ret != GST_FLOW_OK || !frame) {
+    if (frame) gst_buffer_unref(frame);
+    return ret;
+  }
+  // The base class marks the next buffer it pushes DISCONT: let that be this
+  // frame, not an older held one, by sending the older ones first.
+  if (GST_BUFFER_IS_DISCONT(frame) && (ret = sift_drain(self)) != GST_FLOW_OK) {
+    gst_buffer_unref(frame);
+    return ret;
+  }
+  const sift_cpu::Params &p = self->params;
+  ret = gstcs::guard_flow(GST_ELEMENT(self), "Extracting SIFT features", [&] {
+    self->cuda->enqueue(frame, self->info, gstsift::engine_format(GstSiftDescriptorFormat(p.format)),
+                        gstsift::GridFilter{p.grid_cols, p.grid_rows, p.max_per_cell});
+    return GST_FLOW_OK;
   });
+  if (ret == GST_FLOW_OK && self->cuda->full()) ret = sift_finish_oldest(self, outbuf);
+  return ret;
+}
+
+static gboolean sift_sink_event(GstBaseTransform *trans, GstEvent *event) {
+  auto *self = GST_SIFT(trans);
+  // Serialized events arrive on the streaming thread, between frames: the
+  // held frames go first (EOS, caps, segment, gap...), or, after a flush, go.
+  if (GST_EVENT_IS_SERIALIZED(event) && self->cuda) {
+    if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP)
+      self->cuda->drop_held();
+    else
+      sift_drain(self);
+  }
+  return GST_BASE_TRANSFORM_CLASS(gst_sift_parent_class)->sink_event(trans, event);
+}
+
+static gboolean sift_query(GstBaseTransform *trans, GstPadDirection direction, GstQuery *query) {
+  auto *self = GST_SIFT(trans);
+  // Upstream asks for its buffers back (drain) or is about to renegotiate
+  // its pool (allocation): both come serialized, on the streaming thread.
+  if (direction == GST_PAD_SINK && self->cuda &&
+      (GST_QUERY_TYPE(query) == GST_QUERY_DRAIN || GST_QUERY_TYPE(query) == GST_QUERY_ALLOCATION))
+    sift_drain(self);
+  const gboolean answered = GST_BASE_TRANSFORM_CLASS(gst_sift_parent_class)->query(trans, direction, query);
+  if (answered && direction == GST_PAD_SINK && self->cuda && GST_QUERY_TYPE(query) == GST_QUERY_ALLOCATION) {
+    // In place, upstream's buffers are the ones held: its pool needs that many more.
+    const guint held = guint(self->cuda->frames_in_flight() - 1);
+    for (guint i = 0; held > 0 && i < gst_query_get_n_allocation_pools(query); ++i) {
+      GstBufferPool *pool = nullptr;
+      guint size, min, max;
+      gst_query_parse_nth_allocation_pool(query, i, &pool, &size, &min, &max);
+      min += held;
+      if (max != 0 && max < min) max = min;
+      gst_query_set_nth_allocation_pool(query, i, pool, size, min, max);
+      if (pool) gst_object_unref(pool);
+    }
+  }
+  if (answered && direction == GST_PAD_SRC && GST_QUERY_TYPE(query) == GST_QUERY_LATENCY) {
+    GST_OBJECT_LOCK(self);
+    const GstClockTime added = self->added_latency;
+    GST_OBJECT_UNLOCK(self);
+    gboolean live;
+    GstClockTime min, max;
+    gst_query_parse_latency(query, &live, &min, &max);
+    gst_query_set_latency(query, live, min + added, GST_CLOCK_TIME_IS_VALID(max) ? max + added : max);
+  }
+  return answered;
 }
 
 static void sift_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
   auto *self = GST_SIFT(object);
   GST_OBJECT_LOCK(self);
-  if (!gstsift::set_engine_property(self->engine, prop_id - PROP_ENGINE_FIRST, value) &&
+  if (prop_id == PROP_FRAMES_IN_FLIGHT)
+    self->frames_in_flight = g_value_get_int(value);
+  else if (!gstsift::set_engine_property(self->engine, prop_id - PROP_ENGINE_FIRST, value) &&
       !gstsift::set_output_property(self->output, prop_id - PROP_OUTPUT_FIRST, value))
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
   GST_OBJECT_UNLOCK(self);
@@ -206,7 +355,9 @@ static void sift_set_property(GObject *object, guint prop_id, const GValue *valu
 static void sift_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
   auto *self = GST_SIFT(object);
   GST_OBJECT_LOCK(self);
-  if (!gstsift::get_engine_property(self->engine, prop_id - PROP_ENGINE_FIRST, value) &&
+  if (prop_id == PROP_FRAMES_IN_FLIGHT)
+    g_value_set_int(value, self->frames_in_flight);
+  else if (!gstsift::get_engine_property(self->engine, prop_id - PROP_ENGINE_FIRST, value) &&
       !gstsift::get_output_property(self->output, prop_id - PROP_OUTPUT_FIRST, value))
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
   GST_OBJECT_UNLOCK(self);
@@ -218,6 +369,16 @@ static void gst_sift_class_init(GstSiftClass *klass) {
   gobject_class->get_property = sift_get_property;
   gstsift::install_engine_properties(gobject_class, PROP_ENGINE_FIRST);
   gstsift::install_output_properties(gobject_class, PROP_OUTPUT_FIRST);
+  g_object_class_install_property(
+      gobject_class, PROP_FRAMES_IN_FLIGHT,
+      g_param_spec_int("frames-in-flight", "Frames in flight",
+                       "CUDA backend: frames processed at once, each by its own engine on its own stream (device "
+                       "memory for the pyramids of each). A frame leaves once the next frames-in-flight - 1 frames "
+                       "are enqueued, so the GPU works on the next frame while a frame's results are downloaded; "
+                       "latency grows by frames-in-flight - 1 frames. 1 = each frame finished before the next is "
+                       "read. The CPU backend ignores it",
+                       1, kMaxFramesInFlight, kDefaultFramesInFlight,
+                       GParamFlags(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -232,6 +393,9 @@ static void gst_sift_class_init(GstSiftClass *klass) {
   trans_class->transform_caps = sift_transform_caps;
   trans_class->set_caps = sift_set_caps;
   trans_class->transform_ip = sift_transform_ip;
+  trans_class->generate_output = sift_generate_output;
+  trans_class->sink_event = sift_sink_event;
+  trans_class->query = sift_query;
   trans_class->passthrough_on_same_caps = FALSE;
   GstCsBaseTransformClass *cs_class = GST_CS_BASE_TRANSFORM_CLASS(klass);
   cs_class->start_backend = sift_start;
@@ -243,7 +407,9 @@ static void gst_sift_init(GstSift *self) {
   new (&self->engine) gstsift::EngineSettings();
   new (&self->output) gstsift::OutputSettings();
   new (&self->params) sift_cpu::Params();
+  self->frames_in_flight = kDefaultFramesInFlight;
   self->have_info = FALSE;
   self->cuda = nullptr;
+  self->added_latency = 0;
   gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
 }

@@ -147,6 +147,40 @@ void CudaEngine::run(GstBuffer *frame, const GstVideoInfo &info, cs::sift::Descr
   with_luma(frame, info, [&](const cs::sift::DeviceImage &luma) { sift_.run(luma, format, gpu_.stream()); });
 }
 
+CudaFramePipeline::CudaFramePipeline(const cs::sift::Params &params, int device, int frames_in_flight) {
+  if (frames_in_flight < 1) throw std::invalid_argument("frames-in-flight must be at least 1");
+  for (int i = 0; i < frames_in_flight; ++i) engines_.push_back(std::make_unique<CudaEngine>(params, device));
+}
+
+CudaFramePipeline::~CudaFramePipeline() { drop_held(); }
+
+void CudaFramePipeline::enqueue(GstBuffer *frame, const GstVideoInfo &info, cs::sift::DescriptorFormat format,
+                                const GridFilter &grid) {
+  std::unique_ptr<GstBuffer, decltype(&gst_buffer_unref)> owned(frame, &gst_buffer_unref);
+  if (full()) throw std::logic_error("SIFT: every engine holds a frame");
+  // Engines are taken in turn and frames finished oldest first, so the next
+  // engine's previous frame has left by now.
+  CudaEngine &engine = *engines_[next_engine_];
+  engine.run(frame, info, format);
+  next_engine_ = (next_engine_ + 1) % engines_.size();
+  held_.push_back({owned.release(), &engine, guint(GST_VIDEO_INFO_WIDTH(&info)), guint(GST_VIDEO_INFO_HEIGHT(&info)),
+                   grid});
+}
+
+GstBuffer *CudaFramePipeline::finish_oldest(GstElement *element) {
+  if (held_.empty()) throw std::logic_error("SIFT: no frame to finish");
+  const HeldFrame oldest = held_.front();
+  held_.pop_front();
+  std::unique_ptr<GstBuffer, decltype(&gst_buffer_unref)> frame(oldest.frame, &gst_buffer_unref);
+  attach_features(element, frame.get(), oldest.width, oldest.height, oldest.engine->download(), oldest.grid);
+  return frame.release();
+}
+
+void CudaFramePipeline::drop_held() {
+  for (const HeldFrame &h : held_) gst_buffer_unref(h.frame);
+  held_.clear();
+}
+
 size_t attach_features(GstElement *element, GstBuffer *frame, guint width, guint height,
                        const cs::sift::Result &result, const GridFilter &grid) {
   static gsize category_once = 0;

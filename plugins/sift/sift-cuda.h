@@ -8,7 +8,9 @@
 #include <gst/video/video.h>
 
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <vector>
 
 #include "gst/cudasensing/sift/gstsiftfeaturesmeta.h"
 #include "gstcs-gpu.h"
@@ -70,6 +72,52 @@ class CudaEngine {
   cs::sift::CudaSift sift_;
   Scratch luma_;           // luma of packed RGB frames
   Scratch nvcodec_plane_;  // plane 0 of frames in nvcodec's memory
+};
+
+// The CUDA backend of `sift`: frames_in_flight engines, each on its own
+// stream, used in turn, so that one frame's upload and kernels run while the
+// element finishes an earlier frame. enqueue() enqueues a frame's work on the
+// next engine and holds the frame; finish_oldest() downloads the oldest
+// frame's results (its stream has had the enqueueing of the later frames to
+// run, so the wait is short) and attaches the meta. Frames leave in the order
+// they came. With one engine every frame is finished right after it is
+// enqueued (no overlap, no added latency).
+class CudaFramePipeline {
+ public:
+  // Throws as CudaEngine's constructor.
+  CudaFramePipeline(const cs::sift::Params &params, int device, int frames_in_flight);
+  ~CudaFramePipeline();  // drops the frames still held
+  CudaFramePipeline(const CudaFramePipeline &) = delete;
+  CudaFramePipeline &operator=(const CudaFramePipeline &) = delete;
+
+  int device() const { return engines_.front()->device(); }
+  int frames_in_flight() const { return int(engines_.size()); }
+  size_t held() const { return held_.size(); }
+  // Every engine has a frame: finish_oldest() before the next enqueue().
+  bool full() const { return held_.size() == engines_.size(); }
+
+  // Enqueues SIFT of `frame` (taken; writable) on the next engine and holds
+  // it. Throws as CudaEngine::run (the frame is dropped then); not when full().
+  void enqueue(GstBuffer *frame, const GstVideoInfo &info, cs::sift::DescriptorFormat format,
+               const GridFilter &grid);
+  // The oldest held frame with its features meta attached (the caller's
+  // reference); waits for its engine's stream. Throws on a CUDA error (the
+  // frame is dropped then); not when held() == 0.
+  GstBuffer *finish_oldest(GstElement *element);
+  // Drops the held frames (flush, stop). Their memory is safe to reuse at
+  // once: the engines' reads of it are recorded on it, or held by the engine.
+  void drop_held();
+
+ private:
+  struct HeldFrame {
+    GstBuffer *frame;
+    CudaEngine *engine;  // where its work was enqueued
+    guint width, height;
+    GridFilter grid;
+  };
+  std::vector<std::unique_ptr<CudaEngine>> engines_;
+  size_t next_engine_ = 0;
+  std::deque<HeldFrame> held_;  // oldest first
 };
 
 // Adds the features meta for a width x height frame: the result's keypoints

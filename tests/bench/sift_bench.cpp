@@ -9,7 +9,9 @@
 // reproduces (within 1 px, 10 % size, 10 degrees). Then frames per second
 // streamed through the element: GRAY8 frames pushed from pageable memory
 // into `sift backend=cuda` (which stages them up itself), and from
-// page-locked memory through gpuupload.
+// page-locked memory through gpuupload; each with the element's default
+// frames in flight (2: the next frame's work overlaps the download of the
+// last) and with frames-in-flight=1 (each frame finished before the next).
 //
 //   sift_bench [--repeats 20] [--warmup 3] [--cpu-repeats 3] [--picture NAME] [--only WxH] [--csv out.csv]
 //
@@ -42,7 +44,8 @@ struct Row {
   double pyramid_ms = 0, detect_ms = 0, describe_ms = 0, total_ms = 0, opencv_ms = 0;
   size_t keypoints = 0, opencv_keypoints = 0;
   double matched = 0;
-  double streamed_fps = 0, streamed_pinned_fps = 0;
+  double streamed_fps = 0, streamed_pinned_fps = 0;                // the element's default frames-in-flight
+  double streamed_serial_fps = 0, streamed_pinned_serial_fps = 0;  // frames-in-flight=1
 };
 
 using bench::median;
@@ -159,8 +162,9 @@ int main(int argc, char **argv) {
 
   // Streamed: GRAY8 frames from host memory through the element, first
   // timed push to the last frame with its features.
-  std::printf("\nstreamed: appsrc (GRAY8 frames in host memory) ! [gpuupload !] sift backend=cuda ! fakesink\n");
-  std::printf("%-10s %14s %14s\n", "size", "pageable fps", "page-locked fps");
+  std::printf("\nstreamed: appsrc (GRAY8 frames in host memory) ! [gpuupload !] sift backend=cuda ! fakesink\n"
+              "(default frames-in-flight, then frames-in-flight=1)\n");
+  std::printf("%-10s %14s %16s %17s %19s\n", "size", "pageable fps", "page-locked fps", "pageable fps, 1", "page-locked fps, 1");
   for (Row &row : rows) {
     cv::Mat frame;
     cv::resize(base, frame, cv::Size(row.width, row.height), 0, 0, cv::INTER_CUBIC);
@@ -178,10 +182,13 @@ int main(int argc, char **argv) {
     };
     bench::CapturedStream pageable(caps, frames());
     row.streamed_fps = fps_of(pageable, "sift backend=cuda");
+    row.streamed_serial_fps = fps_of(pageable, "sift backend=cuda frames-in-flight=1");
     bench::CapturedStream pinned(caps, frames());
     pinned.make_page_locked();
     row.streamed_pinned_fps = fps_of(pinned, "gpuupload ! sift backend=cuda");
-    std::printf("%4dx%-5d %14.0f %14.0f\n", row.width, row.height, row.streamed_fps, row.streamed_pinned_fps);
+    row.streamed_pinned_serial_fps = fps_of(pinned, "gpuupload ! sift backend=cuda frames-in-flight=1");
+    std::printf("%4dx%-5d %14.0f %16.0f %17.0f %19.0f\n", row.width, row.height, row.streamed_fps,
+                row.streamed_pinned_fps, row.streamed_serial_fps, row.streamed_pinned_serial_fps);
     std::fflush(stdout);
   }
 
@@ -192,11 +199,12 @@ int main(int argc, char **argv) {
       return 1;
     }
     std::fprintf(f, "width,height,pyramid_ms,detect_ms,describe_ms,total_ms,keypoints,opencv_ms,opencv_keypoints,matched,"
-                    "streamed_fps,streamed_pinned_fps\n");
+                    "streamed_fps,streamed_pinned_fps,streamed_serial_fps,streamed_pinned_serial_fps\n");
     for (const Row &r : rows)
-      std::fprintf(f, "%d,%d,%.4f,%.4f,%.4f,%.4f,%zu,%.2f,%zu,%.4f,%.1f,%.1f\n", r.width, r.height, r.pyramid_ms,
-                   r.detect_ms, r.describe_ms, r.total_ms, r.keypoints, r.opencv_ms, r.opencv_keypoints, r.matched,
-                   r.streamed_fps, r.streamed_pinned_fps);
+      std::fprintf(f, "%d,%d,%.4f,%.4f,%.4f,%.4f,%zu,%.2f,%zu,%.4f,%.1f,%.1f,%.1f,%.1f\n", r.width, r.height,
+                   r.pyramid_ms, r.detect_ms, r.describe_ms, r.total_ms, r.keypoints, r.opencv_ms, r.opencv_keypoints,
+                   r.matched, r.streamed_fps, r.streamed_pinned_fps, r.streamed_serial_fps,
+                   r.streamed_pinned_serial_fps);
     std::fclose(f);
   }
   return 0;

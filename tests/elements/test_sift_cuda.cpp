@@ -2,14 +2,18 @@
 // natural images (the criteria), every input format and memory,
 // determinism, empty and tiny frames; the staged elements siftpyramid !
 // siftdetect ! siftdescribe against sift, also with queues between them;
-// siftoverlay drawing on device frames. GPU tests are in Gpu* suites and skip without
+// siftoverlay drawing on device frames; sift's frames in flight (the same
+// features in the same order for any count, EOS, flushes, errors, no frame
+// leaked). GPU tests are in Gpu* suites and skip without
 // a device; the CPU tests check what needs no device (the luma formula of the
 // RGB kernel, the device overlay's pixel test against OpenCV's drawing,
 // errors, caps, properties).
+#include <gst/check/gstharness.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <map>
+#include <numeric>
 
 #include "../../plugins/sift/sift-draw.h"
 #include "../../plugins/sift/sift-luma.h"
@@ -418,6 +422,186 @@ TEST(GpuSiftStages, FrameWithoutKeypointsGivesAnEmptyMeta) {
   const cv::Mat flat(120, 160, CV_8UC3, cv::Scalar(40, 40, 40));
   const Features f = run_one("siftpyramid ! siftdetect ! siftdescribe", GST_VIDEO_FORMAT_GRAY8, flat);
   EXPECT_EQ(f.keypoints.size(), 0u);
+}
+
+// Frames of a textured pattern moving 3 px right and 2 px down per frame:
+// each frame differs from the one before it.
+std::vector<cv::Mat> moving_pattern(int frames) {
+  const cv::Mat scene = textured_bgr(kWidth + 3 * frames, kHeight + 2 * frames, cs_test::fresh_seed());
+  std::vector<cv::Mat> out;
+  for (int i = 0; i < frames; ++i) out.push_back(scene(cv::Rect(3 * i, 2 * i, kWidth, kHeight)).clone());
+  return out;
+}
+
+// Each output frame's number (run() stamps frame i at i/30 s) and features.
+struct NumberedFeatures {
+  std::vector<int> numbers;
+  std::vector<Features> features;
+};
+
+int frame_number(GstBuffer *b) { return int(gst_util_uint64_scale_round(GST_BUFFER_PTS(b), 30, GST_SECOND)); }
+
+NumberedFeatures run_numbered(const std::string &middle, const std::vector<cv::Mat> &images) {
+  std::vector<GstBuffer *> frames;
+  for (const cv::Mat &image : images) frames.push_back(make_frame(image, GST_VIDEO_FORMAT_GRAY8));
+  RunResult r = run(middle, frame_caps(GST_VIDEO_FORMAT_GRAY8, images[0].cols, images[0].rows), frames);
+  EXPECT_EQ(r.error, "") << middle << ": " << r.everything();
+  NumberedFeatures out;
+  for (GstBuffer *b : r.buffers) {
+    out.numbers.push_back(frame_number(b));
+    const GstSiftFeaturesMeta *m = gst_buffer_get_sift_features_meta(b);
+    EXPECT_NE(m, nullptr) << middle << ": frame " << out.numbers.back() << " without a features meta";
+    out.features.push_back(m ? from_meta(*m) : Features{});
+  }
+  return out;
+}
+
+std::vector<int> first_numbers(int count) {
+  std::vector<int> n(size_t(count), 0);
+  std::iota(n.begin(), n.end(), 0);
+  return n;
+}
+
+bool same_keypoints(const Features &a, const Features &b) {
+  if (a.keypoints.size() != b.keypoints.size()) return false;
+  for (size_t i = 0; i < a.keypoints.size(); ++i)
+    if (key(a.keypoints[i]) != key(b.keypoints[i])) return false;
+  return true;
+}
+
+TEST(GpuSiftFramesInFlight, AnyCountGivesTheSameFeaturesInTheSameOrder) {
+  CS_REQUIRE_GPU();
+  const std::vector<cv::Mat> images = moving_pattern(9);
+  const NumberedFeatures serial = run_numbered("sift backend=cuda frames-in-flight=1", images);
+  ASSERT_EQ(serial.numbers, first_numbers(9));
+  for (size_t i = 0; i < serial.features.size(); ++i) {
+    ASSERT_GT(serial.features[i].keypoints.size(), 100u) << "frame " << i << " should be rich in features";
+    if (i > 0) {
+      ASSERT_FALSE(same_keypoints(serial.features[i], serial.features[i - 1])) << "frames should differ";
+    }
+  }
+  for (const char *middle : {"sift backend=cuda", "sift backend=cuda frames-in-flight=2",
+                             "sift backend=cuda frames-in-flight=3", "sift backend=cuda frames-in-flight=8",
+                             "gpuupload ! video/x-raw(memory:CudaSensing) ! sift backend=cuda frames-in-flight=3"}) {
+    SCOPED_TRACE(middle);
+    const NumberedFeatures held = run_numbered(middle, images);
+    ASSERT_EQ(held.numbers, first_numbers(9)) << "every frame, in order";
+    for (size_t i = 0; i < held.features.size(); ++i) {
+      SCOPED_TRACE(i);
+      expect_same_keypoints(held.features[i], serial.features[i]);
+    }
+  }
+}
+
+TEST(GpuSiftFramesInFlight, EndOfStreamDeliversEveryHeldFrame) {
+  CS_REQUIRE_GPU();
+  const std::vector<cv::Mat> images = moving_pattern(5);
+  for (int frames : {1, 2, 5}) {
+    for (int in_flight : {1, 2, 3}) {
+      const std::string middle = "sift backend=cuda frames-in-flight=" + std::to_string(in_flight);
+      SCOPED_TRACE(middle + ", " + std::to_string(frames) + " frames");
+      const NumberedFeatures got =
+          run_numbered(middle, std::vector<cv::Mat>(images.begin(), images.begin() + frames));
+      ASSERT_EQ(got.numbers, first_numbers(frames));
+      for (const Features &f : got.features) EXPECT_GT(f.keypoints.size(), 100u);
+    }
+  }
+}
+
+void count_finalized(gpointer counter, GstMiniObject *) { ++*static_cast<int *>(counter); }
+
+// A GRAY8 frame of `image` stamped as frame `number`, counting into `finalized` when freed.
+GstBuffer *counted_frame(const cv::Mat &image, int number, int *finalized) {
+  GstBuffer *b = make_frame(image, GST_VIDEO_FORMAT_GRAY8);
+  GST_BUFFER_PTS(b) = gst_util_uint64_scale(guint64(number), GST_SECOND, 30);
+  GST_BUFFER_DURATION(b) = GST_SECOND / 30;
+  gst_mini_object_weak_ref(GST_MINI_OBJECT(b), count_finalized, finalized);
+  return b;
+}
+
+TEST(GpuSiftFramesInFlight, FlushDropsHeldFramesAndLosesNothingAfterIt) {
+  CS_REQUIRE_GPU();
+  const std::vector<cv::Mat> images = moving_pattern(5);
+  GstHarness *h = gst_harness_new_parse("sift backend=cuda frames-in-flight=3");
+  gst_harness_set_src_caps(h, frame_caps(GST_VIDEO_FORMAT_GRAY8, kWidth, kHeight));
+  int finalized = 0;
+  // Three in flight: the first two frames are held, none out yet.
+  ASSERT_EQ(gst_harness_push(h, counted_frame(images[0], 0, &finalized)), GST_FLOW_OK);
+  ASSERT_EQ(gst_harness_push(h, counted_frame(images[1], 1, &finalized)), GST_FLOW_OK);
+  EXPECT_EQ(gst_harness_buffers_received(h), 0u);
+  EXPECT_EQ(finalized, 0);
+  ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_flush_start()));
+  ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_flush_stop(TRUE)));
+  EXPECT_EQ(finalized, 2) << "the held frames are dropped by the flush, not leaked";
+  GstSegment segment;
+  gst_segment_init(&segment, GST_FORMAT_TIME);
+  ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_segment(&segment)));
+  for (int i = 2; i < 5; ++i) ASSERT_EQ(gst_harness_push(h, counted_frame(images[size_t(i)], i, &finalized)), GST_FLOW_OK);
+  ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
+  ASSERT_EQ(gst_harness_buffers_received(h), 3u) << "every frame after the flush";
+  for (int i = 2; i < 5; ++i) {
+    GstBuffer *b = gst_harness_pull(h);
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(frame_number(b), i);
+    const GstSiftFeaturesMeta *m = gst_buffer_get_sift_features_meta(b);
+    ASSERT_NE(m, nullptr) << "frame " << i;
+    EXPECT_GT(m->count, 100u) << "frame " << i;
+    gst_buffer_unref(b);
+  }
+  gst_harness_teardown(h);
+  EXPECT_EQ(finalized, 5);
+}
+
+TEST(GpuSiftFramesInFlight, StopDropsHeldFramesAndCapsChangesDrainThem) {
+  CS_REQUIRE_GPU();
+  const std::vector<cv::Mat> images = moving_pattern(3);
+  int finalized = 0;
+  {
+    GstHarness *h = gst_harness_new_parse("sift backend=cuda frames-in-flight=3");
+    gst_harness_set_src_caps(h, frame_caps(GST_VIDEO_FORMAT_GRAY8, kWidth, kHeight));
+    ASSERT_EQ(gst_harness_push(h, counted_frame(images[0], 0, &finalized)), GST_FLOW_OK);
+    ASSERT_EQ(gst_harness_push(h, counted_frame(images[1], 1, &finalized)), GST_FLOW_OK);
+    EXPECT_EQ(gst_element_set_state(h->element, GST_STATE_READY), GST_STATE_CHANGE_SUCCESS);
+    EXPECT_EQ(finalized, 2) << "the held frames are dropped at the state change, not leaked";
+    gst_harness_teardown(h);
+  }
+  {
+    // New caps (a smaller frame): the frames held under the old caps leave first, with their own size.
+    GstHarness *h = gst_harness_new_parse("sift backend=cuda frames-in-flight=3");
+    gst_harness_set_src_caps(h, frame_caps(GST_VIDEO_FORMAT_GRAY8, kWidth, kHeight));
+    ASSERT_EQ(gst_harness_push(h, counted_frame(images[0], 0, &finalized)), GST_FLOW_OK);
+    ASSERT_EQ(gst_harness_push(h, counted_frame(images[1], 1, &finalized)), GST_FLOW_OK);
+    gst_harness_set_src_caps(h, frame_caps(GST_VIDEO_FORMAT_GRAY8, kWidth / 2, kHeight / 2));
+    EXPECT_EQ(gst_harness_buffers_received(h), 2u);
+    const cv::Mat half = images[2](cv::Rect(0, 0, kWidth / 2, kHeight / 2)).clone();
+    ASSERT_EQ(gst_harness_push(h, counted_frame(half, 2, &finalized)), GST_FLOW_OK);
+    ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
+    ASSERT_EQ(gst_harness_buffers_received(h), 3u);
+    for (int i = 0; i < 3; ++i) {
+      GstBuffer *b = gst_harness_pull(h);
+      ASSERT_NE(b, nullptr);
+      EXPECT_EQ(frame_number(b), i);
+      const GstSiftFeaturesMeta *m = gst_buffer_get_sift_features_meta(b);
+      ASSERT_NE(m, nullptr) << "frame " << i;
+      EXPECT_EQ(m->image_width, guint(i < 2 ? kWidth : kWidth / 2)) << "frame " << i;
+      gst_buffer_unref(b);
+    }
+    gst_harness_teardown(h);
+  }
+  EXPECT_EQ(finalized, 5);
+}
+
+TEST(GpuSiftFramesInFlight, ABadFrameIsAnErrorNotASilentDrop) {
+  CS_REQUIRE_GPU();
+  const std::vector<cv::Mat> images = moving_pattern(2);
+  std::vector<GstBuffer *> frames = {make_frame(images[0], GST_VIDEO_FORMAT_GRAY8),
+                                     make_frame(images[1], GST_VIDEO_FORMAT_GRAY8),
+                                     gst_buffer_new_allocate(nullptr, 100, nullptr)};  // too short for the caps
+  RunResult r = run("sift backend=cuda frames-in-flight=2", frame_caps(GST_VIDEO_FORMAT_GRAY8, kWidth, kHeight),
+                    frames);
+  EXPECT_NE(r.error.find("Extracting SIFT features"), std::string::npos) << r.everything();
+  EXPECT_NE(r.everything().find("cannot hold"), std::string::npos) << r.everything();
+  for (GstBuffer *b : r.buffers) EXPECT_NE(gst_buffer_get_sift_features_meta(b), nullptr);
 }
 
 TEST(GpuSiftOverlay, DeviceFramesAreDrawnLikeSystemFrames) {

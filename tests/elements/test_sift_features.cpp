@@ -1,7 +1,9 @@
 // The sift element (CPU backend): its meta equals OpenCV's SIFT on the same
 // image, for every input format; deterministic order; descriptor formats;
 // the grid filter; the meta survives copies and the transfer elements; bad
-// input and impossible settings give clear errors.
+// input and impossible settings give clear errors; frames-in-flight (a CUDA
+// setting) is a documented property that the CPU backend ignores.
+#include <gst/check/gstharness.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -259,6 +261,56 @@ TEST(SiftElement, AutoBackendWithoutADeviceRunsOpenCV) {
   ASSERT_EQ(r.error, "") << r.everything();
   ASSERT_EQ(r.buffers.size(), 1u);
   expect_same(sorted(from_meta(*gst_buffer_get_sift_features_meta(r.buffers[0]))), sorted(opencv_sift(gray_of(bgr))));
+}
+
+TEST(SiftElement, FramesInFlightPropertyIsDocumentedAndRoundTrips) {
+  GstElement *sift = gst_element_factory_make("sift", nullptr);
+  ASSERT_NE(sift, nullptr);
+  GParamSpec *spec = g_object_class_find_property(G_OBJECT_GET_CLASS(sift), "frames-in-flight");
+  ASSERT_NE(spec, nullptr);
+  ASSERT_EQ(spec->value_type, G_TYPE_INT);
+  const GParamSpecInt *range = G_PARAM_SPEC_INT(spec);
+  EXPECT_EQ(range->minimum, 1);
+  EXPECT_EQ(range->default_value, 2);
+  EXPECT_GE(range->maximum, 3);
+  const std::string blurb = g_param_spec_get_blurb(spec);
+  for (const char *says : {"CUDA backend", "latency", "1 = ", "CPU backend ignores"})
+    EXPECT_NE(blurb.find(says), std::string::npos) << says << " in: " << blurb;
+  for (gint value : {1, 3, range->maximum}) {
+    g_object_set(sift, "frames-in-flight", value, nullptr);
+    gint got = 0;
+    g_object_get(sift, "frames-in-flight", &got, nullptr);
+    EXPECT_EQ(got, value);
+  }
+  gst_object_unref(sift);
+}
+
+TEST(SiftElement, CpuBackendIgnoresFramesInFlight) {
+  // Each frame comes out as it goes in, with its meta; flushes and EOS pass.
+  const cv::Mat bgr = textured_bgr(kWidth, kHeight, cs_test::fresh_seed());
+  GstHarness *h = gst_harness_new_parse("sift backend=cpu frames-in-flight=3");
+  gst_harness_set_src_caps(h, frame_caps(GST_VIDEO_FORMAT_GRAY8, kWidth, kHeight));
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(gst_harness_push(h, make_frame(bgr, GST_VIDEO_FORMAT_GRAY8)), GST_FLOW_OK);
+    EXPECT_EQ(gst_harness_buffers_received(h), guint(i + 1));
+  }
+  ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_flush_start()));
+  ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_flush_stop(TRUE)));
+  GstSegment segment;
+  gst_segment_init(&segment, GST_FORMAT_TIME);
+  ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_segment(&segment)));
+  ASSERT_EQ(gst_harness_push(h, make_frame(bgr, GST_VIDEO_FORMAT_GRAY8)), GST_FLOW_OK);
+  ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
+  ASSERT_EQ(gst_harness_buffers_received(h), 3u);
+  for (int i = 0; i < 3; ++i) {
+    GstBuffer *b = gst_harness_pull(h);
+    ASSERT_NE(b, nullptr);
+    const GstSiftFeaturesMeta *m = gst_buffer_get_sift_features_meta(b);
+    ASSERT_NE(m, nullptr);
+    EXPECT_GT(m->count, 100u);
+    gst_buffer_unref(b);
+  }
+  gst_harness_teardown(h);
 }
 
 }  // namespace
