@@ -147,6 +147,8 @@ def resample(method, library_path, entries, channels, library_wl_path, target_wl
     wl, lib = sorted_by_wavelength(read(library_wl_path, 'f8', (channels,)), lib)
     target = read(target_wl_path, 'f8', (targets,))
     out = np.full((entries, targets), np.nan)
+    # numpy 2 renamed trapz to trapezoid (Debian 12 has numpy 1.24, which only knows trapz).
+    trapezoid = getattr(np, 'trapezoid', None) or np.trapz
     if method == 'linear':
         for e in range(entries):
             out[e] = np.interp(target, wl, lib[e], left=np.nan, right=np.nan)
@@ -160,7 +162,7 @@ def resample(method, library_path, entries, channels, library_wl_path, target_wl
             sigma = fwhm[i] / (2 * np.sqrt(2 * np.log(2)))
             g = np.exp(-0.5 * ((grid - target[i]) / sigma) ** 2)
             values = np.array([np.interp(grid, wl, lib[e]) for e in range(entries)])
-            out[:, i] = np.trapz(values * g[None, :], grid, axis=1) / np.trapz(g, grid)
+            out[:, i] = trapezoid(values * g[None, :], grid, axis=1) / trapezoid(g, grid)
     else:
         raise SystemExit('unknown resampling ' + method)
     write(out_path, out, 'f8')
