@@ -45,14 +45,7 @@ inline Features run_one(const std::string &middle, GstVideoFormat format, const 
 // one step, as the engine sums descriptor histograms with atomics (its
 // documented run-to-run variation of a descriptor byte by one, rarely).
 inline void expect_same_keypoints(const Features &a, const Features &b, double descriptor_tolerance = 1.0) {
-  ASSERT_EQ(a.keypoints.size(), b.keypoints.size());
-  for (size_t i = 0; i < a.keypoints.size(); ++i)
-    ASSERT_TRUE(key(a.keypoints[i]) == key(b.keypoints[i])) << "keypoint " << i;
-  ASSERT_EQ(a.descriptors.rows, b.descriptors.rows);
-  ASSERT_EQ(a.descriptors.type(), b.descriptors.type());
-  if (a.descriptors.rows) {
-    EXPECT_LE(cv::norm(a.descriptors, b.descriptors, cv::NORM_INF), descriptor_tolerance);
-  }
+  expect_same(a, b, descriptor_tolerance);
 }
 
 // Whether `factory`'s sink pad accepts `caps_string`, with an integer or
