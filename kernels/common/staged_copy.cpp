@@ -166,6 +166,7 @@ StagedUploader::StagedUploader(int device, size_t chunk_bytes, int slots, int th
 StagedUploader::~StagedUploader() {
   try {
     synchronize();
+    side_stream_.synchronize();  // no host function is left to touch this uploader
   } catch (const CudaError &) {
   }
   {
