@@ -78,18 +78,33 @@ hsi_test::Result classify_gpu(CudaSpectralClassifier &gpu, const SpectralClassif
 // contracting multiply-adds into FMAs (one rounding fewer) and by the device
 // logf/acos/sqrt (within 2 ulp): differences of a few float ulps of the sums.
 // Returns the largest rule-image difference.
-double expect_same(Method method, Precision precision, const hsi_test::Result &cpu, const hsi_test::Result &gpu,
-                   size_t pixels, size_t K) {
-  size_t failures = 0, ties = 0;
+// Rule images element by element (`got` may be empty: class map only): NaN
+// must meet NaN, other values differ by at most allowed(wanted value).
+// Counts failures in *failures (the first five reported); returns the
+// largest difference.
+template <class Allowed>
+double compare_rules(const std::vector<float> &want, const std::vector<float> &got, Allowed allowed,
+                     const char *want_name, const char *got_name, size_t *failures) {
   double worst = 0;
-  for (size_t i = 0; i < cpu.rules.size(); ++i) {
-    const float a = cpu.rules[i], b = gpu.rules[i];
+  for (size_t i = 0; i < got.size(); ++i) {
+    const float a = want[i], b = got[i];
     if (std::isnan(a) || std::isnan(b)) {
-      if (std::isnan(a) != std::isnan(b) && failures++ < 5) ADD_FAILURE() << "rule " << i << ": " << a << " vs " << b;
+      if (std::isnan(a) != std::isnan(b) && (*failures)++ < 5) ADD_FAILURE() << "rule " << i << ": " << a << " vs " << b;
       continue;
     }
     const double diff = std::fabs(double(a) - double(b));
     worst = std::max(worst, diff);
+    if (diff > allowed(a) && (*failures)++ < 5)
+      ADD_FAILURE() << "rule " << i << ": " << want_name << " " << a << " " << got_name << " " << b;
+  }
+  return worst;
+}
+
+double expect_same(Method method, Precision precision, const hsi_test::Result &cpu, const hsi_test::Result &gpu,
+                   size_t pixels, size_t K) {
+  size_t failures = 0, ties = 0;
+  EXPECT_EQ(cpu.rules.size(), gpu.rules.size());
+  auto allowed = [&](float a) {
     const bool relative = method == Method::sid || method == Method::euclidean;
     // exact: double sums, so only logf (SID) and float rounding of a term differ.
     double bound = precision == Precision::exact ? 1e-6 : 1e-5;
@@ -100,9 +115,9 @@ double expect_same(Method method, Precision precision, const hsi_test::Result &c
     // acos amplifies by 1/sin(theta) at small angles.
     if (precision == Precision::fast && method == Method::sam)
       bound = std::max(bound, 3e-7 / std::max(std::sin(double(a)), 1e-3));
-    const double allowed = relative ? bound * std::fabs(a) + 1e-7 : bound;
-    if (diff > allowed && failures++ < 5) ADD_FAILURE() << "rule " << i << ": cpu " << a << " gpu " << b;
-  }
+    return relative ? bound * std::fabs(a) + 1e-7 : bound;
+  };
+  const double worst = compare_rules(cpu.rules, gpu.rules, allowed, "cpu", "gpu", &failures);
   for (size_t p = 0; p < pixels; ++p) {
     if (cpu.labels[p] == gpu.labels[p]) continue;
     if (cpu.labels[p] > 0 && gpu.labels[p] > 0 && gpu.labels[p] <= K &&
@@ -150,17 +165,7 @@ double expect_within_tensor_bounds(Method method, const hsi_test::Result &want, 
     return 2e-6 * (x2 + r2) / std::max(2.0 * double(a), 1e-3);  // |a^2 - b^2| / (a + b)
   };
   size_t failures = 0, ties = 0;
-  double worst = 0;
-  for (size_t i = 0; i < got.rules.size(); ++i) {
-    const float a = want.rules[i], b = got.rules[i];
-    if (std::isnan(a) || std::isnan(b)) {
-      if (std::isnan(a) != std::isnan(b) && failures++ < 5) ADD_FAILURE() << "rule " << i << ": " << a << " vs " << b;
-      continue;
-    }
-    const double diff = std::fabs(double(a) - double(b));
-    worst = std::max(worst, diff);
-    if (diff > allowed(a) && failures++ < 5) ADD_FAILURE() << "rule " << i << ": exact " << a << " tensor " << b;
-  }
+  const double worst = compare_rules(want.rules, got.rules, allowed, "exact", "tensor", &failures);
   for (size_t p = 0; p < pixels; ++p) {
     const uint32_t x = want.labels[p], y = got.labels[p];
     if (x == y) continue;
