@@ -178,6 +178,15 @@ StreamHandle stream_create(int device) {
   return s;
 }
 
+StreamHandle stream_create_urgent(int device) {
+  DeviceGuard guard(device);
+  int least = 0, greatest = 0;
+  check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
+  cudaStream_t s = nullptr;
+  check(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest), "cudaStreamCreateWithPriority");
+  return s;
+}
+
 void stream_destroy(StreamHandle stream) noexcept { cudaStreamDestroy(stream); }
 void stream_synchronize(StreamHandle stream) { check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); }
 
@@ -251,6 +260,7 @@ void *pinned_alloc(size_t) { no_cuda(); }
 void pinned_free(void *) noexcept {}
 bool is_pinned_host(const void *) { return false; }
 StreamHandle stream_create(int) { no_cuda(); }
+StreamHandle stream_create_urgent(int) { no_cuda(); }
 void stream_destroy(StreamHandle) noexcept {}
 void stream_synchronize(StreamHandle) { no_cuda(); }
 EventHandle event_create(int) { no_cuda(); }

@@ -65,6 +65,10 @@ void pinned_free(void *ptr) noexcept;
 bool is_pinned_host(const void *ptr);
 
 StreamHandle stream_create(int device);
+// A stream whose work the GPU schedules before that of ordinary streams
+// (the device's greatest stream priority): for a critical path of small
+// kernels beside large ones.
+StreamHandle stream_create_urgent(int device);
 void stream_destroy(StreamHandle stream) noexcept;
 void stream_synchronize(StreamHandle stream);
 EventHandle event_create(int device);
@@ -91,6 +95,8 @@ class Stream {
  public:
   Stream() = default;
   explicit Stream(int device) : handle_(stream_create(device)), device_(device) {}
+  struct Urgent {};
+  Stream(int device, Urgent) : handle_(stream_create_urgent(device)), device_(device) {}
   ~Stream() { reset(); }
   Stream(Stream &&o) noexcept : handle_(o.handle_), device_(o.device_) { o.handle_ = nullptr; }
   Stream &operator=(Stream &&o) noexcept;

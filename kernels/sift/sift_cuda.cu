@@ -112,26 +112,83 @@ struct Counters {
 
 // ------------------------------------------------------------- pyramid
 
+// Where the blur kernel stages its tile from. The staging resolves each
+// tile column once (`column`) and each row once per row (`row`), so a
+// sample is only the loads: for the doubled input that halves level 0's
+// instructions (the bilinear taps used to be worked out for every sample).
 template <typename T>
 struct UpsampleSource {
   const T *p;
   size_t pitch;
   int w, h;
-  __device__ float operator()(int y, int x) const { return upsampled_sample(p, pitch, w, h, x, y); }
+  using Column = UpsampleTap;
+  struct Row {
+    const T *a, *b;
+    float w;
+  };
+  __device__ Column column(int x) const { return upsample_tap(x, w); }
+  __device__ Row row(int y) const {
+    const UpsampleTap t = upsample_tap(y, h);
+    return {image_row(p, pitch, t.a), image_row(p, pitch, t.b), t.w};
+  }
+  __device__ float operator()(const Row &r, const Column &c) const { return upsampled_sample(r.a, r.b, r.w, c); }
 };
 
 template <typename T>
 struct PlainSource {
   const T *p;
   size_t pitch;
-  __device__ float operator()(int y, int x) const { return plain_sample(p, pitch, x, y); }
+  using Column = int;
+  using Row = const T *;
+  __device__ Column column(int x) const { return x; }
+  __device__ Row row(int y) const { return image_row(p, pitch, y); }
+  __device__ float operator()(Row r, Column x) const { return luma_sample(r + x); }
 };
 
 struct LevelSource {
   const float *p;
   int pitch;
-  __device__ float operator()(int y, int x) const { return __ldg(p + static_cast<size_t>(y) * pitch + x); }
+  using Column = int;
+  using Row = const float *;
+  __device__ Column column(int x) const { return x; }
+  __device__ Row row(int y) const { return p + static_cast<size_t>(y) * pitch; }
+  __device__ float operator()(Row r, Column x) const { return __ldg(r + x); }
 };
+
+// The doubled input as floats (upsampled_sample): a block of 32 x 8
+// threads makes 256 x 8 outputs, each thread 8 of a row (32 apart), all of
+// their loads issued before any sample is formed (two outputs a thread, one
+// load round at a time, were latency-bound: 28 us at 1080p for 33 MB).
+// Level 0 then blurs it like any level: doubling while staging the blur's
+// tile cost 1.5 bilinear samples per output (four byte loads and their
+// weights each).
+constexpr int kUpsampleColumns = 8;
+template <typename T>
+__global__ void __launch_bounds__(kThreads) upsample_kernel(const T *src, size_t pitch_bytes, int width, int height,
+                                                            float *out, int out_pitch) {
+  const int y = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);
+  if (y >= 2 * height) return;
+  const UpsampleTap ty = upsample_tap(y, height);
+  const T *ra = image_row(src, pitch_bytes, ty.a), *rb = image_row(src, pitch_bytes, ty.b);
+  const int x0 = static_cast<int>(blockIdx.x) * 32 * kUpsampleColumns + static_cast<int>(threadIdx.x);
+  T top[kUpsampleColumns][2], bottom[kUpsampleColumns][2];
+  UpsampleTap tx[kUpsampleColumns];
+#pragma unroll
+  for (int k = 0; k < kUpsampleColumns; ++k) {
+    tx[k] = upsample_tap(min(x0 + 32 * k, 2 * width - 1), width);
+    top[k][0] = ra[tx[k].a];
+    top[k][1] = ra[tx[k].b];
+    bottom[k][0] = rb[tx[k].a];
+    bottom[k][1] = rb[tx[k].b];
+  }
+  float *row = out + static_cast<size_t>(y) * out_pitch;
+#pragma unroll
+  for (int k = 0; k < kUpsampleColumns; ++k) {
+    // upsampled_sample's arithmetic on the loaded samples (x.a, x.b = 0, 1)
+    const UpsampleTap local{0, 1, tx[k].w};
+    if (x0 + 32 * k < 2 * width) row[x0 + 32 * k] = upsampled_sample(top[k], bottom[k], ty.w, local);
+  }
+}
 
 // Staged tile rows are padded to a multiple of 4 floats (plus 4), so that
 // the horizontal pass can read aligned float4 runs past the last column.
@@ -147,7 +204,11 @@ constexpr size_t blur_shared_bytes(int radius) {
 struct DownsampleSource {
   const float *p;  // level n_layers of octave o - 1
   int pitch;
-  __device__ float operator()(int y, int x) const { return __ldg(p + static_cast<size_t>(2 * y) * pitch + 2 * x); }
+  using Column = int;
+  using Row = const float *;
+  __device__ Column column(int x) const { return 2 * x; }
+  __device__ Row row(int y) const { return p + static_cast<size_t>(2 * y) * pitch; }
+  __device__ float operator()(Row r, Column x) const { return __ldg(r + x); }
 };
 
 // Staging columns per thread (tile plus halo, 32 lanes) and rows loaded per batch.
@@ -179,17 +240,17 @@ __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, 
   const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
   const int tid = ty * kTileColumns + tx;
   constexpr int kColumns = R > 0 ? (kTileColumns + 2 * R + 31) / 32 : kStageColumns;
-  int gx[kColumns];
+  typename Source::Column gx[kColumns];
 #pragma unroll
-  for (int k = 0; k < kColumns; ++k) gx[k] = reflect101(x0 - r + tx + 32 * k, width);
+  for (int k = 0; k < kColumns; ++k) gx[k] = src.column(reflect101(x0 - r + tx + 32 * k, width));
   for (int row0 = ty; row0 < side_y; row0 += kBlurRows * kStageBatch) {
     float v[kStageBatch][kColumns];
 #pragma unroll
     for (int b = 0; b < kStageBatch; ++b) {
       const int row = row0 + b * kBlurRows;
-      const int gy = reflect101(y0 - r + row, height);
+      const typename Source::Row source_row = src.row(reflect101(y0 - r + row, height));
 #pragma unroll
-      for (int k = 0; k < kColumns; ++k) v[b][k] = row < side_y && tx + 32 * k < side_x ? src(gy, gx[k]) : 0.f;
+      for (int k = 0; k < kColumns; ++k) v[b][k] = row < side_y && tx + 32 * k < side_x ? src(source_row, gx[k]) : 0.f;
     }
 #pragma unroll
     for (int b = 0; b < kStageBatch; ++b) {
@@ -545,33 +606,39 @@ __device__ PlaneView gauss_plane(const float *gauss_pool, const OctaveGeometry &
 }
 
 // Extrema of every octave in one launch: a block covers 128 x 8 pixels, a
-// thread kExtremaPixels pixels of a row (32 apart, so that warps load whole
-// rows). Per layer, in two passes so that warps stay full:
-//  1. screening: each thread loads its pixels' DoG values together (four
+// warp one row of 128 (kExtremaPixels per lane, 32 apart, so that warps
+// load whole rows). Per layer, in two passes so that lanes stay busy:
+//  1. screening: each lane loads its pixels' DoG values together (four
 //     independent loads in flight) and, for those past the pre-filter
 //     (most of them), tests the 8 neighbours of the same level (9 loads,
-//     mostly L1 hits); about one pixel in nine survives into a per-block
-//     shared queue;
-//  2. the block's threads take the queue densely and finish the 26-neighbour
+//     mostly L1 hits); about one pixel in nine survives into the warp's
+//     queue in shared memory (ballot and popc, no atomics);
+//  2. the warp's lanes take its queue densely and finish the 26-neighbour
 //     test (the levels below and above: 18 more loads), appending extrema to
 //     the dense candidate list with one atomicAdd per warp.
-// Testing every passing pixel against all 27 samples in one pass left most
-// lanes idle behind the few that went on to the other levels.
+// The warps are independent (no block barriers). Measured and not kept
+// (1080p, H200): per-block queues behind block barriers (112 us against
+// 110), and a three-pass screening whose first pass takes the horizontal
+// neighbours by shuffles (120 us: 15 % more instructions, not fewer).
+// `first_block`: the launch covers the octaves whose blocks start there.
 constexpr int kExtremaPixels = 4;
 __global__ void __launch_bounds__(kThreads) extrema_kernel(const float *dog_pool, const OctaveTable table,
-                                                            float threshold, Candidate *out, int capacity,
-                                                            Counters *counters) {
-  __shared__ int queue[kThreads * kExtremaPixels];  // x | y << 16 of screened pixels
-  __shared__ int queued;
+                                                            int first_block, float threshold, Candidate *out,
+                                                            int capacity, Counters *counters) {
+  __shared__ int queues[kWarpsPerBlock][32 * kExtremaPixels];  // x | y << 16 of screened pixels
+  const int block = first_block + static_cast<int>(blockIdx.x);
   int o = 0;
-  while (o + 1 < table.count && static_cast<int>(blockIdx.x) >= table.o[o + 1].block_begin) ++o;
+  while (o + 1 < table.count && block >= table.o[o + 1].block_begin) ++o;
   const OctaveGeometry &g = table.o[o];
-  const int b = static_cast<int>(blockIdx.x) - g.block_begin;
+  const int b = block - g.block_begin;
   const int lane = static_cast<int>(threadIdx.x) % 32;
+  int *queue = queues[threadIdx.x / 32];
+  const unsigned lanes_below = (1u << lane) - 1u;
   const int y = (b / g.blocks_x) * kBlurRows + static_cast<int>(threadIdx.x) / 32;
   const int x0 = (b % g.blocks_x) * 32 * kExtremaPixels + lane;
   const LevelStack d = dog_stack(dog_pool, g);
   const bool row_inside = y >= kImageBorder && y < g.height - kImageBorder;
+  if (!__any_sync(0xffffffffu, row_inside)) return;  // the whole warp is on one row
   bool inside[kExtremaPixels];
 #pragma unroll
   for (int q = 0; q < kExtremaPixels; ++q) {
@@ -580,26 +647,29 @@ __global__ void __launch_bounds__(kThreads) extrema_kernel(const float *dog_pool
   }
   const size_t row_at = static_cast<size_t>(row_inside ? y : 0) * g.pitch;
   for (int layer = 1; layer <= table.layers; ++layer) {
-    if (threadIdx.x == 0) queued = 0;
-    __syncthreads();
     const float *level = d.level(layer);
     float v[kExtremaPixels];
 #pragma unroll
     for (int q = 0; q < kExtremaPixels; ++q) v[q] = inside[q] ? __ldg(level + row_at + x0 + 32 * q) : 0.f;
+    int queued = 0;
 #pragma unroll
     for (int q = 0; q < kExtremaPixels; ++q) {
-      if (!(inside[q] && fabsf(v[q]) > threshold)) continue;
-      float upper, lower;
-      neighbourhood_bounds(level + row_at + x0 + 32 * q, g.pitch, &upper, &lower);
-      if (v[q] > 0.f ? v[q] >= upper : v[q] <= lower) queue[atomicAdd(&queued, 1)] = (x0 + 32 * q) | (y << 16);
+      bool screened = false;
+      if (inside[q] && fabsf(v[q]) > threshold) {
+        float upper, lower;
+        neighbourhood_bounds(level + row_at + x0 + 32 * q, g.pitch, &upper, &lower);
+        screened = v[q] > 0.f ? v[q] >= upper : v[q] <= lower;
+      }
+      const unsigned mask = __ballot_sync(0xffffffffu, screened);
+      if (screened) queue[queued + __popc(mask & lanes_below)] = (x0 + 32 * q) | (y << 16);
+      queued += __popc(mask);
     }
-    __syncthreads();
-    const int n = queued;
-    for (int base = 0; base < n; base += kThreads) {
-      const int k = base + static_cast<int>(threadIdx.x);
+    __syncwarp();
+    for (int base = 0; base < queued; base += 32) {
+      const int k = base + lane;
       bool found = false;
       int px = 0, py = 0;
-      if (k < n) {
+      if (k < queued) {
         px = queue[k] & 0xffff;
         py = queue[k] >> 16;
         const size_t at = static_cast<size_t>(py) * g.pitch + px;
@@ -611,7 +681,7 @@ __global__ void __launch_bounds__(kThreads) extrema_kernel(const float *dog_pool
       const int slot = warp_append(found, &counters->candidates);
       if (found && slot < capacity) out[slot] = {o, layer, py, px};
     }
-    __syncthreads();  // the queue is reused by the next layer
+    __syncwarp();  // the queue is reused by the next layer
   }
 }
 
@@ -976,7 +1046,9 @@ GraphExec capture_graph(cudaStream_t capture_stream, Enqueue &&enqueue) {
   }
   check_cuda(cudaStreamEndCapture(capture_stream, &graph), "cudaStreamEndCapture");
   cudaGraphExec_t exec = nullptr;
-  const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
+  // Kernel nodes keep the priority of the stream they were captured from
+  // (the pyramid's chain is urgent).
+  const cudaError_t err = cudaGraphInstantiate(&exec, graph, cudaGraphInstantiateFlagUseNodePriority);
   cudaGraphDestroy(graph);
   check_cuda(err, "cudaGraphInstantiate");
   return GraphExec(exec);
@@ -994,6 +1066,22 @@ bool graphs_enabled() {
 // (for comparison and debugging; the results are the same bit for bit).
 bool fused_enabled() {
   const char *v = std::getenv("CS_SIFT_FUSED");
+  return !(v && std::string(v) == "0");
+}
+
+// CS_SIFT_UPSAMPLE=staged: level 0 doubles the input while staging its
+// tiles instead of from a doubled copy (comparison).
+bool upsample_staged() {
+  static const bool staged = [] {
+    const char *v = std::getenv("CS_SIFT_UPSAMPLE");
+    return v && std::string(v) == "staged";
+  }();
+  return staged;
+}
+
+// CS_SIFT_PRIORITY=0: the pyramid's chain on an ordinary-priority stream.
+bool priority_enabled() {
+  const char *v = std::getenv("CS_SIFT_PRIORITY");
   return !(v && std::string(v) == "0");
 }
 
@@ -1043,6 +1131,12 @@ struct CudaSift::Impl {
   bool use_graphs = true;
   Stream capture_stream;
   GraphExec pyramid_graph, detect_graph, describe_graphs[3];  // describe: per DescriptorFormat
+  GraphExec frame_graphs[3];  // run(): everything after level 0, per DescriptorFormat
+
+  // Three branches (enqueue_pyramid_levels); in a graph the forks and
+  // joins are its edges.
+  Stream chain_stream, upper_stream;
+  Event octave0_event, chain_event, chain_done, upper_done;
 
   // Runs `enqueue` on `stream`, through `graph` (captured on first use).
   template <class Enqueue>
@@ -1059,6 +1153,7 @@ struct CudaSift::Impl {
     pyramid_graph.reset();
     detect_graph.reset();
     for (GraphExec &g : describe_graphs) g.reset();
+    for (GraphExec &g : frame_graphs) g.reset();
   }
 
   void ensure(int w, int h) {
@@ -1204,13 +1299,29 @@ struct CudaSift::Impl {
     check_launch("SIFT blur kernel");
   }
 
-  // Level 0 of octave 0 from the caller's image (doubled on the fly when upsampling).
+  // Level 0 of octave 0 from the caller's image. Doubled first when
+  // upsampling, into DoG level 0's plane (free until level 1 writes it).
+  template <typename T>
+  void upsample_input(const DeviceImage &image, cudaStream_t stream) {
+    const OctaveGeometry &g = table.o[0];
+    const dim3 block(32, kThreads / 32),
+        grid((g.width + 32 * kUpsampleColumns - 1) / (32 * kUpsampleColumns), (g.height + block.y - 1) / block.y);
+    upsample_kernel<T><<<grid, block, 0, stream>>>(static_cast<const T *>(image.data), image.pitch_bytes, image.width,
+                                                   image.height, dog_level(0, 0), g.pitch);
+    check_launch("SIFT upsample kernel");
+    blur(LevelSource{dog_level(0, 0), g.pitch}, 0, 0, stream);
+  }
   void blur_input(const DeviceImage &image, cudaStream_t stream) {
-    if (params.upsample) {
+    if (params.upsample && upsample_staged()) {
       if (image.type == PixelType::u8)
         blur(UpsampleSource<uint8_t>{static_cast<const uint8_t *>(image.data), image.pitch_bytes, image.width, image.height}, 0, 0, stream);
       else
         blur(UpsampleSource<float>{static_cast<const float *>(image.data), image.pitch_bytes, image.width, image.height}, 0, 0, stream);
+    } else if (params.upsample) {
+      if (image.type == PixelType::u8)
+        upsample_input<uint8_t>(image, stream);
+      else
+        upsample_input<float>(image, stream);
     } else {
       if (image.type == PixelType::u8)
         blur(PlainSource<uint8_t>{static_cast<const uint8_t *>(image.data), image.pitch_bytes}, 0, 0, stream);
@@ -1219,31 +1330,82 @@ struct CudaSift::Impl {
     }
   }
 
-  // Every other level of every octave (reads only the engine's buffers).
-  void enqueue_pyramid_levels(cudaStream_t stream) {
+  bool small_octaves_fused() const { return fused_first < table.count; }
+
+  // Every other level of every octave (reads only the engine's buffers), in
+  // three branches. Level n_layers of an octave feeds the next octave, so
+  // the chain of levels 1..n_layers of octave after octave, then the small
+  // octaves' launch (latency-bound on 16 SMs: at 1080p about as long as
+  // two of octave 0's levels), is the critical path; the upper levels
+  // (n_layers + 1, n_layers + 2) hang off it:
+  //   `stream`:       octave 0's levels 1..n_layers, then its upper levels;
+  //   chain_stream:   the other large octaves' levels 1..n_layers, then the
+  //                   small octaves;
+  //   upper_stream:   the other large octaves' upper levels, beside the
+  //                   small octaves.
+  // Both side streams join `stream` at the end, or, with `join` false,
+  // where the caller calls join_branches.
+  void enqueue_pyramid_levels(cudaStream_t stream, bool join) {
     const int layers = params.n_octave_layers;
-    for (int o = 0; o < fused_first; ++o) {
+    auto lower_levels = [&](int o, cudaStream_t s) {
       const OctaveGeometry &g = table.o[o];
       if (o == 0)
-        blur(LevelSource{gauss_level(0, 0), g.pitch}, 0, 1, stream);
+        blur(LevelSource{gauss_level(0, 0), g.pitch}, 0, 1, s);
       else
-        blur(DownsampleSource{gauss_level(o - 1, layers), table.o[o - 1].pitch}, o, 1, stream);
-      for (int level = 2; level < layers + 3; ++level)
-        blur(LevelSource{gauss_level(o, level - 1), g.pitch}, o, level, stream);
-    }
-    if (fused_first < table.count) launch_small_octaves(stream);
+        blur(DownsampleSource{gauss_level(o - 1, layers), table.o[o - 1].pitch}, o, 1, s);
+      for (int level = 2; level <= layers; ++level) blur(LevelSource{gauss_level(o, level - 1), g.pitch}, o, level, s);
+    };
+    auto upper_levels = [&](int o, cudaStream_t s) {
+      for (int level = layers + 1; level < layers + 3; ++level)
+        blur(LevelSource{gauss_level(o, level - 1), table.o[o].pitch}, o, level, s);
+    };
+    if (fused_first > 0) lower_levels(0, stream);
+    octave0_event.record(stream);
+    const cudaStream_t chain = chain_stream.get(), upper = upper_stream.get();
+    stream_wait(chain, octave0_event.get());
+    for (int o = 1; o < fused_first; ++o) lower_levels(o, chain);
+    chain_event.record(chain);
+    stream_wait(upper, chain_event.get());
+    if (small_octaves_fused()) launch_small_octaves(chain);
+    chain_done.record(chain);
+    for (int o = 1; o < fused_first; ++o) upper_levels(o, upper);
+    upper_done.record(upper);
+    if (fused_first > 0) upper_levels(0, stream);
+    if (join) join_branches(stream);
+  }
+  void join_branches(cudaStream_t stream) {
+    stream_wait(stream, chain_done.get());
+    stream_wait(stream, upper_done.get());
+  }
+
+  void reset_counters(cudaStream_t s) {
+    check_cuda(cudaMemsetAsync(counters.as<Counters>(), 0, sizeof(Counters), s), "cudaMemsetAsync");
+  }
+
+  // Extrema of octaves [first, end) into the candidate list.
+  void enqueue_extrema(int first, int end, cudaStream_t s) {
+    if (first >= end) return;
+    const int first_block = table.o[first].block_begin;
+    const int end_block = end < table.count ? table.o[end].block_begin : extrema_blocks;
+    const float threshold = prefilter_threshold(params.contrast_threshold, params.n_octave_layers);
+    extrema_kernel<<<end_block - first_block, kThreads, 0, s>>>(dog.as<float>(), table, first_block, threshold,
+                                                                 candidates.as<Candidate>(), candidate_capacity,
+                                                                 counters.as<Counters>());
+    check_launch("SIFT extrema kernel");
   }
 
   // Extrema to the final list. No grid depends on a count: the extrema grid
   // covers the octaves, the list kernels get enough blocks to fill the GPU
   // and loop over the device-side counts, so nothing waits for the host.
   void enqueue_detect(cudaStream_t s) {
+    reset_counters(s);
+    enqueue_extrema(0, table.count, s);
+    enqueue_candidate_lists(s);
+  }
+
+  // Candidates to the final list: refinement, orientation, canonical order.
+  void enqueue_candidate_lists(cudaStream_t s) {
     Counters *c = counters.as<Counters>();
-    check_cuda(cudaMemsetAsync(c, 0, sizeof(Counters), s), "cudaMemsetAsync");
-    const float threshold = prefilter_threshold(params.contrast_threshold, params.n_octave_layers);
-    extrema_kernel<<<extrema_blocks, kThreads, 0, s>>>(dog.as<float>(), table, threshold, candidates.as<Candidate>(),
-                                                        candidate_capacity, c);
-    check_launch("SIFT extrema kernel");
     // Kernels over device-sized lists: enough blocks to fill the GPU, each
     // looping over the list.
     const int list_blocks = 4 * sm_count;
@@ -1277,6 +1439,33 @@ struct CudaSift::Impl {
                                                                    f, descriptors.as<void>());
     check_launch("SIFT descriptor kernel");
   }
+
+  // A whole frame after level 0 (run()): the large octaves' extrema are
+  // found while the small octaves are still being built.
+  void enqueue_frame(DescriptorFormat f, cudaStream_t s) {
+    reset_counters(s);
+    enqueue_pyramid_levels(s, false);
+    stream_wait(s, upper_done.get());
+    enqueue_extrema(0, fused_first, s);
+    stream_wait(s, chain_done.get());
+    enqueue_extrema(fused_first, table.count, s);
+    enqueue_candidate_lists(s);
+    enqueue_describe(f, s);
+  }
+
+  // Checks the caller's image, sizes the buffers and launches level 0;
+  // false when the image is too small for any octave.
+  bool start_frame(const DeviceImage &image, cudaStream_t s) {
+    if (image.width < 1 || image.height < 1 || !image.data) throw std::invalid_argument("CudaSift: empty image");
+    const size_t element = image.type == PixelType::u8 ? 1 : sizeof(float);
+    if (image.pitch_bytes < static_cast<size_t>(image.width) * element)
+      throw std::invalid_argument("CudaSift: pitch smaller than a row");
+    ensure(image.width, image.height);
+    if (table.count == 0) return false;
+    DeviceGuard guard(device);
+    blur_input(image, s);
+    return true;
+  }
 };
 
 CudaSift::CudaSift(const Params &params, int device, Capacity capacity) : impl_(new Impl) {
@@ -1291,6 +1480,12 @@ CudaSift::CudaSift(const Params &params, int device, Capacity capacity) : impl_(
   check_cuda(cudaDeviceGetAttribute(&m.sm_count, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
   m.use_graphs = graphs_enabled();
   if (m.use_graphs) m.capture_stream = Stream(device);
+  // The chain's kernels (and the small octaves' cluster, which needs 16
+  // free SMs of one GPC) are scheduled ahead of the large levels beside
+  // them; CS_SIFT_PRIORITY=0 gives them an ordinary stream (comparison).
+  m.chain_stream = priority_enabled() ? Stream(device, Stream::Urgent{}) : Stream(device);
+  m.upper_stream = Stream(device);
+  for (Event *e : {&m.octave0_event, &m.chain_event, &m.chain_done, &m.upper_done}) *e = Event(device);
   m.constants = {params.n_octave_layers, params.upsample ? -1 : 0, static_cast<float>(params.contrast_threshold),
                  static_cast<float>(params.edge_threshold), static_cast<float>(params.sigma)};
   m.taps.resize(static_cast<size_t>(params.n_octave_layers + 3));
@@ -1331,17 +1526,9 @@ int CudaSift::device() const { return impl_->device; }
 
 void CudaSift::build_pyramid(const DeviceImage &image, StreamHandle stream) {
   Impl &m = *impl_;
-  if (image.width < 1 || image.height < 1 || !image.data)
-    throw std::invalid_argument("CudaSift: empty image");
-  const size_t element = image.type == PixelType::u8 ? 1 : sizeof(float);
-  if (image.pitch_bytes < static_cast<size_t>(image.width) * element)
-    throw std::invalid_argument("CudaSift: pitch smaller than a row");
-  m.ensure(image.width, image.height);
-  if (m.table.count == 0) return;
+  if (!m.start_frame(image, stream)) return;
   DeviceGuard guard(m.device);
-  const cudaStream_t s = stream;
-  m.blur_input(image, s);
-  m.replay(m.pyramid_graph, s, [&m](cudaStream_t into) { m.enqueue_pyramid_levels(into); });
+  m.replay(m.pyramid_graph, stream, [&m](cudaStream_t into) { m.enqueue_pyramid_levels(into, true); });
 }
 
 void CudaSift::detect(StreamHandle stream) {
@@ -1351,7 +1538,7 @@ void CudaSift::detect(StreamHandle stream) {
   const cudaStream_t s = stream;
   m.described = false;
   if (m.table.count == 0) {
-    check_cuda(cudaMemsetAsync(m.counters.as<Counters>(), 0, sizeof(Counters), s), "cudaMemsetAsync");
+    m.reset_counters(s);
     return;
   }
   m.replay(m.detect_graph, s, [&m](cudaStream_t into) { m.enqueue_detect(into); });
@@ -1372,9 +1559,19 @@ void CudaSift::describe(DescriptorFormat format, StreamHandle stream) {
 }
 
 void CudaSift::run(const DeviceImage &image, DescriptorFormat format, StreamHandle stream) {
-  build_pyramid(image, stream);
-  detect(stream);
-  describe(format, stream);
+  Impl &m = *impl_;
+  const int format_index = static_cast<int>(format);
+  if (format_index < 0 || format_index > static_cast<int>(DescriptorFormat::rootsift))
+    throw std::invalid_argument("CudaSift: unknown descriptor format");
+  const bool started = m.start_frame(image, stream);
+  m.format = format;
+  m.described = true;
+  DeviceGuard guard(m.device);
+  if (!started) {
+    m.reset_counters(stream);
+    return;
+  }
+  m.replay(m.frame_graphs[format_index], stream, [&m, format](cudaStream_t into) { m.enqueue_frame(format, into); });
 }
 
 const int *CudaSift::device_final_count() const {

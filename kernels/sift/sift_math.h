@@ -157,26 +157,44 @@ CS_HD float blur_1d_fixed(const float *p, int step, const BlurTaps &t) {
   return s;
 }
 
-// Pixel (x, y) of the input doubled with bilinear interpolation (OpenCV's
-// INTER_LINEAR, pixel centres aligned: source x = x / 2 - 0.25; borders
-// replicate). `T` is uint8_t or float.
+// The input doubled with bilinear interpolation (OpenCV's INTER_LINEAR,
+// pixel centres aligned: source x = x / 2 - 0.25; borders replicate),
+// separably: along each axis, output index i reads source samples a and b
+// with weight w on b. `T` is uint8_t or float.
+struct UpsampleTap {
+  int a, b;
+  float w;
+};
+CS_HD UpsampleTap upsample_tap(int i, int n) {
+  const float f = 0.5f * static_cast<float>(i) - 0.25f;
+  const int i0 = static_cast<int>(floorf(f));
+  return {clamp_index(i0, n), clamp_index(i0 + 1, n), f - static_cast<float>(i0)};
+}
+
+template <typename T>
+CS_HD const T *image_row(const T *src, size_t pitch_bytes, int y) {
+  return reinterpret_cast<const T *>(reinterpret_cast<const char *>(src) + static_cast<size_t>(y) * pitch_bytes);
+}
+
+// From source rows ra (tap a) and rb (tap b) of the vertical tap with weight ay.
+template <typename T>
+CS_HD float upsampled_sample(const T *ra, const T *rb, float ay, const UpsampleTap &x) {
+  const float top = luma_sample(ra + x.a) * (1.f - x.w) + luma_sample(ra + x.b) * x.w;
+  const float bottom = luma_sample(rb + x.a) * (1.f - x.w) + luma_sample(rb + x.b) * x.w;
+  return top * (1.f - ay) + bottom * ay;
+}
+
+// Pixel (x, y) of the doubled input.
 template <typename T>
 CS_HD float upsampled_sample(const T *src, size_t pitch_bytes, int width, int height, int x, int y) {
-  const float fx = 0.5f * static_cast<float>(x) - 0.25f, fy = 0.5f * static_cast<float>(y) - 0.25f;
-  const int x0 = static_cast<int>(floorf(fx)), y0 = static_cast<int>(floorf(fy));
-  const float ax = fx - static_cast<float>(x0), ay = fy - static_cast<float>(y0);
-  const int xa = clamp_index(x0, width), xb = clamp_index(x0 + 1, width);
-  const int ya = clamp_index(y0, height), yb = clamp_index(y0 + 1, height);
-  const T *ra = reinterpret_cast<const T *>(reinterpret_cast<const char *>(src) + static_cast<size_t>(ya) * pitch_bytes);
-  const T *rb = reinterpret_cast<const T *>(reinterpret_cast<const char *>(src) + static_cast<size_t>(yb) * pitch_bytes);
-  const float top = luma_sample(ra + xa) * (1.f - ax) + luma_sample(ra + xb) * ax;
-  const float bottom = luma_sample(rb + xa) * (1.f - ax) + luma_sample(rb + xb) * ax;
-  return top * (1.f - ay) + bottom * ay;
+  const UpsampleTap ty = upsample_tap(y, height);
+  return upsampled_sample(image_row(src, pitch_bytes, ty.a), image_row(src, pitch_bytes, ty.b), ty.w,
+                          upsample_tap(x, width));
 }
 
 template <typename T>
 CS_HD float plain_sample(const T *src, size_t pitch_bytes, int x, int y) {
-  return luma_sample(reinterpret_cast<const T *>(reinterpret_cast<const char *>(src) + static_cast<size_t>(y) * pitch_bytes) + x);
+  return luma_sample(image_row(src, pitch_bytes, y) + x);
 }
 
 // ----------------------------------------------------------------- detection
