@@ -3,6 +3,9 @@
 #include "hsi/bip_tensor.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 
 namespace cs::hsi::bip_tensor {
@@ -15,12 +18,25 @@ constexpr size_t kRowElements = 48;
 
 }  // namespace
 
-Tables make_tables(Method method, const std::vector<float> &table, const ReferenceTableShape &shape) {
-  Tables t;
-  t.groups = (shape.references + kGroupReferences - 1) / kGroupReferences;
-  t.chunks = (shape.bands + kChunkBands - 1) / kChunkBands;
+const char *product_name(Product product) { return product == Product::fp16x3 ? "fp16" : "tf32"; }
+
+Product product_from_environment() {
+  static const Product product = [] {
+    const char *v = std::getenv("CS_HSI_BIP_KERNEL");
+    if (!v || !*v || std::strcmp(v, "fp16") == 0) return Product::fp16x3;
+    if (std::strcmp(v, "tf32") == 0) return Product::tf32x3;
+    std::fprintf(stderr, "CS_HSI_BIP_KERNEL=%s: not fp16 or tf32, using fp16\n", v);
+    return Product::fp16x3;
+  }();
+  return product;
+}
+
+namespace {
+
+// tf32x3's reference fragments: each reference value split into TF32 high
+// and low parts.
+void make_tf32_fragments(Tables &t, const PointerTable &refs, const ReferenceTableShape &shape) {
   t.fragments.assign(fragment_index(t.groups, 0, t.chunks, 0, 0, 0) * 4, 0.0f);
-  const PointerTable refs{table.data(), shape};
   for (int group = 0; group < t.groups; ++group)
     for (int chunk = 0; chunk < t.chunks; ++chunk)
       for (int step = 0; step < kStepsPerChunk; ++step)
@@ -36,6 +52,56 @@ Tables make_tables(Method method, const std::vector<float> &table, const Referen
               entry[2 + second] = tf32_low(r, hi);
             }
           }
+}
+
+// fp16x3's reference fragments: each reference times 2^e (e from its largest
+// magnitude over the selected bands; exact), split into fp16 high and low
+// parts.
+void make_half_fragments(Tables &t, const PointerTable &refs, const ReferenceTableShape &shape) {
+  const size_t padded = size_t(t.groups) * kGroupReferences;
+  t.reference_exponent.assign(padded, 0);
+  t.dot_scale.assign(padded, 1.0);
+  for (int k = 0; k < shape.references; ++k) {
+    float largest = 0;
+    for (int u = 0; u < shape.bands; ++u) largest = std::fmax(largest, std::fabs(refs.ref(0, k, u)));
+    t.reference_exponent[k] = half_scale_exponent(largest);
+    t.dot_scale[k] = std::ldexp(1.0, -t.reference_exponent[k]);
+  }
+  t.half_fragments.assign(fragment_index(t.groups, 0, t.chunks, 0, 0, 0, kHalfStepsPerChunk) * 4, 0u);
+  for (int group = 0; group < t.groups; ++group)
+    for (int chunk = 0; chunk < t.chunks; ++chunk)
+      for (int step = 0; step < kHalfStepsPerChunk; ++step)
+        for (int column = 0; column < kColumnsPerGroup; ++column)
+          for (int lane = 0; lane < kLanes; ++lane) {
+            uint32_t *entry =
+                &t.half_fragments[4 * fragment_index(group, chunk, t.chunks, step, column, lane, kHalfStepsPerChunk)];
+            const int k = group * kGroupReferences + fragment_reference(column, lane);
+            for (int j = 0; j < 4; ++j) {
+              const int u = chunk * kChunkBands + half_fragment_band(step, lane, j);
+              const float r = k < shape.references && u < shape.bands
+                                  ? refs.ref(0, k, u) * power_of_two(t.reference_exponent[k])
+                                  : 0.0f;
+              const uint16_t hi = half_bits(r), lo = half_bits(r - half_value(hi));
+              const int shift = 16 * (j % 2);
+              entry[j / 2] |= uint32_t(hi) << shift;
+              entry[2 + j / 2] |= uint32_t(lo) << shift;
+            }
+          }
+}
+
+}  // namespace
+
+Tables make_tables(Method method, const std::vector<float> &table, const ReferenceTableShape &shape,
+                   Product product) {
+  Tables t;
+  t.product = product;
+  t.groups = (shape.references + kGroupReferences - 1) / kGroupReferences;
+  t.chunks = (shape.bands + kChunkBands - 1) / kChunkBands;
+  const PointerTable refs{table.data(), shape};
+  if (product == Product::fp16x3)
+    make_half_fragments(t, refs, shape);
+  else
+    make_tf32_fragments(t, refs, shape);
   const size_t padded = size_t(t.groups) * kGroupReferences;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   t.key_scale.assign(padded, nan);
@@ -85,17 +151,17 @@ int copy_bytes_for(const CubeBlock &block, int first_band, int band_count) {
   return 0;
 }
 
-size_t shared_bytes(DataType type, int chunks, int stages) {
-  const size_t references = size_t(chunks) * kFragmentsPerChunk * 4 * sizeof(float);
+size_t shared_bytes(DataType type, int chunks, int stages, Product product) {
+  const size_t references = size_t(chunks) * fragments_per_chunk(product) * 4 * sizeof(float);
   const size_t pixel_buffers = size_t(stages) * kTilePixels * kRowElements * sample_size(type);
   // per pixel: two sums, and per warp column a candidate (key, dot, index)
   const size_t epilogue = kTilePixels * (2 * sizeof(double) + 2 * (2 * sizeof(double) + sizeof(int)));
   return references + pixel_buffers + epilogue;
 }
 
-int stages_for(DataType type, int chunks, size_t max_shared_bytes) {
+int stages_for(DataType type, int chunks, size_t max_shared_bytes, Product product) {
   for (int stages = kMostStages; stages >= kFewestStages; --stages)
-    if (shared_bytes(type, chunks, stages) <= max_shared_bytes) return stages;
+    if (shared_bytes(type, chunks, stages, product) <= max_shared_bytes) return stages;
   return 0;
 }
 

@@ -60,8 +60,60 @@
 // per tile and group. Going beyond needs fewer products per pixel (fp16 or
 // int8 splits of integer samples, whose pixel side is exact; or wgmma), not
 // faster staging.
+// Measured on an H200 (1024 x 1024 x 224, K = 64): 691-716 GB/s of f32 read,
+// 340 GB/s of i16; Nsight Compute: 254 registers, one block of 8 warps per
+// SM (2 per scheduler), tensor pipe ~27% busy, latency-bound. ptxas (sm_90):
+// 250-254 registers, no spills, no static shared memory (all dynamic: 215 KB
+// for 224 bands of f32 with 4 staging buffers, 167 KB of i16).
+//
+// fp16x3 (the default; CS_HSI_BIP_KERNEL=tf32 for the above; Product, the
+// kernel's template parameter):
+// the same tiles, staging, double folds and epilogue, with
+//   - mma.m16n8k16 on fp16 high and low parts (lo x hi, hi x lo, hi x hi):
+//     fp16 carries TF32's 11 significant bits, so the split leaves out the
+//     same ~2^-22 of each operand, and an instruction takes 16 bands: half
+//     the instructions of 3xTF32 for the same products;
+//   - fp16's range handled by powers of two (exact both ways): each reference
+//     times 2^e (its largest magnitude into [2^14, 2^15), on the host); each
+//     f32 pixel row times 2^e per chunk of 32 bands (the quad's largest
+//     magnitude, two shuffles), undone when the chunk's float sums go into
+//     double (so the windows are the chunks, not staggered: each column
+//     folds right after its last products of the chunk);
+//     integer samples and their correlation differences (17 bits) times 1/2,
+//     which splits them exactly. Low parts below 2^-14 (fp16 subnormals)
+//     lose at most 2^-25, i.e. 2^-39 of the row's (or reference's) largest
+//     magnitude per band: over 224 bands under 2^-35 |x||r|, nothing next to
+//     the split's 2^-22 per operand. High parts stay below 2^15 < 65504.
+//   - 16 warps of 16 pixels x 32 references (8 x 2) instead of 8 of 32 x 32:
+//     half the accumulators per thread, so 128 registers and 4 warps per
+//     scheduler, while each warp still keeps 4 independent accumulator chains
+//     per step and the pixels are still split by two warp columns;
+//   - half the reference table in shared memory (8 KB per chunk of 32 bands
+//     instead of 16 KB).
+// ptxas (sm_90): 122-128 registers, no spills, 512 threads, one block per SM;
+// dynamic shared memory 159 KB for 224 bands of f32 with 4 staging buffers,
+// 111 KB of i16. Per pixel, 224 bands, 64 references:
+//   tensor work       224/16 steps x 8 columns x 3 = 336 mma.m16n8k16 per 16
+//                     pixels = 21 per pixel (the same 86 kFLOP as 42
+//                     mma.m16n8k8);
+//   shared memory     per warp and 16-band step 1 KB of pixels (512 B of
+//                     16-bit samples) + 2 KB of references for 12 mma: 256 B
+//                     per mma; 5.4 KB per pixel (4.5 KB of 16-bit), as
+//                     3xTF32;
+//   other issue       per element per warp: conversion, scale, split (two
+//                     cvt.rn.f16x2.f32 and two cvt.f32.f16 per pair) and the
+//                     row's maximum (~5 ops), twice (two warp columns); per
+//                     output and chunk one float-to-double conversion and
+//                     one double FMA (448 per pixel, as 3xTF32).
+// At 3 TB/s of f32 that is 0.27 mma.m16n8k16 per cycle per SM (half the
+// instruction rate 3xTF32 needs), 69 B/cycle of shared memory, about a third
+// of the float-to-double conversion rate; 16-bit samples at the same bytes
+// per second need twice that (shared memory ~115 B/cycle of 128: the i16
+// bound is near 2.5-3 TB/s). Expected (not measured here): the tensor pipe no
+// longer the limit and twice the warps to hide latency.
 #include "hsi/bip_tensor.h"
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -74,14 +126,35 @@ namespace cs::hsi::bip_tensor {
 
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kWarpPixels = 32, kWarpReferences = 32;
-constexpr int kWarpRows = kTilePixels / kWarpPixels;                 // 4
+constexpr int kWarpReferences = 32;
 constexpr int kWarpColumns = kGroupReferences / kWarpReferences;     // 2
-constexpr int kMmaRows = kWarpPixels / 16;                           // m16 tiles per warp
 constexpr int kMmaColumns = kWarpReferences / kColumnReferences;     // n8 tiles per warp
-static_assert(kWarpRows * kWarpColumns * 32 == kThreads, "one warp per sub-tile");
 static_assert(kWarpColumns == 2, "shared_bytes() counts two candidates per pixel");
+
+// Block and warp tiles per product: tf32x3 8 warps of 32 pixels x 32
+// references; fp16x3 16 warps of 16 pixels x 32 references (half the
+// accumulators per thread, so 128 registers and twice the warps).
+template <Product P>
+struct Shape;
+template <>
+struct Shape<Product::tf32x3> {
+  static constexpr int kThreads = 256, kWarpPixels = 32;
+  using Fragment = float4;
+};
+template <>
+struct Shape<Product::fp16x3> {
+  static constexpr int kThreads = 512, kWarpPixels = 16;
+  using Fragment = uint4;
+};
+template <Product P>
+constexpr int kThreadsOf = Shape<P>::kThreads;
+template <Product P>
+constexpr int kWarpRowsOf = kTilePixels / Shape<P>::kWarpPixels;  // 4 or 8
+template <Product P>
+constexpr int kMmaRowsOf = Shape<P>::kWarpPixels / 16;  // m16 tiles per warp
+template <Product P>
+constexpr bool kOneWarpPerSubTile = kWarpRowsOf<P> * kWarpColumns * 32 == kThreadsOf<P>;
+static_assert(kOneWarpPerSubTile<Product::tf32x3> && kOneWarpPerSubTile<Product::fp16x3>, "one warp per sub-tile");
 // Staged row: 32 samples + 16 of padding. With 48 elements per row the
 // 16-byte (f32) and 8-byte (16-bit) fragment loads of a warp hit distinct
 // banks in each phase.
@@ -110,7 +183,8 @@ struct Args {
   size_t samples;               // per line (class map rows)
   int bands, chunks, groups, references;
   int stages;  // staging buffers; stages - 2 chunks in flight
-  const float4 *fragments;
+  const void *fragments;      // float4 (tf32x3) or uint4 (fp16x3) entries
+  const double *dot_scale;    // fp16x3: per reference, 2^-(its scale's exponent)
   const double *key_scale, *key_offset;
   const float *table;
   ReferenceTableShape shape;
@@ -145,6 +219,14 @@ __device__ __forceinline__ void wait_copies() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
+// c += a x b, 16 x 8 x 16, fp16 operands, float accumulators.
+__device__ __forceinline__ void mma_f16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
 // c += a x b, 16 x 8 x 8, TF32 operands, float accumulators.
 __device__ __forceinline__ void mma_tf32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -156,7 +238,7 @@ __device__ __forceinline__ void mma_tf32(float (&c)[4], const uint32_t (&a)[4], 
 // Rows of one chunk of a tile into a staging buffer: kBytes per copy,
 // consecutive threads along a row (a warp reads whole 128-byte f32 rows).
 // Bands past the last selected one and pixels past the block are zeros.
-template <DataType T, int kBytes>
+template <DataType T, int kBytes, int kThreads>
 __device__ void stage_rows(const Args &a, unsigned char *buffer, size_t first_pixel, int chunk) {
   constexpr int kPerRow = kChunkBands * Sample<T>::kBytes / kBytes;
   const int valid_bytes = min(kChunkBands, a.bands - chunk * kChunkBands) * Sample<T>::kBytes;
@@ -170,20 +252,23 @@ __device__ void stage_rows(const Args &a, unsigned char *buffer, size_t first_pi
   }
 }
 
-template <DataType T>
+template <DataType T, int kThreads>
 __device__ void stage_chunk(const Args &a, int copy_bytes, unsigned char *buffer, size_t first_pixel, int chunk) {
   if (copy_bytes == 16)
-    stage_rows<T, 16>(a, buffer, first_pixel, chunk);
+    stage_rows<T, 16, kThreads>(a, buffer, first_pixel, chunk);
   else if (copy_bytes == 8)
-    stage_rows<T, 8>(a, buffer, first_pixel, chunk);
+    stage_rows<T, 8, kThreads>(a, buffer, first_pixel, chunk);
   else
-    stage_rows<T, 4>(a, buffer, first_pixel, chunk);
+    stage_rows<T, 4, kThreads>(a, buffer, first_pixel, chunk);
 }
 
-// One group's reference fragments into shared memory.
-__device__ void stage_references(const Args &a, float4 *references, int group) {
-  const float4 *src = a.fragments + fragment_index(group, 0, a.chunks, 0, 0, 0);
-  for (int i = threadIdx.x; i < a.chunks * kFragmentsPerChunk; i += kThreads)
+// One group's reference fragments (16 bytes each) into shared memory.
+template <Product P>
+__device__ void stage_references(const Args &a, uint4 *references, int group) {
+  constexpr int kPerChunk = fragments_per_chunk(P);
+  const uint4 *src = static_cast<const uint4 *>(a.fragments) +
+                     fragment_index(group, 0, a.chunks, 0, 0, 0, steps_per_chunk(P));
+  for (int i = threadIdx.x; i < a.chunks * kPerChunk; i += kThreadsOf<P>)
     copy_async<16>(shared_address(references + i), src + i, 16);
 }
 
@@ -246,6 +331,20 @@ __device__ __forceinline__ void split(float x, uint32_t &hi, uint32_t &lo) {
   lo = __float_as_uint(T == DataType::f32 ? tf32_low(x, h) : x - h);
 }
 
+// fp16x3: x0, x1 (already scaled) = hi + lo, each an fp16 pair (x0 in the
+// low half), hi rounded to nearest even, lo = x - hi (exact in float)
+// rounded likewise: half_bits/half_value on the host.
+__device__ __forceinline__ void split_pair(float x0, float x1, uint32_t &hi, uint32_t &lo) {
+  const __half2 h = __floats2half2_rn(x0, x1);
+  const float2 back = __half22float2(h);
+  const __half2 l = __floats2half2_rn(x0 - back.x, x1 - back.y);
+  hi = *reinterpret_cast<const uint32_t *>(&h);
+  lo = *reinterpret_cast<const uint32_t *>(&l);
+}
+
+// 2^-e as a double (fp16x3's pixel scales; -126 <= e <= 127).
+__device__ __forceinline__ double inverse_power_of_two(int e) { return __hiloint2double((1023 - e) << 20, 0); }
+
 // The best reference of a pixel so far: highest key, ties to the lower index,
 // NaN never wins.
 struct Candidate {
@@ -294,11 +393,14 @@ struct StepCursor {
   }
 };
 
-template <Method M, DataType T>
-__global__ void __launch_bounds__(kThreads, 1) classify_bip_tensor_kernel(const Args a, const int copy_bytes) {
+template <Product P, Method M, DataType T>
+__global__ void __launch_bounds__(kThreadsOf<P>, 1) classify_bip_tensor_kernel(const Args a, const int copy_bytes) {
+  constexpr int kThreads = kThreadsOf<P>, kWarpPixels = Shape<P>::kWarpPixels;
+  constexpr int kWarpRows = kWarpRowsOf<P>, kMmaRows = kMmaRowsOf<P>;
+  using Fragment = typename Shape<P>::Fragment;
   extern __shared__ __align__(16) unsigned char smem[];
-  float4 *const references = reinterpret_cast<float4 *>(smem);
-  unsigned char *const staging = smem + size_t(a.chunks) * kFragmentsPerChunk * sizeof(float4);
+  uint4 *const references = reinterpret_cast<uint4 *>(smem);
+  unsigned char *const staging = smem + size_t(a.chunks) * fragments_per_chunk(P) * sizeof(uint4);
   double *const pixel_sum = reinterpret_cast<double *>(staging + a.stages * kTilePixels * kRowBytes<T>);
   double *const pixel_sum2 = pixel_sum + kTilePixels;
   double *const candidate_key = pixel_sum2 + kTilePixels;           // [kWarpColumns][kTilePixels]
@@ -331,10 +433,10 @@ __global__ void __launch_bounds__(kThreads, 1) classify_bip_tensor_kernel(const 
   int staged_steps = 0;
   auto stage_next = [&]() {
     if (staged_steps++ < total_steps)
-      stage_chunk<T>(a, copy_bytes, buffer(staged.buffer), staged.first_pixel, staged.chunk);
+      stage_chunk<T, kThreads>(a, copy_bytes, buffer(staged.buffer), staged.first_pixel, staged.chunk);
     staged.advance(a);
   };
-  if (a.groups == 1) stage_references(a, references, 0);
+  if (a.groups == 1) stage_references<P>(a, references, 0);
   for (int s = 0; s < ahead; ++s) {
     stage_next();
     commit_copies();
@@ -345,7 +447,7 @@ __global__ void __launch_bounds__(kThreads, 1) classify_bip_tensor_kernel(const 
     const bool new_references = a.groups > 1 && chunk == 0;
     if (new_references) {
       __syncthreads();  // every warp is done with the previous group's references
-      stage_references(a, references, group);
+      stage_references<P>(a, references, group);
       commit_copies();
     }
     // Into the buffer of step - 2 (stages = ahead + 2): every thread passed
@@ -361,7 +463,8 @@ __global__ void __launch_bounds__(kThreads, 1) classify_bip_tensor_kernel(const 
     __syncthreads();
 
     const unsigned char *tile = buffer(current.buffer);
-    const float4 *fragments = references + chunk * kFragmentsPerChunk;
+    const Fragment *fragments =
+        reinterpret_cast<const Fragment *>(references) + chunk * fragments_per_chunk(P);
     const bool first_pass = group == 0, summing = first_pass && warp_column == 0;
     const int valid_bands = min(kChunkBands, a.bands - chunk * kChunkBands);
     if (chunk == 0) {
@@ -381,14 +484,15 @@ __global__ void __launch_bounds__(kThreads, 1) classify_bip_tensor_kernel(const 
         }
     }
 
-#pragma unroll
-    for (int span = 0; span < 2; ++span) {
-      float x[kMmaRows][2][4];
+    // This thread's samples 4t..4t+3 of a span of 16 bands of its rows, and
+    // (first pass, first warp column) their share of the pixel sums.
+    auto load_span = [&](int span, float (&x)[kMmaRows][2][4]) {
 #pragma unroll
       for (int m = 0; m < kMmaRows; ++m)
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
-          load_four<T, M == Method::correlation>(a, tile, row_of(m, half), span, t, valid_bands, shift[m][half], x[m][half]);
+          load_four<T, M == Method::correlation>(a, tile, row_of(m, half), span, t, valid_bands, shift[m][half],
+                                                 x[m][half]);
           if (summing)
             for (float v : x[m][half]) {
               const double d = v;
@@ -396,57 +500,139 @@ __global__ void __launch_bounds__(kThreads, 1) classify_bip_tensor_kernel(const 
               sum2[m][half] = fma(d, d, sum2[m][half]);
             }
         }
+    };
+
+    if constexpr (P == Product::tf32x3) {
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        // k = t: band 4t + 2h of the span; k = t + 4: band 4t + 2h + 1.
-        uint32_t a_hi[kMmaRows][4], a_lo[kMmaRows][4];
+      for (int span = 0; span < 2; ++span) {
+        float x[kMmaRows][2][4];
+        load_span(span, x);
 #pragma unroll
-        for (int m = 0; m < kMmaRows; ++m) {
-          split<T>(x[m][0][2 * h], a_hi[m][0], a_lo[m][0]);      // row g,     k = t
-          split<T>(x[m][1][2 * h], a_hi[m][1], a_lo[m][1]);      // row g + 8, k = t
-          split<T>(x[m][0][2 * h + 1], a_hi[m][2], a_lo[m][2]);  // row g,     k = t + 4
-          split<T>(x[m][1][2 * h + 1], a_hi[m][3], a_lo[m][3]);  // row g + 8, k = t + 4
-        }
-        const int step_in_chunk = span * 2 + h;
-#pragma unroll
-        for (int n = 0; n < kMmaColumns; ++n) {
-          const float4 b =
-              fragments[(step_in_chunk * kColumnsPerGroup + warp_column * kMmaColumns + n) * kLanes + lane];
-          const uint32_t b_hi0 = __float_as_uint(b.x), b_hi1 = __float_as_uint(b.y);
-          const uint32_t b_lo0 = __float_as_uint(b.z), b_lo1 = __float_as_uint(b.w);
+        for (int h = 0; h < 2; ++h) {
+          // k = t: band 4t + 2h of the span; k = t + 4: band 4t + 2h + 1.
+          uint32_t a_hi[kMmaRows][4], a_lo[kMmaRows][4];
 #pragma unroll
           for (int m = 0; m < kMmaRows; ++m) {
-            mma_tf32(acc[m][n], a_lo[m], b_hi0, b_hi1);  // small terms first
-            mma_tf32(acc[m][n], a_hi[m], b_lo0, b_lo1);
-            mma_tf32(acc[m][n], a_hi[m], b_hi0, b_hi1);
+            split<T>(x[m][0][2 * h], a_hi[m][0], a_lo[m][0]);      // row g,     k = t
+            split<T>(x[m][1][2 * h], a_hi[m][1], a_lo[m][1]);      // row g + 8, k = t
+            split<T>(x[m][0][2 * h + 1], a_hi[m][2], a_lo[m][2]);  // row g,     k = t + 4
+            split<T>(x[m][1][2 * h + 1], a_hi[m][3], a_lo[m][3]);  // row g + 8, k = t + 4
+          }
+          const int step_in_chunk = span * 2 + h;
+#pragma unroll
+          for (int n = 0; n < kMmaColumns; ++n) {
+            const float4 b =
+                fragments[(step_in_chunk * kColumnsPerGroup + warp_column * kMmaColumns + n) * kLanes + lane];
+            const uint32_t b_hi0 = __float_as_uint(b.x), b_hi1 = __float_as_uint(b.y);
+            const uint32_t b_lo0 = __float_as_uint(b.z), b_lo1 = __float_as_uint(b.w);
+#pragma unroll
+            for (int m = 0; m < kMmaRows; ++m) {
+              mma_tf32(acc[m][n], a_lo[m], b_hi0, b_hi1);  // small terms first
+              mma_tf32(acc[m][n], a_hi[m], b_lo0, b_lo1);
+              mma_tf32(acc[m][n], a_hi[m], b_hi0, b_hi1);
+            }
+          }
+          // Column n's float sums go into double after step n of every chunk:
+          // each holds 4 steps (32 bands) at most, as a chunk-wise flush would,
+          // but the conversions (a quarter-rate pipe) spread over the chunk
+          // instead of all warps converting at once before the barrier.
+          static_assert(kMmaColumns == kStepsPerChunk, "one column flushed per step");
+#pragma unroll
+          for (int m = 0; m < kMmaRows; ++m)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              total[m][step_in_chunk][i] += acc[m][step_in_chunk][i];
+              acc[m][step_in_chunk][i] = 0;
+            }
+        }
+      }
+    } else {
+      // fp16x3: both spans first, for each row's scale over the chunk.
+      float x[2][kMmaRows][2][4];
+#pragma unroll
+      for (int span = 0; span < 2; ++span) load_span(span, x[span]);
+      // Per row: f32 samples times 2^e, e from the row's largest magnitude in
+      // the chunk (the quad's four threads hold its 32 bands); integers times
+      // 1/2. Exact either way; undone when the chunk's sums go into double.
+      float row_scale[kMmaRows][2];
+      double row_unscale[kMmaRows][2];
+#pragma unroll
+      for (int m = 0; m < kMmaRows; ++m)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          if constexpr (T == DataType::f32) {
+            float largest = 0;  // NaN samples leave it alone (their pixel is no-data)
+#pragma unroll
+            for (int span = 0; span < 2; ++span)
+#pragma unroll
+              for (int i = 0; i < 4; ++i) largest = fmaxf(largest, fabsf(x[span][m][half][i]));
+            largest = fmaxf(largest, __shfl_xor_sync(0xffffffffu, largest, 1));
+            largest = fmaxf(largest, __shfl_xor_sync(0xffffffffu, largest, 2));
+            const int e = half_scale_exponent(largest);
+            row_scale[m][half] = power_of_two(e);
+            row_unscale[m][half] = inverse_power_of_two(e);
+          } else {
+            row_scale[m][half] = kHalfIntegerScale;  // undone in the epilogue
+            row_unscale[m][half] = 1;
           }
         }
-        // Column n's float sums go into double after step n of every chunk:
-        // each holds 4 steps (32 bands) at most, as a chunk-wise flush would,
-        // but the conversions (a quarter-rate pipe) spread over the chunk
-        // instead of all warps converting at once before the barrier.
-        static_assert(kMmaColumns == kStepsPerChunk, "one column flushed per step");
+#pragma unroll
+      for (int span = 0; span < 2; ++span) {
+        // Registers per m-tile: rows g and g + 8 at k = 2t, 2t + 1 (bands
+        // 4t, 4t + 1 of the span), then at k = 2t + 8, 2t + 9 (4t + 2, 4t + 3).
+        uint32_t a_hi[kMmaRows][4], a_lo[kMmaRows][4];
 #pragma unroll
         for (int m = 0; m < kMmaRows; ++m)
 #pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            total[m][step_in_chunk][i] += acc[m][step_in_chunk][i];
-            acc[m][step_in_chunk][i] = 0;
+          for (int r = 0; r < 4; ++r) {
+            const int half = r % 2, first = 2 * (r / 2);
+            const float s = row_scale[m][half];
+            split_pair(x[span][m][half][first] * s, x[span][m][half][first + 1] * s, a_hi[m][r], a_lo[m][r]);
           }
+        // The chunk's float sums of column n into double, the row's scale
+        // undone (the scales change from chunk to chunk: the windows are the
+        // chunks, not staggered). Column n - 1 after column n's last
+        // products are issued, so its conversions overlap them.
+        auto fold = [&](int n) {
+#pragma unroll
+          for (int m = 0; m < kMmaRows; ++m)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              if constexpr (T == DataType::f32)
+                total[m][n][i] = fma(double(acc[m][n][i]), row_unscale[m][i / 2], total[m][n][i]);
+              else
+                total[m][n][i] += acc[m][n][i];
+              acc[m][n][i] = 0;
+            }
+        };
+#pragma unroll
+        for (int n = 0; n < kMmaColumns; ++n) {
+          const uint4 b = fragments[(span * kColumnsPerGroup + warp_column * kMmaColumns + n) * kLanes + lane];
+#pragma unroll
+          for (int m = 0; m < kMmaRows; ++m) {
+            mma_f16(acc[m][n], a_lo[m], b.x, b.y);  // small terms first
+            mma_f16(acc[m][n], a_hi[m], b.z, b.w);
+            mma_f16(acc[m][n], a_hi[m], b.x, b.y);
+          }
+          if (span == 1 && n > 0) fold(n - 1);
+        }
+        if (span == 1) fold(kMmaColumns - 1);
       }
     }
 
     if (chunk == a.chunks - 1) {
-      // What the last chunk's later steps added to the earlier columns.
+      if constexpr (P == Product::tf32x3) {
+        // What the last chunk's later steps added to the earlier columns.
 #pragma unroll
-      for (int m = 0; m < kMmaRows; ++m)
+        for (int m = 0; m < kMmaRows; ++m)
 #pragma unroll
-        for (int n = 0; n < kMmaColumns; ++n)
+          for (int n = 0; n < kMmaColumns; ++n)
 #pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            total[m][n][i] += acc[m][n][i];
-            acc[m][n][i] = 0;
-          }
+            for (int i = 0; i < 4; ++i) {
+              total[m][n][i] += acc[m][n][i];
+              acc[m][n][i] = 0;
+            }
+      }
       // --- end of a group: scores, best per pixel ---
       const size_t first_pixel = current.first_pixel;
       if (summing) {  // the quad's four threads hold a row's bands between them
@@ -466,6 +652,10 @@ __global__ void __launch_bounds__(kThreads, 1) classify_bip_tensor_kernel(const 
       }
       __syncthreads();
       const double scale = a.scale;
+      // fp16x3: the dot products also carry the references' scales and, for
+      // integer samples, the pixels' 1/2 (powers of two: exact).
+      const double dot_unscale =
+          P == Product::fp16x3 && T != DataType::f32 ? scale / double(kHalfIntegerScale) : scale;
       // Fully unrolled: `total` stays in registers.
 #pragma unroll
       for (int m = 0; m < kMmaRows; ++m)
@@ -484,7 +674,8 @@ __global__ void __launch_bounds__(kThreads, 1) classify_bip_tensor_kernel(const 
               const int k = group * kGroupReferences + warp_column * kWarpReferences + n * kColumnReferences +
                             2 * t + c;
               if (k >= a.references) continue;
-              const double dot = total[m][n][half * 2 + c] * scale;
+              double dot = total[m][n][half * 2 + c] * dot_unscale;
+              if constexpr (P == Product::fp16x3) dot *= __ldg(a.dot_scale + k);
               double key;
               if (a.rule_images) {
                 const float score = finite ? score_of<M>(a, k, dot, s, s2) : quiet_nan();
@@ -535,25 +726,36 @@ __global__ void __launch_bounds__(kThreads, 1) classify_bip_tensor_kernel(const 
   }
 }
 
-template <Method M, DataType T>
+template <Product P, Method M, DataType T>
 void launch_typed(const Args &args, int copy_bytes, int sm_count, StreamHandle stream) {
-  const size_t bytes = shared_bytes(T, args.chunks, args.stages);
-  cs::check_cuda(cudaFuncSetAttribute(classify_bip_tensor_kernel<M, T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      int(bytes)),
+  const size_t bytes = shared_bytes(T, args.chunks, args.stages, P);
+  cs::check_cuda(cudaFuncSetAttribute(classify_bip_tensor_kernel<P, M, T>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
                  "allow the BIP tensor kernel's shared memory");
   const size_t tiles = (args.pixels + kTilePixels - 1) / kTilePixels;
   const unsigned grid = unsigned(tiles < size_t(sm_count) ? tiles : size_t(sm_count));
-  classify_bip_tensor_kernel<M, T><<<grid, kThreads, bytes, stream>>>(args, copy_bytes);
+  classify_bip_tensor_kernel<P, M, T><<<grid, kThreadsOf<P>, bytes, stream>>>(args, copy_bytes);
   cs::check_cuda(cudaGetLastError(), "classify (tensor, BIP) kernel launch");
 }
 
-template <Method M>
+template <Product P, Method M>
 void launch_method(const Args &args, DataType type, int copy_bytes, int sm_count, StreamHandle stream) {
   switch (type) {
-    case DataType::f32: return launch_typed<M, DataType::f32>(args, copy_bytes, sm_count, stream);
-    case DataType::i16: return launch_typed<M, DataType::i16>(args, copy_bytes, sm_count, stream);
-    case DataType::u16: return launch_typed<M, DataType::u16>(args, copy_bytes, sm_count, stream);
+    case DataType::f32: return launch_typed<P, M, DataType::f32>(args, copy_bytes, sm_count, stream);
+    case DataType::i16: return launch_typed<P, M, DataType::i16>(args, copy_bytes, sm_count, stream);
+    case DataType::u16: return launch_typed<P, M, DataType::u16>(args, copy_bytes, sm_count, stream);
     default: throw std::invalid_argument("BIP tensor kernel: unsupported sample type");
+  }
+}
+
+template <Product P>
+void launch_product(Method method, const Args &args, DataType type, int copy_bytes, int sm_count,
+                    StreamHandle stream) {
+  switch (method) {
+    case Method::sam: return launch_method<P, Method::sam>(args, type, copy_bytes, sm_count, stream);
+    case Method::correlation: return launch_method<P, Method::correlation>(args, type, copy_bytes, sm_count, stream);
+    case Method::euclidean: return launch_method<P, Method::euclidean>(args, type, copy_bytes, sm_count, stream);
+    default: throw std::invalid_argument("BIP tensor kernel: not a dot-product method");
   }
 }
 
@@ -573,7 +775,8 @@ void classify(Method method, const DeviceTables &tables, const CubeBlock &block,
   args.groups = tables.groups;
   args.references = tables.shape.references;
   args.stages = stages;
-  args.fragments = reinterpret_cast<const float4 *>(tables.fragments);
+  args.fragments = tables.fragments;
+  args.dot_scale = tables.dot_scale;
   args.key_scale = tables.key_scale;
   args.key_offset = tables.key_offset;
   args.table = tables.table;
@@ -587,14 +790,10 @@ void classify(Method method, const DeviceTables &tables, const CubeBlock &block,
   args.class_map_16bit = output.class_map_format == ClassMapFormat::gray16;
   args.rule_images = output.rule_images;
   if (args.pixels == 0) return;
-  switch (method) {
-    case Method::sam: return launch_method<Method::sam>(args, block.format.type, copy_bytes, sm_count, stream);
-    case Method::correlation:
-      return launch_method<Method::correlation>(args, block.format.type, copy_bytes, sm_count, stream);
-    case Method::euclidean:
-      return launch_method<Method::euclidean>(args, block.format.type, copy_bytes, sm_count, stream);
-    default: throw std::invalid_argument("BIP tensor kernel: not a dot-product method");
-  }
+  if (tables.product == Product::fp16x3)
+    launch_product<Product::fp16x3>(method, args, block.format.type, copy_bytes, sm_count, stream);
+  else
+    launch_product<Product::tf32x3>(method, args, block.format.type, copy_bytes, sm_count, stream);
 }
 
 }  // namespace cs::hsi::bip_tensor

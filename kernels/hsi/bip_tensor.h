@@ -8,10 +8,23 @@
 // them, in shared memory for the whole kernel. The kernel is in
 // bip_tensor.cu; this header holds its tile geometry and the host-side
 // preparation (so the CPU tests check the fragment layout).
+//
+// Two products, chosen once per process by CS_HSI_BIP_KERNEL:
+//   fp16 (default, or unset)  3xFP16: mma.m16n8k16 on fp16 high and low parts
+//                             of operands scaled by powers of two (per
+//                             reference, per pixel and chunk of 32 bands) so
+//                             that their largest magnitude is in [2^14, 2^15);
+//                             the scales are undone exactly on the sums;
+//   tf32                      3xTF32: mma.m16n8k8 on TF32 high and low parts
+//                             (the first form, slower: H200, 2026-11-29,
+//                             645-716 GB/s of f32 cube against fp16's 835-902).
+// Both split each operand into two 11-bit parts: the same precision contract
+// (classify_math.h, "tensor"); bip_tensor.cu's top comment has the figures.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "common/cuda_runtime.h"
@@ -40,6 +53,80 @@ inline constexpr int kFragmentsPerChunk = kStepsPerChunk * kColumnsPerGroup * kL
 
 static_assert(kChunkBands == 32, "a chunk is two spans of 16 bands (see fragment_band)");
 
+// The products the kernel forms (see the top of this file).
+enum class Product : int { tf32x3 = 0, fp16x3 = 1 };
+const char *product_name(Product product);  // "tf32", "fp16"
+// CS_HSI_BIP_KERNEL, read once per process: "tf32" selects tf32x3; unset,
+// empty or "fp16" the default fp16x3 (anything else too, with a warning).
+Product product_from_environment();
+
+// fp16x3: one mma.m16n8k16 takes 16 bands, a chunk is two steps. Its
+// fragment entries hold, per (chunk, step, column, lane), the lane's four
+// reference values at half_fragment_band(step, lane, 0..3) as fp16 pairs
+// (low half first): hi(j = 0, 1), hi(2, 3), lo(0, 1), lo(2, 3). In the
+// instruction's k order those are k = 2t, 2t + 1 (first register) and
+// 2t + 8, 2t + 9 (second), t = lane % 4: a thread's four adjacent bands of a
+// 16-band span, one 16-byte (8-byte) shared-memory load of pixel samples.
+inline constexpr int kHalfStepBands = 16;
+inline constexpr int kHalfStepsPerChunk = kChunkBands / kHalfStepBands;
+inline constexpr int kHalfFragmentsPerChunk = kHalfStepsPerChunk * kColumnsPerGroup * kLanes;
+CS_HD int half_fragment_band(int step, int lane, int j) { return step * kHalfStepBands + 4 * (lane % 4) + j; }
+CS_HD constexpr int steps_per_chunk(Product product) {
+  return product == Product::fp16x3 ? kHalfStepsPerChunk : kStepsPerChunk;
+}
+CS_HD constexpr int fragments_per_chunk(Product product) {
+  return product == Product::fp16x3 ? kHalfFragmentsPerChunk : kFragmentsPerChunk;
+}
+
+// fp16 (IEEE binary16) from float, rounded to nearest even, with fp16's
+// subnormals, infinities and NaN (as cvt.rn.f16.f32, so the host's table and
+// the kernel's pixels round alike), and back.
+CS_HD uint16_t half_bits(float x) {
+  const uint32_t u = float_bits(x);
+  const uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return uint16_t(sign | 0x7e00u);  // NaN
+  if (a >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // 65520 and above round to infinity
+  if (a >= 0x38800000u) {  // 2^-14 and above: normal
+    const uint32_t rounded = a + 0x0fffu + ((a >> 13) & 1u);
+    return uint16_t(sign | ((rounded >> 13) - 0x1c000u));
+  }
+  // Subnormal: round(|x| * 2^24); |x| * 2^24 = mantissa * 2^(exponent - 126).
+  const int shift = 126 - int(a >> 23);
+  if (shift > 24) return uint16_t(sign);  // below 2^-25 (or exactly it: the tie goes to the even 0)
+  const uint32_t mantissa = (a & 0x7fffffu) | 0x800000u;
+  uint32_t r = mantissa >> shift;
+  const uint32_t rest = mantissa & ((1u << shift) - 1u), half = 1u << (shift - 1);
+  if (rest > half || (rest == half && (r & 1u))) ++r;
+  return uint16_t(sign | r);
+}
+CS_HD float half_value(uint16_t h) {
+  const uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  float v;
+  if (exponent == 0)
+    v = float(mantissa) * 5.9604644775390625e-8f;  // 2^-24
+  else if (exponent == 31)
+    v = mantissa ? quiet_nan() : bits_float(0x7f800000u);
+  else
+    v = bits_float(((exponent + 112u) << 23) | (mantissa << 13));
+  return (h & 0x8000u) ? -v : v;
+}
+// fp16x3's scale: the exponent e for which max_abs * 2^e lies in [2^14,
+// 2^15) (so the high parts, at most 2^15, stay finite, and the low parts of
+// values down to 2^-28 max_abs stay normal), clamped to 127 (zero and float
+// subnormals: 2^e stays a normal float). From the bits of max_abs: its sign
+// is ignored; infinity and NaN give -114 (the pixel is no-data anyway).
+inline constexpr int kHalfTopExponent = 14;
+CS_HD int half_scale_exponent(float max_abs) {
+  const int biased = int((float_bits(max_abs) >> 23) & 0xffu);
+  const int e = 127 + kHalfTopExponent - biased;
+  return e > 127 ? 127 : e;
+}
+CS_HD float power_of_two(int e) { return bits_float(uint32_t(e + 127) << 23); }  // -126 <= e <= 127
+// Integer samples (and correlation's differences of them, 17 bits) are
+// multiplied by 1/2 instead: at most 32767.5 in magnitude, high part at most
+// 2^15, low part exact (6 bits at most, none below 2^-1).
+inline constexpr float kHalfIntegerScale = 0.5f;
+
 // The band (0..31 within its chunk) behind k index `second ? t + 4 : t` of
 // step `step` for lane `lane` (t = lane % 4). A matrix product may number its
 // k axis in any order as long as both operands agree; this one lets a thread
@@ -51,19 +138,30 @@ CS_HD int fragment_band(int step, int lane, int second) {
 }
 // The reference (0..63 within its group) behind lane `lane` of column `column`.
 CS_HD int fragment_reference(int column, int lane) { return column * kColumnReferences + lane / 4; }
-// Entry index of (group, chunk, step, column, lane) in the fragment table.
-CS_HD size_t fragment_index(int group, int chunk, int chunks, int step, int column, int lane) {
-  return ((((size_t(group) * chunks + chunk) * kStepsPerChunk + step) * kColumnsPerGroup + column) * kLanes) + lane;
+// Entry index of (group, chunk, step, column, lane) in the fragment table
+// (`steps`: steps per chunk, steps_per_chunk(product)).
+CS_HD size_t fragment_index(int group, int chunk, int chunks, int step, int column, int lane,
+                            int steps = kStepsPerChunk) {
+  return ((((size_t(group) * chunks + chunk) * steps + step) * kColumnsPerGroup + column) * kLanes) + lane;
 }
 
 // What the kernel needs about the references, prepared once per classifier.
 struct Tables {
+  Product product = Product::tf32x3;
   int groups = 0;  // passes of kGroupReferences references
   int chunks = 0;  // chunks of kChunkBands selected bands
-  // 4 floats per fragment_index: hi(b0), hi(b1), lo(b0), lo(b1) of the
-  // prepared reference values at fragment_band(step, lane, 0 / 1); zero
+  // tf32x3: 4 floats per fragment_index: hi(b0), hi(b1), lo(b0), lo(b1) of
+  // the prepared reference values at fragment_band(step, lane, 0 / 1); zero
   // beyond the last band or reference.
   std::vector<float> fragments;
+  // fp16x3: 4 words per fragment_index(..., kHalfStepsPerChunk) as described
+  // at kHalfStepBands, of the reference values times 2^reference_exponent[k].
+  std::vector<uint32_t> half_fragments;
+  // Per reference (groups x kGroupReferences), fp16x3 only: the exponent of
+  // its scale (half_scale_exponent of its largest magnitude), and 2^-that,
+  // what the kernel multiplies its dot products by.
+  std::vector<int> reference_exponent;
+  std::vector<double> dot_scale;
   // Per reference (groups x kGroupReferences): the ranking key of a pixel
   // against reference k is key_scale[k] * dot + key_offset[k], higher is
   // better, for pixels of one method (sam: the dot product; correlation: dot
@@ -72,7 +170,8 @@ struct Tables {
   std::vector<double> key_scale, key_offset;
 };
 
-Tables make_tables(Method method, const std::vector<float> &table, const ReferenceTableShape &shape);
+Tables make_tables(Method method, const std::vector<float> &table, const ReferenceTableShape &shape,
+                   Product product = Product::tf32x3);
 
 // First band when `bands` is a contiguous ascending range, else -1.
 int contiguous_first_band(const std::vector<int> &bands);
@@ -88,15 +187,18 @@ int copy_bytes_for(const CubeBlock &block, int first_band, int band_count);
 inline constexpr int kMostStages = 4, kFewestStages = 3;
 // Shared memory the kernel asks for with `chunks` chunks of `type` samples
 // and `stages` staging buffers.
-size_t shared_bytes(DataType type, int chunks, int stages);
+size_t shared_bytes(DataType type, int chunks, int stages, Product product = Product::tf32x3);
 // The most staging buffers that fit `max_shared_bytes` (kMostStages down to
 // kFewestStages), or 0 when the references do not fit with the fewest.
-int stages_for(DataType type, int chunks, size_t max_shared_bytes);
+int stages_for(DataType type, int chunks, size_t max_shared_bytes, Product product = Product::tf32x3);
 
 // Device copies of Tables and the launch (bip_tensor.cu). `fragments` is
-// 16-byte aligned device memory holding Tables::fragments.
+// 16-byte aligned device memory holding Tables::fragments (tf32x3) or
+// Tables::half_fragments (fp16x3); dot_scale: Tables::dot_scale (fp16x3).
 struct DeviceTables {
-  const float *fragments = nullptr;
+  Product product = Product::tf32x3;
+  const void *fragments = nullptr;
+  const double *dot_scale = nullptr;
   const double *key_scale = nullptr;
   const double *key_offset = nullptr;
   const float *table = nullptr;  // the classifier's prepared table (per-reference constants)

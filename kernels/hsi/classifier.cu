@@ -415,8 +415,8 @@ struct CudaSpectralClassifier::Impl {
 
   void free_device_memory() {
     for (const void *p : {static_cast<const void *>(table), static_cast<const void *>(bands),
-                          static_cast<const void *>(bip.fragments), static_cast<const void *>(bip.key_scale),
-                          static_cast<const void *>(bip.key_offset)})
+                          bip.fragments, static_cast<const void *>(bip.dot_scale),
+                          static_cast<const void *>(bip.key_scale), static_cast<const void *>(bip.key_offset)})
       if (p) device_free(const_cast<void *>(p), device);
   }
 
@@ -430,10 +430,11 @@ struct CudaSpectralClassifier::Impl {
     cs::check_cuda(cudaDeviceGetAttribute(&shared_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
                    "query shared memory per block");
     max_shared_bytes = size_t(shared_optin);
-    const bip_tensor::Tables t = bip_tensor::make_tables(host.method(), host.table(), host.table_shape());
+    const bip_tensor::Product product = bip_tensor::product_from_environment();
+    const bip_tensor::Tables t = bip_tensor::make_tables(host.method(), host.table(), host.table_shape(), product);
     // Too many bands for the references to stay in shared memory even with
     // 16-bit samples: the generic kernel.
-    if (!bip_tensor::stages_for(DataType::i16, t.chunks, max_shared_bytes)) return;
+    if (!bip_tensor::stages_for(DataType::i16, t.chunks, max_shared_bytes, product)) return;
     auto upload = [&](const void *src, size_t bytes, const char *what) {
       void *dst = device_alloc(bytes, device);
       const cudaError_t status = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
@@ -441,8 +442,15 @@ struct CudaSpectralClassifier::Impl {
       cs::check_cuda(status, what);
       return dst;
     };
-    bip.fragments = static_cast<const float *>(
-        upload(t.fragments.data(), t.fragments.size() * sizeof(float), "upload BIP tensor fragments"));
+    bip.product = product;
+    if (product == bip_tensor::Product::fp16x3) {
+      bip.fragments = upload(t.half_fragments.data(), t.half_fragments.size() * sizeof(uint32_t),
+                             "upload BIP tensor fragments");
+      bip.dot_scale = static_cast<const double *>(
+          upload(t.dot_scale.data(), t.dot_scale.size() * sizeof(double), "upload BIP tensor scales"));
+    } else {
+      bip.fragments = upload(t.fragments.data(), t.fragments.size() * sizeof(float), "upload BIP tensor fragments");
+    }
     bip.key_scale = static_cast<const double *>(
         upload(t.key_scale.data(), t.key_scale.size() * sizeof(double), "upload BIP tensor keys"));
     bip.key_offset = static_cast<const double *>(
@@ -462,7 +470,7 @@ struct CudaSpectralClassifier::Impl {
   BipPlan bip_plan(const CubeBlock &block) const {
     BipPlan plan;
     if (first_band < 0 || !bip_enabled) return plan;
-    plan.stages = bip_tensor::stages_for(block.format.type, bip.chunks, max_shared_bytes);
+    plan.stages = bip_tensor::stages_for(block.format.type, bip.chunks, max_shared_bytes, bip.product);
     if (plan.stages) plan.copy_bytes = bip_tensor::copy_bytes_for(block, first_band, host.table_shape().bands);
     return plan;
   }

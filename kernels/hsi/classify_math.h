@@ -48,7 +48,10 @@
 //          contiguous native BIP blocks (bip_tensor.h); same products,
 //          float sums over at most 32 consecutive bands (its windows are
 //          staggered per column of references), double beyond: the same
-//          bounds. The BIP kernel, when no rule images are
+//          bounds. By default that kernel splits into fp16
+//          high and low parts instead (11 significant bits each, as TF32),
+//          operands scaled by powers of two into fp16's range, float sums
+//          per chunk of 32 bands: the same bounds. The BIP kernel, when no rule images are
 //          asked for, picks each pixel's class by a key that orders the
 //          references as the score does (the dot product for sam, dot /
 //          sqrt(reference constant) for correlation, 2 dot - |r|^2 for

@@ -3,7 +3,8 @@
 // (tensor only for the dot-product methods; elsewhere it runs as fast). The
 // tensor rows run twice: the kernel specialised for BIP blocks
 // (kernels/hsi/bip_tensor.cu; "tensor-bip" in the kernel column) and the
-// generic tensor kernel ("tensor") on the same cube.
+// generic tensor kernel ("tensor") on the same cube. CS_HSI_BIP_KERNEL=tf32
+// runs the BIP kernel's 3xTF32 product instead of fp16x3 (the run says which).
 //
 //   device-resident  the cube already in device memory; kernel time (CUDA
 //                    events, median of the repeats) -> GB/s of cube read,
@@ -42,6 +43,7 @@
 #include "bench/bench_support.h"
 #include "bench/stream_support.h"
 #include "common/cuda_runtime.h"
+#include "hsi/bip_tensor.h"
 #include "hsi/classifier.h"
 #include "hsi/convert.h"
 
@@ -400,6 +402,8 @@ int main(int argc, char **argv) {
   std::printf("device 0: %s\n", cs::device_name(kDevice).c_str());
   std::printf("cube %zu x %zu x %zu (samples x lines x bands), %zu references, BIP\n", o.samples, o.lines, o.bands,
               o.references);
+  std::printf("tensor-bip product: %s (CS_HSI_BIP_KERNEL)\n",
+              cs::hsi::bip_tensor::product_name(cs::hsi::bip_tensor::product_from_environment()));
 
   Random rng(0x5eed0fc0ffeeull);
   const ReferenceSet refs = make_references(o, rng);

@@ -227,3 +227,234 @@ TEST(BipTensor, AcceptsOnlyContiguousNativeBipBlocks) {
   EXPECT_EQ(bt::stages_for(DataType::i16, 11, hopper), 3);
   EXPECT_LE(bt::shared_bytes(DataType::f32, 7, 4), hopper);
 }
+
+// fp16x3 (the default product): the host's fp16 rounding (the reference
+// table; the kernel's cvt.rn.f16x2.f32 rounds pixels alike): every fp16 value
+// converts back to itself, other floats to the nearest fp16 (ties to even).
+TEST(BipTensor, HalfBitsRoundToNearestEven) {
+  for (uint32_t h = 0; h < 0x10000u; ++h) {
+    const float v = bt::half_value(uint16_t(h));
+    if (std::isnan(v)) {
+      ASSERT_TRUE(((h >> 10) & 0x1f) == 0x1f && (h & 0x3ff) != 0) << h;
+      ASSERT_TRUE(std::isnan(bt::half_value(bt::half_bits(v))));
+      continue;
+    }
+    ASSERT_EQ(bt::half_bits(v), h) << h << " " << v;
+  }
+  EXPECT_EQ(bt::half_value(0x3c00), 1.0f);
+  EXPECT_EQ(bt::half_value(0x7bff), 65504.0f);
+  EXPECT_EQ(bt::half_value(0x0001), std::ldexp(1.0f, -24));
+  EXPECT_EQ(bt::half_bits(65519.0f), 0x7bff);
+  EXPECT_EQ(bt::half_bits(65520.0f), 0x7c00);  // the tie rounds to even: infinity
+  EXPECT_EQ(bt::half_bits(-1e9f), 0xfc00);
+  EXPECT_EQ(bt::half_bits(std::ldexp(1.0f, -25)), 0x0000);  // tie between 0 and 2^-24: 0
+  EXPECT_EQ(bt::half_bits(std::ldexp(1.5f, -25)), 0x0001);
+  EXPECT_EQ(bt::half_bits(std::ldexp(3.0f, -25)), 0x0002);  // 1.5 x 2^-24: tie, to even 2
+  EXPECT_EQ(bt::half_bits(std::ldexp(1.0f, -14)), 0x0400);
+  EXPECT_EQ(bt::half_bits(-0.0f), 0x8000);
+  EXPECT_TRUE(std::isnan(bt::half_value(bt::half_bits(NAN))));
+  std::mt19937_64 rng(cs_test::fresh_seed());
+  std::uniform_real_distribution<double> mantissa(1.0, 2.0);
+  std::uniform_int_distribution<int> exponent(-30, 17);
+  for (int i = 0; i < 200000; ++i) {
+    const float x = float((rng() % 2 ? -1 : 1) * std::ldexp(mantissa(rng), exponent(rng)));
+    const uint16_t h = bt::half_bits(x);
+    const double v = bt::half_value(h);
+    if (std::isinf(v)) {
+      ASSERT_GE(std::fabs(x), 65520.0f) << x;
+      continue;
+    }
+    // The neighbours of h in magnitude (same sign).
+    const uint16_t magnitude = h & 0x7fffu, sign = h & 0x8000u;
+    const double err = std::fabs(double(x) - v);
+    if (magnitude > 0) {
+      const double below = std::fabs(double(x) - double(bt::half_value(uint16_t(sign | (magnitude - 1)))));
+      ASSERT_TRUE(err < below || (err == below && (magnitude & 1u) == 0)) << x;
+    }
+    if (magnitude < 0x7bffu) {
+      const double above = std::fabs(double(x) - double(bt::half_value(uint16_t(sign | (magnitude + 1)))));
+      ASSERT_TRUE(err < above || (err == above && (magnitude & 1u) == 0)) << x;
+    }
+  }
+}
+
+// The scales that keep fp16's parts in range: largest magnitude times 2^e in
+// [2^14, 2^15) for every float from the smallest normal up (the clamp keeps
+// 2^e a normal float below that).
+TEST(BipTensor, HalfScaleExponentPutsTheLargestSampleUnder2To15) {
+  std::mt19937_64 rng(cs_test::fresh_seed());
+  std::uniform_real_distribution<double> mantissa(1.0, 2.0);
+  std::uniform_int_distribution<int> exponent(-126, 127);
+  for (int i = 0; i < 100000; ++i) {
+    const float m = float(std::ldexp(mantissa(rng), exponent(rng)));
+    if (std::isinf(m)) continue;
+    const int e = bt::half_scale_exponent(m);
+    ASSERT_LE(e, 127);
+    ASSERT_GE(e, -126);
+    ASSERT_EQ(bt::power_of_two(e), float(std::ldexp(1.0, e)));
+    const double scaled = std::ldexp(double(m), e);
+    if (e < 127) {
+      ASSERT_GE(scaled, 16384.0) << m;
+      ASSERT_LT(scaled, 32768.0) << m;
+    } else {
+      ASSERT_LT(scaled, 32768.0) << m;
+    }
+  }
+  EXPECT_EQ(bt::half_scale_exponent(0.0f), 127);
+  EXPECT_EQ(bt::half_scale_exponent(1.0f), 14);
+  EXPECT_EQ(bt::half_scale_exponent(-1.0f), 14);
+  EXPECT_EQ(bt::half_scale_exponent(32767.0f), 0);
+  EXPECT_EQ(bt::half_scale_exponent(INFINITY), -114);
+}
+
+// fp16x3's split of scaled operands, as the kernel forms it (x = hi + lo,
+// both fp16, lo from x - hi): what it leaves out is at most 2^-22 |x|, or
+// 2^-25 (half of fp16's smallest subnormal) where lo is subnormal, which is
+// 2^-39 of the largest magnitude (>= 2^14) of the row. Integer samples times
+// 1/2, and correlation's differences of them, split exactly.
+TEST(BipTensor, HalfSplitLeavesOutAtMostTwoToTheMinus22) {
+  std::mt19937_64 rng(cs_test::fresh_seed());
+  std::uniform_real_distribution<double> mantissa(1.0, 2.0);
+  std::uniform_int_distribution<int> spread(-40, 0), magnitude(-120, 120);
+  for (int row = 0; row < 20000; ++row) {
+    float x[32];
+    const int top = magnitude(rng);
+    float largest = 0;
+    for (float &v : x) {
+      v = float((rng() % 2 ? -1 : 1) * std::ldexp(mantissa(rng), top + spread(rng)));
+      if (rng() % 16 == 0) v = 0;
+      largest = std::fmax(largest, std::fabs(v));
+    }
+    const int e = bt::half_scale_exponent(largest);
+    for (float v : x) {
+      const float s = v * bt::power_of_two(e);
+      ASSERT_EQ(double(s), std::ldexp(double(v), e));  // exact
+      const uint16_t hi = bt::half_bits(s), lo = bt::half_bits(s - bt::half_value(hi));
+      ASSERT_FALSE(std::isinf(bt::half_value(hi))) << v;
+      const double left = std::fabs(double(s) - double(bt::half_value(hi)) - double(bt::half_value(lo)));
+      ASSERT_LE(left, std::max(std::ldexp(std::fabs(double(s)), -22), std::ldexp(1.0, -25))) << v << " " << largest;
+    }
+  }
+  for (int v = -65535; v <= 65535; ++v) {
+    const float s = float(v) * bt::kHalfIntegerScale;
+    const uint16_t hi = bt::half_bits(s), lo = bt::half_bits(s - bt::half_value(hi));
+    ASSERT_FALSE(std::isinf(bt::half_value(hi))) << v;
+    ASSERT_EQ(double(bt::half_value(hi)) + double(bt::half_value(lo)), 0.5 * v) << v;
+  }
+}
+
+TEST(BipTensor, HalfFragmentBandsCoverEachChunkOnce) {
+  std::set<int> all;
+  for (int step = 0; step < bt::kHalfStepsPerChunk; ++step)
+    for (int lane = 0; lane < bt::kLanes; ++lane)
+      for (int j = 0; j < 4; ++j) {
+        const int band = bt::half_fragment_band(step, lane, j);
+        EXPECT_EQ(band, bt::half_fragment_band(step, lane % 4, j));
+        // The four bands of a thread are adjacent (one 16-byte load) and, for
+        // step s, in the span s that the thread's pixel registers come from.
+        EXPECT_EQ(band, 16 * step + 4 * (lane % 4) + j);
+        all.insert(band);
+      }
+  EXPECT_EQ(all.size(), size_t(bt::kChunkBands));
+  EXPECT_EQ(*all.rbegin(), bt::kChunkBands - 1);
+}
+
+// fp16x3's table rebuilt into every dot product the way the kernel combines
+// it: the pixel scaled per chunk of 32 bands, both operands split into fp16
+// parts, lo x hi + hi x lo + hi x hi, the scales undone. Pixels of ordinary
+// magnitudes and pixels spanning 12 decades (some bands' low parts, some
+// high parts fp16 subnormals after scaling).
+TEST(BipTensor, HalfFragmentTableHoldsEveryReferenceValueOnce) {
+  std::mt19937_64 rng(cs_test::fresh_seed());
+  for (const auto &[K, bands] : {std::pair<size_t, size_t>{1, 7}, {37, 45}, {64, 224}, {100, 70}}) {
+    SCOPED_TRACE("K=" + std::to_string(K) + " bands=" + std::to_string(bands));
+    const size_t pixels = 6;
+    hsi_test::Scene scene = hsi_test::random_scene(rng, 1, pixels, bands, K);
+    for (size_t p = 3; p < pixels; ++p)  // wide dynamic range within a pixel
+      for (size_t u = 0; u < bands; ++u)
+        scene.pixels[p * bands + u] *= float(std::pow(10.0, double(rng() % 13) - 6.0));
+    ClassifierConfig config;
+    config.method = Method::euclidean;  // raw reference values
+    config.precision = Precision::tensor;
+    const SpectralClassifier c(config, scene.references, select_bands(bands, {}));
+    const bt::Tables t = bt::make_tables(c.method(), c.table(), c.table_shape(), bt::Product::fp16x3);
+    ASSERT_EQ(t.product, bt::Product::fp16x3);
+    ASSERT_EQ(t.groups, int((K + 63) / 64));
+    ASSERT_EQ(t.chunks, int((bands + 31) / 32));
+    ASSERT_TRUE(t.fragments.empty());
+    ASSERT_EQ(t.half_fragments.size(), 4 * bt::fragment_index(t.groups, 0, t.chunks, 0, 0, 0, bt::kHalfStepsPerChunk));
+    ASSERT_EQ(t.dot_scale.size(), size_t(t.groups) * 64);
+    std::vector<int> seen(size_t(t.groups) * 64 * size_t(t.chunks) * 32, 0);
+    for (size_t p = 0; p < pixels; ++p) {
+      const float *x = scene.pixels.data() + p * bands;
+      std::vector<double> dot(size_t(t.groups) * 64, 0.0);
+      float largest_sample = 0;
+      for (int chunk = 0; chunk < t.chunks; ++chunk) {
+        float largest = 0;
+        for (size_t u = size_t(chunk) * 32; u < std::min(bands, size_t(chunk + 1) * 32); ++u)
+          largest = std::fmax(largest, std::fabs(x[u]));
+        largest_sample = std::fmax(largest_sample, largest);
+        const int e = bt::half_scale_exponent(largest);
+        std::vector<double> chunk_dot(dot.size(), 0.0);
+        for (int group = 0; group < t.groups; ++group)
+          for (int step = 0; step < bt::kHalfStepsPerChunk; ++step)
+            for (int column = 0; column < bt::kColumnsPerGroup; ++column)
+              for (int lane = 0; lane < bt::kLanes; ++lane) {
+                const uint32_t *entry = &t.half_fragments[4 * bt::fragment_index(group, chunk, t.chunks, step, column,
+                                                                                  lane, bt::kHalfStepsPerChunk)];
+                const int k = group * 64 + bt::fragment_reference(column, lane);
+                for (int j = 0; j < 4; ++j) {
+                  const int u = chunk * 32 + bt::half_fragment_band(step, lane, j);
+                  const uint16_t hi_bits = uint16_t(entry[j / 2] >> (16 * (j % 2)));
+                  const uint16_t lo_bits = uint16_t(entry[2 + j / 2] >> (16 * (j % 2)));
+                  const double r_hi = bt::half_value(hi_bits), r_lo = bt::half_value(lo_bits);
+                  if (size_t(k) >= K || size_t(u) >= bands) {
+                    ASSERT_EQ(hi_bits, 0u);
+                    ASSERT_EQ(lo_bits, 0u);
+                    continue;
+                  }
+                  if (p == 0) ++seen[(size_t(k) * t.chunks + chunk) * 32 + (u - chunk * 32)];
+                  const float s = x[u] * bt::power_of_two(e);
+                  const uint16_t h = bt::half_bits(s);
+                  const double x_hi = bt::half_value(h), x_lo = bt::half_value(bt::half_bits(s - float(x_hi)));
+                  chunk_dot[k] += x_lo * r_hi + x_hi * r_lo + x_hi * r_hi;
+                }
+              }
+        for (size_t k = 0; k < dot.size(); ++k) dot[k] += std::ldexp(chunk_dot[k], -e);
+      }
+      for (size_t k = 0; k < K; ++k) {
+        double want = 0, scale = 0, r1 = 0;
+        for (size_t u = 0; u < bands; ++u) {
+          const double r = c.table()[c.table_shape().index(0, int(k), int(u))];
+          want += double(x[u]) * r;
+          scale += std::fabs(double(x[u]) * r);
+          r1 += std::fabs(r);
+        }
+        EXPECT_EQ(t.dot_scale[k], std::ldexp(1.0, -t.reference_exponent[k]));
+        // each product within ~3 x 2^-22 relative; subnormal low parts add
+        // at most 2^-39 of the largest sample (or reference value) per band
+        const double got = dot[k] * t.dot_scale[k];
+        EXPECT_NEAR(got, want, 1e-6 * scale + 1e-11 * largest_sample * r1) << "pixel " << p << " reference " << k;
+      }
+    }
+    for (size_t k = 0; k < K; ++k)
+      for (size_t u = 0; u < bands; ++u)
+        ASSERT_EQ(seen[(k * t.chunks + u / 32) * 32 + u % 32], 1) << "reference " << k << " band " << u;
+  }
+}
+
+TEST(BipTensor, HalfProductSharedMemory) {
+  const size_t hopper = 227 * 1024;
+  // Half the reference bytes of tf32x3: 224 bands of f32 with four staging
+  // buffers and room to spare, up to 480 bands with four, 576 with three.
+  EXPECT_EQ(bt::shared_bytes(DataType::f32, 7, 4, bt::Product::fp16x3) + 7 * 8192,
+            bt::shared_bytes(DataType::f32, 7, 4, bt::Product::tf32x3));
+  EXPECT_EQ(bt::stages_for(DataType::f32, 7, hopper, bt::Product::fp16x3), 4);
+  EXPECT_EQ(bt::stages_for(DataType::f32, 15, hopper, bt::Product::fp16x3), 4);
+  EXPECT_EQ(bt::stages_for(DataType::f32, 16, hopper, bt::Product::fp16x3), 3);
+  EXPECT_EQ(bt::stages_for(DataType::f32, 18, hopper, bt::Product::fp16x3), 3);
+  EXPECT_EQ(bt::stages_for(DataType::f32, 19, hopper, bt::Product::fp16x3), 0);
+  EXPECT_EQ(bt::stages_for(DataType::i16, 23, hopper, bt::Product::fp16x3), 3);
+  EXPECT_STREQ(bt::product_name(bt::Product::fp16x3), "fp16");
+  EXPECT_STREQ(bt::product_name(bt::Product::tf32x3), "tf32");
+}

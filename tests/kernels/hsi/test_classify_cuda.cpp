@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "classify_test_util.h"
 #include "common/cuda_runtime.h"
+#include "hsi/bip_tensor.h"
 #include "hsi/classifier.h"
 #include "hsi/convert.h"
 
@@ -396,6 +398,91 @@ TEST(GpuClassify, TensorBipKernelWithinTensorBounds) {
         }
         std::printf("[ info     ] %s tensor BIP, K=%zu pixels=%zu bands=%d: worst |exact - tensor| %.3g\n",
                     method_name(method), K, pixels, c.band_count, worst);
+      }
+}
+
+// The BIP tensor kernel (either product: CS_HSI_BIP_KERNEL) on samples that
+// stress fp16x3's scaling, against the CPU's exact results with the tensor
+// bounds above: f32 pixels whose magnitudes range from 1e-20 to 1e20 from
+// pixel to pixel and, within a pixel, over 12 decades from band to band
+// (low parts, some high parts, fp16 subnormals after scaling; exact zeros;
+// NaN), and 16-bit samples at their extremes (-32768, 32767, 65535, 0, +-1:
+// correlation's differences of them reach 65535). All bands and a band range
+// from band 4 (16-bit rows stay 4-byte aligned, as the kernel needs) with
+// a partial chunk; K within one group of references and beyond it.
+TEST(GpuClassify, TensorBipKernelWideDynamicRange) {
+  CS_REQUIRE_GPU();
+  const uint32_t seed = cs_test::fresh_seed();
+  std::mt19937_64 rng(seed);
+  cs::Stream stream(kDevice);
+  std::printf("[ info     ] BIP tensor product: %s\n",
+              bip_tensor::product_name(bip_tensor::product_from_environment()));
+  const size_t lines = 3, samples = 97, pixels = lines * samples;
+  for (Method method : {Method::sam, Method::correlation, Method::euclidean})
+    for (const auto &[bands, first_band, band_count] : {std::tuple<size_t, int, int>{224, 0, 224}, {60, 4, 50}})
+      for (size_t K : {size_t(13), size_t(70)}) {
+        hsi_test::Scene scene = hsi_test::random_scene(rng, lines, samples, bands, K);
+        std::vector<int> selected(static_cast<size_t>(band_count));
+        for (int u = 0; u < band_count; ++u) selected[size_t(u)] = first_band + u;
+        ClassifierConfig config;
+        config.method = method;
+        config.threshold = default_threshold(method);
+        config.precision = Precision::tensor;
+        const SpectralClassifier tensor(config, scene.references, selected, scene.wavelengths_nm);
+        config.precision = Precision::exact;
+        const SpectralClassifier exact(config, scene.references, selected, scene.wavelengths_nm);
+        CudaSpectralClassifier gpu(tensor, kDevice);
+        for (DataType type : {DataType::f32, DataType::i16, DataType::u16}) {
+          std::vector<float> values = scene.pixels;
+          if (type == DataType::f32) {
+            for (size_t p = 0; p < pixels; ++p) {
+              const double pixel_scale = std::pow(10.0, double(rng() % 41) - 20.0);
+              const bool wide = p % 2 == 1;
+              for (size_t b = 0; b < bands; ++b) {
+                float &v = values[p * bands + b];
+                v = float(v * pixel_scale * (wide ? std::pow(10.0, double(rng() % 13) - 6.0) : 1.0));
+                if (rng() % 50 == 0) v = 0;
+              }
+            }
+            for (int i = 0; i < 3; ++i) values[rng() % values.size()] = NAN;
+          } else {
+            const bool is_signed = type == DataType::i16;
+            const float extremes_i16[] = {-32768, 32767, -1, 1, 0, -32767, 32766};
+            const float extremes_u16[] = {65535, 0, 1, 65534, 32768, 2};
+            for (size_t i = 0; i < values.size(); ++i) {
+              if (rng() % 3 == 0)
+                values[i] = is_signed ? extremes_i16[rng() % 7] : extremes_u16[rng() % 6];
+              else
+                values[i] = is_signed ? float(int(rng() % 65536) - 32768) : float(rng() % 65536);
+            }
+          }
+          const auto [x2, r2] = [&] {
+            hsi_test::Scene s = scene;
+            s.pixels = values;
+            for (float &v : s.pixels) v = type == DataType::f32 ? v : v / 32768.0f;
+            return largest_squared_norms(s);
+          }();
+          const auto bytes = hsi_test::encode_block(values, lines, samples, bands, type, Interleave::bip,
+                                                    host_byte_order(), 1.0);
+          // Integers: a reflectance scale of 2^-15 (no ignore value: zeros are data).
+          const CubeBlock block = hsi_test::block_of(
+              bytes, lines, samples, bands, type, Interleave::bip, host_byte_order(), std::nullopt,
+              type == DataType::f32 ? std::nullopt : std::optional<double>(32768.0));
+          const hsi_test::Result want = hsi_test::classify_cpu(exact, block);
+          double worst = 0;
+          for (bool with_rules : {true, false}) {
+            SCOPED_TRACE(std::string(method_name(method)) + " " + data_type_name(type) + " K=" + std::to_string(K) +
+                         " bands " + std::to_string(first_band) + "+" + std::to_string(band_count) +
+                         (with_rules ? " with rules" : " class map only"));
+            CudaSpectralClassifier::Kernel kernel;
+            const hsi_test::Result got = classify_gpu(gpu, tensor, bytes, block, stream, with_rules, &kernel);
+            EXPECT_EQ(kernel, CudaSpectralClassifier::Kernel::tensor_bip);
+            worst = std::max(worst, expect_within_tensor_bounds(method, want, got, pixels, K, x2, r2,
+                                                                tensor.threshold()));
+          }
+          std::printf("[ info     ] %s %s BIP tensor, K=%zu bands=%d: worst |exact - tensor| %.3g\n",
+                      method_name(method), data_type_name(type), K, band_count, worst);
+        }
       }
 }
 
