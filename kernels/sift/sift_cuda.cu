@@ -704,12 +704,15 @@ __global__ void __launch_bounds__(kThreads) refine_kernel(const float *dog_pool,
   }
 }
 
-// One warp per refined extremum.
+// One warp per refined extremum; the smoothing and the peaks too are
+// spread over the lanes, a bin each (one lane doing them was a serial tail
+// of ~1000 instructions per extremum).
 __global__ void __launch_bounds__(kThreads) orientation_kernel(const float *gauss_pool, const OctaveTable table,
                                                                 const RefinedExtremum *in, int in_capacity,
                                                                 Keypoint *out, int capacity, Counters *counters) {
   __shared__ float columns[kWarpsPerBlock][kOrientationBins * 32];  // [bin][lane]
   __shared__ float raw[kWarpsPerBlock][kOrientationBins];
+  __shared__ float smooth[kWarpsPerBlock][kOrientationBins];
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   float *mine = columns[warp];
   const int n = min(counters->refined, in_capacity);
@@ -735,19 +738,23 @@ __global__ void __launch_bounds__(kThreads) orientation_kernel(const float *gaus
       raw[warp][b] = sum;
     }
     __syncwarp();
-    if (lane == 0) {
-      float hist[kOrientationBins], angles[kOrientationBins];
-      const float maximum = smooth_orientation_histogram(raw[warp], hist);
-      int peaks = 0;
-      for (int j = 0; j < kOrientationBins; ++j)
-        if (orientation_peak(hist, maximum, j, &angles[peaks])) ++peaks;
-      if (peaks > 0) {
-        const int slot = atomicAdd(&counters->oriented, peaks);
-        for (int p = 0; p < peaks && slot + p < capacity; ++p) {
-          Keypoint kp = e.keypoint;
-          kp.angle = angles[p];
-          out[slot + p] = kp;
-        }
+    // smooth_orientation_histogram, a bin per lane (the maximum of floats
+    // does not depend on the order).
+    float maximum = 0.f;
+    for (int b = lane; b < kOrientationBins; b += 32) {
+      smooth[warp][b] = smoothed_orientation_bin(raw[warp], b);
+      maximum = fmaxf(maximum, smooth[warp][b]);
+    }
+    for (int d = 16; d > 0; d /= 2) maximum = fmaxf(maximum, __shfl_xor_sync(0xffffffffu, maximum, d));
+    __syncwarp();
+    for (int b0 = 0; b0 < kOrientationBins; b0 += 32) {
+      float angle = 0.f;
+      const bool peak = b0 + lane < kOrientationBins && orientation_peak(smooth[warp], maximum, b0 + lane, &angle);
+      const int slot = warp_append(peak, &counters->oriented);
+      if (peak && slot < capacity) {
+        Keypoint kp = e.keypoint;
+        kp.angle = angle;
+        out[slot] = kp;
       }
     }
     __syncwarp();

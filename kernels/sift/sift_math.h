@@ -391,12 +391,16 @@ CS_HD bool orientation_sample(const PlaneView &g, int r, int c, int i, int j, fl
 }
 
 // [1 4 6 4 1] / 16 circular smoothing of the raw histogram; returns the maximum.
-CS_HD float smooth_orientation_histogram(const float raw[kOrientationBins], float out[kOrientationBins]) {
+CS_HD float smoothed_orientation_bin(const float raw[kOrientationBins], int i) {
   constexpr int n = kOrientationBins;
+  const float m2 = raw[(i + n - 2) % n], m1 = raw[(i + n - 1) % n], p1 = raw[(i + 1) % n], p2 = raw[(i + 2) % n];
+  return (m2 + p2) * (1.f / 16.f) + (m1 + p1) * (4.f / 16.f) + raw[i] * (6.f / 16.f);
+}
+
+CS_HD float smooth_orientation_histogram(const float raw[kOrientationBins], float out[kOrientationBins]) {
   float maximum = 0.f;
-  for (int i = 0; i < n; ++i) {
-    const float m2 = raw[(i + n - 2) % n], m1 = raw[(i + n - 1) % n], p1 = raw[(i + 1) % n], p2 = raw[(i + 2) % n];
-    out[i] = (m2 + p2) * (1.f / 16.f) + (m1 + p1) * (4.f / 16.f) + raw[i] * (6.f / 16.f);
+  for (int i = 0; i < kOrientationBins; ++i) {
+    out[i] = smoothed_orientation_bin(raw, i);
     maximum = i == 0 ? out[i] : (out[i] > maximum ? out[i] : maximum);
   }
   return maximum;
