@@ -38,9 +38,10 @@
 // waits for the host.
 //
 // Description. One block of 128 threads per keypoint bins its rotated
-// window (up to ~6000 samples) into per-warp 360-bin shared histograms with
-// shared atomics, then one warp normalises with shuffles (four elements per
-// lane).
+// window (up to ~6000 samples) into four 360-bin shared histograms with
+// native integer shared atomics on fixed-point values (deterministic; float
+// atomics with CS_SIFT_DESCRIPTOR=float), then one warp normalises with
+// shuffles (four elements per lane).
 //
 // Launches. A 1080p frame was ~60 operations (10 octaves of 5 blur launches,
 // 6 for the first; 2 memsets and 6 kernels for detection; 1 for
@@ -870,24 +871,62 @@ __device__ int block_exclusive_scan(int value, int *offsets, int *warp_totals) {
   return offsets[kDescriptorThreads];
 }
 
+// How a descriptor kernel sums its histograms: fixed point with integer
+// shared atomics (the default: native instructions, deterministic), or
+// float shared atomics (CS_SIFT_DESCRIPTOR=float: a compare-and-swap loop
+// per addition on sm_70..sm_90, a byte may differ by one between runs).
+enum class DescriptorSums { fixed, floating };
+
+constexpr int kDescriptorWarps = kDescriptorThreads / 32;
+constexpr int kDescriptorHistograms = kDescriptorWarps;  // copies of the histogram per block
+// Blocks per SM the descriptor kernel is compiled for: 16 caps it at 32
+// registers, full occupancy (64 warps; 7.3 KB of shared memory a block),
+// at the cost of one spilled value reloaded per sample (an L1 hit); 12
+// gives 39 registers, no spills, 48 warps (-Xptxas -v, sm_90).
+constexpr int kDescriptorMinBlocks = 16;
+
 // One block of kDescriptorThreads per keypoint of the final list: a square
 // window has up to ~6000 samples (radius 38 at the top layer), of which the
 // ~3000 in the rotated grid's row runs are enumerated (24 per thread; the
 // whole square, with half the lanes idle on samples outside the grid, cost
-// twice the iterations), each about 30 flops plus exp, atan2 and sqrt and
-// eight shared atomics into its warp's 360-bin histogram; the four are
-// summed in a fixed order and warp 0 normalises (four elements a lane).
-__global__ void __launch_bounds__(kDescriptorThreads) descriptor_kernel(const float *gauss_pool, const OctaveTable table,
-                                                                         int first_octave, const Keypoint *keypoints,
-                                                                         const Counters *counters,
-                                                                         DescriptorFormat format, void *descriptors) {
-  __shared__ float hists[kDescriptorThreads / 32][kDescriptorHistogramLength];
-  __shared__ int span_first[kDescriptorThreads];       // first column of each row's run
+// twice the iterations). Each warp takes a quarter of the runs' samples,
+// its lanes 32 consecutive ones at a time (one or two rows: the four
+// neighbour loads of a warp touch a few cache lines instead of one per
+// lane), each about 50 flops, exp, sqrt and OpenCV's atan2 polynomial, and
+// eight shared atomics into one of four 360-bin histograms (by lane with
+// fixed point, by warp with floats); the four are summed in a fixed order
+// and warp 0 normalises (four elements a lane).
+// With DescriptorSums::fixed the eight atomics are native integer additions
+// of round(v * fixed_scale) (sift_math.h: descriptor_fixed_scale proves
+// that no entry can overflow), rounded by float additions rather than
+// conversions (descriptor_fixed, floor_small: conversions run at a quarter
+// of the float rate); with floating, float atomicAdd (a load / add /
+// compare-and-swap loop each). sm_90, static SASS of the sample loop: 188
+// instructions, ~25 of them only when a lane moves to the next row, no
+// conversion but the int-to-float of i and j, three MUFU; before fixed
+// point, OpenCV's atan2 and this lane layout: 255, with eight
+// compare-and-swap loops (five instructions a pass, a pass more per lost
+// race) and eight conversions.
+template <DescriptorSums kSums>
+__global__ void __launch_bounds__(kDescriptorThreads, kDescriptorMinBlocks)
+    descriptor_kernel(const float *gauss_pool, const OctaveTable table, int first_octave, const Keypoint *keypoints,
+                      const Counters *counters, DescriptorFormat format, void *descriptors) {
+  constexpr bool kFixed = kSums == DescriptorSums::fixed;
+  using Entry = std::conditional_t<kFixed, unsigned int, float>;
+  __shared__ Entry hists[kDescriptorHistograms][kDescriptorHistogramLength];
   __shared__ int span_offset[kDescriptorThreads + 1];  // where each row's samples start in the chunk
-  __shared__ int warp_totals[kDescriptorThreads / 32];
-  float *hist = hists[0];
-  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32;
-  float *warp_hist = hists[tid / 32];
+  __shared__ int span_shift[kDescriptorThreads];       // sample s of the row: column s + shift
+  __shared__ int span_base[kDescriptorThreads];        // and element s + base from the centre
+  __shared__ int warp_totals[kDescriptorWarps];
+  Entry *hist = hists[0];
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  // Integer atomics of different instructions to one address cost nothing
+  // extra, only the lanes of one instruction that meet on an address do
+  // (they are serialised): neighbouring lanes, on neighbouring samples,
+  // usually share a cell and an orientation bin, so lane l adds to copy
+  // l % 4 (the copies lie 8 banks apart). Float atomics are compare-and-swap
+  // loops, which other warps' additions make retry: one copy per warp.
+  Entry *my_hist = hists[kFixed ? lane % kDescriptorHistograms : warp];
   const int n = counters->final_count;
   for (int item = static_cast<int>(blockIdx.x); item < n; item += static_cast<int>(gridDim.x)) {
     const Keypoint kp = keypoints[item];
@@ -896,40 +935,61 @@ __global__ void __launch_bounds__(kDescriptorThreads) descriptor_kernel(const fl
     const OctaveGeometry &geo = table.o[octave - first_octave];
     const DescriptorWindow w = descriptor_window(kp, first_octave, geo.width, geo.height);
     const PlaneView g = gauss_plane(gauss_pool, geo, w.layer);
-    for (int b = tid; b < kDescriptorHistogramLength * (kDescriptorThreads / 32); b += kDescriptorThreads)
-      hists[0][b] = 0.f;
+    const float value_scale = kFixed ? w.fixed_scale : 1.f;
+    const float *centre = g.ptr(w.py, w.px);  // offsets from here stay within the level (32-bit)
+    const int pitch = g.pitch;
+    for (int b = tid; b < kDescriptorHistogramLength * kDescriptorHistograms; b += kDescriptorThreads)
+      hists[0][b] = Entry(0);
     __syncthreads();
-    // Only the samples of each row's run inside the rotated grid
-    // (descriptor_row_span: half of the square window) are enumerated, in
-    // chunks of kDescriptorThreads rows (one chunk for OpenCV's defaults):
-    // each thread finds one row's run, a block scan turns the run lengths
-    // into offsets, and each thread takes a contiguous share of the chunk's
-    // samples (about one run), so the lanes of a warp sit on different rows
-    // and rarely add to the same bin at once; each warp has its own
-    // histogram.
+    // Only the samples of each row's run inside the rotated grid and the
+    // level's border ring (descriptor_row_span: half of the square window)
+    // are enumerated, in chunks of kDescriptorThreads rows (one chunk for
+    // OpenCV's defaults): each thread finds one row's run, a block scan
+    // turns the run lengths into offsets, and warp q takes the q-th quarter
+    // of the chunk's samples, lane l its samples l, l + 32, ...
     for (int chunk = -w.radius; chunk <= w.radius; chunk += kDescriptorThreads) {
       int first = 0, last = -1;
       if (chunk + tid <= w.radius) descriptor_row_span(w, chunk + tid, &first, &last);
-      span_first[tid] = first;  // visible after the scan's barriers
       const int total = block_exclusive_scan(last >= first ? last - first + 1 : 0, span_offset, warp_totals);
-      const int run = (total + kDescriptorThreads - 1) / kDescriptorThreads;
-      const int s_begin = tid * run, s_end = min(total, s_begin + run);
-      int row = 0;  // the last row whose run starts at or before s_begin (binary search)
-      for (int step = kDescriptorThreads / 2; step > 0; step /= 2)
-        if (row + step < kDescriptorThreads && span_offset[row + step] <= s_begin) row += step;
-      for (int s = s_begin; s < s_end; ++s) {
-        while (s >= span_offset[row + 1]) ++row;  // rows with empty runs are skipped
-        DescriptorContribution c;
-        if (!descriptor_contribution(g, w, chunk + row, span_first[row] + s - span_offset[row], &c)) continue;
+      span_shift[tid] = first - span_offset[tid];
+      span_base[tid] = (chunk + tid) * pitch + first - span_offset[tid];
+      __syncthreads();
+      const int share = (total + kDescriptorWarps - 1) / kDescriptorWarps;
+      const int s_end = min(total, (warp + 1) * share);
+      int s = warp * share + lane;
+      if (s < s_end) {
+        int row = 0;  // the last row whose run starts at or before s (binary search)
+        for (int step = kDescriptorThreads / 2; step > 0; step /= 2)
+          if (row + step < kDescriptorThreads && span_offset[row + step] <= s) row += step;
+        int next = span_offset[row + 1];  // where the next row's run starts
+        int shift = span_shift[row], base = span_base[row];
+        for (; s < s_end; s += 32) {
+          if (s >= next) {
+            do {  // rows with empty runs are skipped
+              ++row;
+              next = span_offset[row + 1];
+            } while (s >= next);
+            shift = span_shift[row];
+            base = span_base[row];
+          }
+          const int i = chunk + row, j = s + shift;
+          DescriptorContribution c;
+          if (!descriptor_contribution(centre + (s + base), pitch, w, i, j, value_scale, &c)) continue;
 #pragma unroll
-        for (int k = 0; k < 8; ++k) atomicAdd(&warp_hist[c.index + descriptor_offset(k)], c.values[k]);
+          for (int k = 0; k < 8; ++k) {
+            if constexpr (kFixed)
+              atomicAdd(&my_hist[c.index + descriptor_offset(k)], descriptor_fixed(c.values[k]));
+            else
+              atomicAdd(&my_hist[c.index + descriptor_offset(k)], c.values[k]);
+          }
+        }
       }
       __syncthreads();  // the spans are rewritten by the next chunk; the histograms are read next
     }
     for (int b = tid; b < kDescriptorHistogramLength; b += kDescriptorThreads) {
-      float sum = hists[0][b];
+      Entry sum = hists[0][b];
 #pragma unroll
-      for (int q = 1; q < kDescriptorThreads / 32; ++q) sum += hists[q][b];
+      for (int q = 1; q < kDescriptorHistograms; ++q) sum += hists[q][b];
       hist[b] = sum;
     }
     __syncthreads();
@@ -937,7 +997,10 @@ __global__ void __launch_bounds__(kDescriptorThreads) descriptor_kernel(const fl
       float v[4], sum = 0.f;
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
-        v[q] = descriptor_raw_element(hist, 4 * lane + q);
+        if constexpr (kFixed)
+          v[q] = descriptor_raw_element(hist, 4 * lane + q, w.fixed_scale);
+        else
+          v[q] = descriptor_raw_element(hist, 4 * lane + q);
         sum += v[q] * v[q];
       }
       for (int d = 16; d > 0; d /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, d);
@@ -1092,6 +1155,15 @@ bool priority_enabled() {
   return !(v && std::string(v) == "0");
 }
 
+// CS_SIFT_DESCRIPTOR=float sums descriptor histograms with float shared
+// atomics, as before fixed point (for comparison: the same kernel
+// otherwise); anything else, or unset, with fixed-point integer ones
+// (DescriptorSums::fixed).
+bool fixed_descriptors_enabled() {
+  const char *v = std::getenv("CS_SIFT_DESCRIPTOR");
+  return !(v && std::string(v) == "float");
+}
+
 // CS_SIFT_CLUSTER=8: clusters of 8 blocks even where 16 can run (tests, tuning).
 int fused_cluster_limit() {
   const char *v = std::getenv("CS_SIFT_CLUSTER");
@@ -1136,6 +1208,7 @@ struct CudaSift::Impl {
   // directly, and being the largest kernel of the pyramid it covers the
   // host's enqueue of the graph that follows it.
   bool use_graphs = true;
+  bool fixed_descriptors = true;  // CS_SIFT_DESCRIPTOR (fixed_descriptors_enabled)
   Stream capture_stream;
   GraphExec pyramid_graph, detect_graph, describe_graphs[3];  // describe: per DescriptorFormat
   GraphExec frame_graphs[3];  // run(): everything after level 0, per DescriptorFormat
@@ -1441,9 +1514,11 @@ struct CudaSift::Impl {
     // Windows differ in cost by up to 13x (radius 10..38): with more blocks
     // than fit at once, each keypoint gets its own block and the hardware
     // hands blocks to SMs as they free up, which balances the load.
-    descriptor_kernel<<<64 * sm_count, kDescriptorThreads, 0, s>>>(gauss.as<float>(), table, constants.first_octave,
-                                                                   final_list.as<Keypoint>(), counters.as<Counters>(),
-                                                                   f, descriptors.as<void>());
+    auto kernel =
+        fixed_descriptors ? descriptor_kernel<DescriptorSums::fixed> : descriptor_kernel<DescriptorSums::floating>;
+    kernel<<<64 * sm_count, kDescriptorThreads, 0, s>>>(gauss.as<float>(), table, constants.first_octave,
+                                                        final_list.as<Keypoint>(), counters.as<Counters>(), f,
+                                                        descriptors.as<void>());
     check_launch("SIFT descriptor kernel");
   }
 
@@ -1486,6 +1561,7 @@ CudaSift::CudaSift(const Params &params, int device, Capacity capacity) : impl_(
   DeviceGuard guard(device);
   check_cuda(cudaDeviceGetAttribute(&m.sm_count, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
   m.use_graphs = graphs_enabled();
+  m.fixed_descriptors = fixed_descriptors_enabled();
   if (m.use_graphs) m.capture_stream = Stream(device);
   // The chain's kernels (and the small octaves' cluster, which needs 16
   // free SMs of one GPC) are scheduled ahead of the large levels beside

@@ -47,7 +47,7 @@ std::vector<float> base_image(const T *src, size_t pitch, int w, int h, bool ups
 }  // namespace
 
 HostSiftResult host_sift(const void *data, size_t pitch_bytes, int width, int height, PixelType type,
-                         const Params &params, DescriptorFormat format) {
+                         const Params &params, DescriptorFormat format, DescriptorSums sums) {
   validate(params);
   HostSiftResult result;
   const int n_layers = params.n_octave_layers;
@@ -146,26 +146,41 @@ HostSiftResult host_sift(const void *data, size_t pitch_bytes, int width, int he
   }
   result.keypoints = unique;
 
-  // --- descriptors
+  // --- descriptors: the kernel's enumeration (each row's run inside the
+  // rotated grid and the level's border ring) and, by default, its
+  // fixed-point sums (integer, so the order of the additions does not
+  // matter); float sums as CS_SIFT_DESCRIPTOR=float.
   result.descriptors.assign(unique.size() * kDescriptorLength, 0.f);
   std::vector<float> hist(kDescriptorHistogramLength);
+  std::vector<uint32_t> fixed_hist(kDescriptorHistogramLength);
   for (size_t n = 0; n < unique.size(); ++n) {
     const int o = (unique[n].octave & 255) < 128 ? (unique[n].octave & 255) : (-128 | (unique[n].octave & 255));
     const HostOctave &oc = octaves[size_t(o - k.first_octave)];
     const DescriptorWindow win = descriptor_window(unique[n], k.first_octave, oc.width, oc.height);
     const PlaneView g = oc.gauss_view(win.layer);
+    const float value_scale = sums == DescriptorSums::fixed ? win.fixed_scale : 1.f;
     std::fill(hist.begin(), hist.end(), 0.f);
+    std::fill(fixed_hist.begin(), fixed_hist.end(), 0u);
     for (int i = -win.radius; i <= win.radius; ++i) {
       int first = 0, last = -1;
-      descriptor_row_span(win, i, &first, &last);  // as the kernel: the row's run inside the rotated grid
+      descriptor_row_span(win, i, &first, &last);
       for (int j = first; j <= last; ++j) {
         DescriptorContribution c;
-        if (!descriptor_contribution(g, win, i, j, &c)) continue;
-        for (int k = 0; k < 8; ++k) hist[size_t(c.index + descriptor_offset(k))] += c.values[k];
+        if (!descriptor_contribution(g.ptr(win.py + i, win.px + j), g.pitch, win, i, j, value_scale, &c)) continue;
+        for (int k = 0; k < 8; ++k) {
+          const size_t at = size_t(c.index + descriptor_offset(k));
+          if (sums == DescriptorSums::fixed)
+            fixed_hist[at] += descriptor_fixed(c.values[k]);
+          else
+            hist[at] += c.values[k];
+        }
       }
     }
     float *out = &result.descriptors[n * kDescriptorLength];
-    finalize_descriptor(hist.data(), out);
+    if (sums == DescriptorSums::fixed)
+      finalize_descriptor(fixed_hist.data(), win.fixed_scale, out);
+    else
+      finalize_descriptor(hist.data(), out);
     if (format == DescriptorFormat::rootsift) {
       double l1 = 0.0;
       for (int e = 0; e < kDescriptorLength; ++e) l1 += std::fabs(double(out[e]));

@@ -21,8 +21,13 @@ struct HostSiftResult {
   int candidates = 0, refined = 0, oriented = 0;
 };
 
+// How descriptor histograms are summed: fixed point (the engine's default)
+// or float (the engine's CS_SIFT_DESCRIPTOR=float).
+enum class DescriptorSums { fixed, floating };
+
 // `data` is a luma plane of `type` (uint8_t or float at the 0..255 scale).
 HostSiftResult host_sift(const void *data, size_t pitch_bytes, int width, int height, cs::sift::PixelType type,
-                         const cs::sift::Params &params, cs::sift::DescriptorFormat format);
+                         const cs::sift::Params &params, cs::sift::DescriptorFormat format,
+                         DescriptorSums sums = DescriptorSums::fixed);
 
 }  // namespace sift_test

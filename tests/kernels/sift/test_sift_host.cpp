@@ -7,7 +7,9 @@
 #include <opencv2/features2d.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <random>
 
@@ -149,7 +151,7 @@ TEST(SiftMath, DescriptorRowSpansHoldEveryAcceptedSample) {
       window += size_t(2 * w.radius + 1);
       for (int j = -w.radius; j <= w.radius; ++j) {
         DescriptorContribution c;
-        if (!descriptor_contribution(g, w, i, j, &c)) continue;
+        if (!descriptor_contribution(g.ptr(w.py + i, w.px + j), g.pitch, w, i, j, 1.f, &c)) continue;
         ++accepted;
         ASSERT_TRUE(j >= first && j <= last) << "size " << kp.size << " angle " << kp.angle << " i " << i << " j " << j;
       }
@@ -161,6 +163,185 @@ TEST(SiftMath, DescriptorRowSpansHoldEveryAcceptedSample) {
   // end, about half of the square windows.
   EXPECT_LT(double(enumerated), 1.2 * double(accepted));
   EXPECT_LT(double(enumerated), 0.65 * double(window));
+}
+
+// Near the level's edges the runs stop at its border ring (OpenCV skips
+// the samples on the edge): exactly the accepted samples that lie inside.
+TEST(SiftMath, DescriptorRowSpansStopAtTheBorderRing) {
+  const int width = 101, height = 77;
+  const std::vector<float> plane(size_t(width) * height, 0.f);
+  const PlaneView g{plane.data(), width, width, height};
+  std::mt19937 rng(cs_test::fresh_seed());
+  std::uniform_real_distribution<float> size_dist(1.5f, 12.f), angle_dist(0.f, 360.f);
+  std::uniform_int_distribution<int> x_dist(0, width - 1), y_dist(0, height - 1), edge_dist(0, 3), near_dist(0, 6);
+  size_t clipped = 0;
+  for (int n = 0; n < 400; ++n) {
+    Keypoint kp{};
+    const int edge = edge_dist(rng);  // a keypoint near one of the four edges
+    kp.x = float(edge == 0 ? near_dist(rng) : edge == 1 ? width - 1 - near_dist(rng) : x_dist(rng));
+    kp.y = float(edge == 2 ? near_dist(rng) : edge == 3 ? height - 1 - near_dist(rng) : y_dist(rng));
+    kp.size = size_dist(rng);
+    kp.angle = angle_dist(rng);
+    kp.octave = 0;
+    const DescriptorWindow w = descriptor_window(kp, 0, width, height);
+    for (int i = -w.radius; i <= w.radius; ++i) {
+      int first = 0, last = -1;
+      descriptor_row_span(w, i, &first, &last);
+      const int r = w.py + i;
+      for (int j = first; j <= last; ++j) {
+        const int c = w.px + j;
+        ASSERT_TRUE(r >= 1 && r <= height - 2 && c >= 1 && c <= width - 2) << "row " << r << " column " << c;
+      }
+      for (int j = -w.radius; j <= w.radius; ++j) {
+        const int c = w.px + j;
+        const bool inside = r >= 1 && r <= height - 2 && c >= 1 && c <= width - 2;
+        if (!inside) {
+          ++clipped;
+          continue;
+        }
+        DescriptorContribution contribution;
+        if (!descriptor_contribution(g.ptr(w.py + i, w.px + j), g.pitch, w, i, j, 1.f, &contribution)) continue;
+        ASSERT_TRUE(j >= first && j <= last) << "size " << kp.size << " angle " << kp.angle << " i " << i << " j " << j;
+      }
+    }
+  }
+  EXPECT_GT(clipped, 1000u);  // the windows did reach past the edges
+}
+
+// The lemma behind descriptor_fixed_scale: over the integer samples, the
+// trilinear row-and-column weights of one histogram cell sum to at most
+// (c + 1)^2 and at most (2c + 1)^2 samples reach it (c = cell side), for
+// any rotation, every cell of the padded grid.
+TEST(SiftMath, DescriptorCellWeightsSumToAtMostCellPlusOneSquared) {
+  std::mt19937 rng(cs_test::fresh_seed());
+  std::uniform_real_distribution<float> size_dist(0.5f, 50.f), angle_dist(0.f, 360.f);
+  double worst = 0.0;
+  for (int n = 0; n < 300; ++n) {
+    Keypoint kp{};
+    kp.size = n < 4 ? 7.18f : size_dist(rng);
+    kp.angle = n < 4 ? 90.f * float(n) : angle_dist(rng);
+    const DescriptorWindow w = descriptor_window(kp, 0, 100000, 100000);
+    const double c = w.cell;
+    double weight[kDescriptorWidth + 2][kDescriptorWidth + 2] = {};
+    int count[kDescriptorWidth + 2][kDescriptorWidth + 2] = {};
+    for (int i = -w.radius; i <= w.radius; ++i)
+      for (int j = -w.radius; j <= w.radius; ++j) {
+        const float c_rot = float(j) * w.cos_t - float(i) * w.sin_t;
+        const float r_rot = float(j) * w.sin_t + float(i) * w.cos_t;
+        const float rbin = r_rot + float(kDescriptorWidth / 2) - 0.5f;
+        const float cbin = c_rot + float(kDescriptorWidth / 2) - 0.5f;
+        if (!(rbin > -1.f && rbin < float(kDescriptorWidth) && cbin > -1.f && cbin < float(kDescriptorWidth))) continue;
+        for (int R = -1; R <= kDescriptorWidth; ++R)
+          for (int C = -1; C <= kDescriptorWidth; ++C) {
+            const double tr = 1.0 - std::fabs(double(rbin) - R), tc = 1.0 - std::fabs(double(cbin) - C);
+            if (tr <= 0.0 || tc <= 0.0) continue;
+            weight[R + 1][C + 1] += tr * tc;
+            ++count[R + 1][C + 1];
+          }
+      }
+    for (int R = 0; R < kDescriptorWidth + 2; ++R)
+      for (int C = 0; C < kDescriptorWidth + 2; ++C) {
+        ASSERT_LE(weight[R][C], (c + 1) * (c + 1)) << "cell " << c << " angle " << kp.angle;
+        ASSERT_LE(double(count[R][C]), (2 * c + 1) * (2 * c + 1)) << "cell " << c << " angle " << kp.angle;
+        worst = std::max(worst, weight[R][C] / ((c + 1) * (c + 1)));
+      }
+  }
+  std::printf("[ fixed    ] largest cell weight sum: %.3f of (c + 1)^2\n", worst);
+}
+
+// The fixed-point histogram at its worst: every gradient at the cap
+// (a steep float ramp), all of it in one orientation bin, the widest
+// cells: no entry, raw element or block total comes near 2^32. Also the
+// scales the documentation quotes.
+TEST(SiftMath, FixedPointDescriptorHistogramCannotOverflow) {
+  // OpenCV's defaults (cells of 5.4..10.8 level pixels): kDescriptorMaxFixedScale.
+  EXPECT_EQ(descriptor_fixed_scale(1.5f * 3.59f), kDescriptorMaxFixedScale);
+  EXPECT_EQ(descriptor_fixed_scale(1.5f * 7.18f), kDescriptorMaxFixedScale);
+  EXPECT_EQ(descriptor_fixed_scale(30.f), 4096.f);
+  EXPECT_EQ(descriptor_fixed_scale(70.f), 1024.f);  // about the widest cell valid parameters give
+  EXPECT_LT(kDescriptorMaxGradient * kDescriptorMaxFixedScale, 8388608.f);  // one contribution < 2^23
+  // descriptor_fixed rounds to nearest, ties to even, like rintf.
+  for (float v : {0.f, 0.49f, 0.5f, 1.5f, 2.5f, 1234.5f, 1234.51f, 8388607.f, 5e6f + 0.25f})
+    EXPECT_EQ(descriptor_fixed(v), uint32_t(std::rint(v))) << v;
+  for (float v : {-3.5f, -1.f, -0.5f, 0.f, 0.25f, 3.99f, 4.f, 7.5f, -7.999f}) {
+    float f = 0.f;
+    EXPECT_EQ(floor_small(v, &f), int(std::floor(v))) << v;
+    EXPECT_EQ(f, std::floor(v)) << v;
+  }
+  std::mt19937 rng(cs_test::fresh_seed());
+  std::uniform_real_distribution<float> angle_dist(0.f, 360.f);
+  double worst = 0.0;
+  const float sizes[] = {2.f, 3.59f, 7.18f, 7.18f, 7.18f, 20.f, 46.f};
+  for (int n = 0; n < int(sizeof(sizes) / sizeof(sizes[0])); ++n) {
+    Keypoint kp{};
+    kp.size = sizes[n];
+    kp.angle = n == 2 ? 0.f : angle_dist(rng);
+    const float theta = kp.angle * float(M_PI / 180.0);
+    const int side = 2 * int(std::ceil(1.5f * kp.size * 2.5f * 1.4143f)) + 9;
+    kp.x = kp.y = float(side / 2);
+    kp.octave = 0;
+    // v = K (x cos + y sin): dx = 2K cos, dy (y up) = -2K sin, far beyond
+    // the cap, direction 360 - angle = the window's own: orientation bin 0.
+    std::vector<float> plane(size_t(side) * side);
+    const float k = 1e4f;
+    for (int y = 0; y < side; ++y)
+      for (int x = 0; x < side; ++x)
+        plane[size_t(y) * side + x] = k * (float(x) * std::cos(theta) + float(y) * std::sin(theta));
+    const PlaneView g{plane.data(), side, side, side};
+    const DescriptorWindow w = descriptor_window(kp, 0, side, side);
+    std::vector<uint64_t> hist(kDescriptorHistogramLength, 0);
+    for (int i = -w.radius; i <= w.radius; ++i) {
+      int first = 0, last = -1;
+      descriptor_row_span(w, i, &first, &last);
+      for (int j = first; j <= last; ++j) {
+        DescriptorContribution c;
+        if (!descriptor_contribution(g.ptr(w.py + i, w.px + j), g.pitch, w, i, j, w.fixed_scale, &c)) continue;
+        for (int q = 0; q < 8; ++q) hist[size_t(c.index + descriptor_offset(q))] += descriptor_fixed(c.values[q]);
+      }
+    }
+    const double c1 = double(w.cell) + 1.0;
+    const double bound = c1 * c1 * (double(w.fixed_scale) * kDescriptorMaxGradient + 2.0);
+    ASSERT_LE(bound, 4.29e9);
+    uint64_t largest = 0;
+    for (int e = 0; e < kDescriptorLength; ++e) {
+      const int b = descriptor_raw_index(e);
+      const uint64_t v = hist[size_t(b)] + (e % kDescriptorBins < 2 ? hist[size_t(b + kDescriptorBins)] : 0);
+      largest = std::max(largest, v);
+    }
+    for (uint64_t v : hist) largest = std::max(largest, v);
+    ASSERT_LE(double(largest), bound) << "size " << kp.size;
+    ASSERT_GT(largest, 0u);
+    worst = std::max(worst, double(largest) / 4294967295.0);
+  }
+  std::printf("[ fixed    ] largest entry at capped gradients: %.3f of 2^32\n", worst);
+}
+
+// The descriptor's gradient directions are OpenCV's fastAtan2, as in
+// OpenCV's calcSIFTDescriptor: the same polynomial (equal up to the
+// rounding of a fused multiply-add), ~0.01 degree from atan2.
+TEST(SiftMath, FastAtan2IsOpenCVs) {
+  std::mt19937 rng(cs_test::fresh_seed());
+  std::uniform_real_distribution<float> v(-300.f, 300.f);
+  double worst_opencv = 0.0, worst_exact = 0.0;
+  for (int n = 0; n < 200000; ++n) {
+    float y = v(rng), x = v(rng);
+    if (n < 9) {  // axes, diagonals and zero
+      x = float(n % 3 - 1);
+      y = float(n / 3 - 1);
+    }
+    const float a = fast_atan2_degrees(y, x);
+    ASSERT_GE(a, 0.f);
+    ASSERT_LE(a, 360.f);
+    worst_opencv = std::max(worst_opencv, std::fabs(double(a) - double(cv::fastAtan2(y, x))));
+    double exact = std::atan2(double(y), double(x)) * 180.0 / M_PI;
+    if (exact < 0) exact += 360.0;
+    double d = std::fabs(double(a) - exact);
+    worst_exact = std::max(worst_exact, std::min(d, 360.0 - d));
+  }
+  std::printf("[ atan2    ] largest difference to cv::fastAtan2 %.2g, to atan2 %.2g degrees\n", worst_opencv,
+              worst_exact);
+  EXPECT_LT(worst_opencv, 1e-4);
+  EXPECT_LT(worst_exact, 0.02);
 }
 
 TEST(SiftMath, Reflect101) {
@@ -254,6 +435,33 @@ TEST(SiftHost, ParametersMatterAsInOpenCV) {
   EXPECT_GE(g.reference_matched, 0.95);
   EXPECT_LE(g.tested_unmatched, 0.05);
   EXPECT_LT(g.median_descriptor_distance, 0.05 * 512);
+}
+
+// Fixed-point sums (the engine's default) against float sums of the same
+// contributions: the same keypoints; bytes equal except at rounding
+// boundaries (off by one, rarely).
+TEST(SiftHost, FixedPointSumsMatchFloatSums) {
+  cv::Mat gray = sift_test::load_skimage("astronaut");
+  if (gray.empty()) gray = random_image(512, 384, cs_test::fresh_seed());
+  cv::resize(gray, gray, cv::Size(), 0.5, 0.5, cv::INTER_AREA);
+  const Params p;
+  const sift_test::HostSiftResult fixed =
+      sift_test::host_sift(gray.data, gray.step, gray.cols, gray.rows, PixelType::u8, p, DescriptorFormat::opencv,
+                           sift_test::DescriptorSums::fixed);
+  const sift_test::HostSiftResult floating =
+      sift_test::host_sift(gray.data, gray.step, gray.cols, gray.rows, PixelType::u8, p, DescriptorFormat::opencv,
+                           sift_test::DescriptorSums::floating);
+  ASSERT_GT(fixed.keypoints.size(), 100u);
+  ASSERT_EQ(fixed.keypoints.size(), floating.keypoints.size());
+  ASSERT_EQ(fixed.descriptors.size(), floating.descriptors.size());
+  size_t differing = 0;
+  for (size_t i = 0; i < fixed.descriptors.size(); ++i) {
+    ASSERT_LE(std::fabs(fixed.descriptors[i] - floating.descriptors[i]), 1.f) << i;
+    differing += fixed.descriptors[i] != floating.descriptors[i];
+  }
+  std::printf("[ fixed    ] %zu of %zu descriptor bytes differ (by one) from float sums\n", differing,
+              fixed.descriptors.size());
+  EXPECT_LE(double(differing), 1e-3 * double(fixed.descriptors.size()));
 }
 
 TEST(SiftHost, DescriptorFormats) {
