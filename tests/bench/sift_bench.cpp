@@ -5,10 +5,12 @@
 // called one by one) and of the whole frame (`run`, what the sift element
 // calls: it overlaps the small octaves with the large octaves' upper levels
 // and extrema, so it takes less than the stages' sum), CUDA events, median
-// of the repeats, image already on the device, OpenCV's defaults. Also the keypoint count, the CPU reference
-// (OpenCV 4.6 cv::SIFT::detectAndCompute on the same frame, all host
-// threads, median of its repeats) and how many of OpenCV's keypoints the GPU
-// reproduces (within 1 px, 10 % size, 10 degrees). Then frames per second
+// of the repeats, image already on the device, OpenCV's defaults. Also the
+// keypoint count, the CPU reference (OpenCV 4.6 cv::SIFT::detectAndCompute
+// on the same frame, all host threads, median of its repeats), how many of
+// OpenCV's keypoints the GPU reproduces (within 1 px, 10 % size, 10
+// degrees), and the frame time without the doubling (upsample=false: the
+// default of CudaSift, which OpenCV has no switch for). Then frames per second
 // streamed through the element: GRAY8 frames pushed from pageable memory
 // into `sift backend=cuda` (which stages them up itself), and from
 // page-locked memory through gpuupload; each with the element's default
@@ -46,6 +48,8 @@ struct Row {
   double pyramid_ms = 0, detect_ms = 0, describe_ms = 0, stages_ms = 0, total_ms = 0, opencv_ms = 0;
   size_t keypoints = 0, opencv_keypoints = 0;
   double matched = 0;
+  double undoubled_ms = 0;                                          // run() with upsample=false
+  size_t undoubled_keypoints = 0;
   double streamed_fps = 0, streamed_pinned_fps = 0;                // the element's default frames-in-flight
   double streamed_serial_fps = 0, streamed_pinned_serial_fps = 0;  // frames-in-flight=1
 };
@@ -141,6 +145,22 @@ int main(int argc, char **argv) {
       total.push_back(cs::event_elapsed_ms(e0, e3));
     }
     const cs::sift::Result result = sift.download(stream.get());
+    {  // Without the doubling (CudaSift's default; OpenCV always doubles).
+      cs::sift::Params undoubled;
+      undoubled.upsample = false;
+      cs::sift::CudaSift plain(undoubled, kDevice);
+      for (int w = 0; w < warmup; ++w) plain.run(image, cs::sift::DescriptorFormat::opencv, stream.get());
+      std::vector<double> ms;
+      for (int r = 0; r < repeats; ++r) {
+        cs::event_record(e0, stream.get());
+        plain.run(image, cs::sift::DescriptorFormat::opencv, stream.get());
+        cs::event_record(e3, stream.get());
+        cs::event_synchronize(e3);
+        ms.push_back(cs::event_elapsed_ms(e0, e3));
+      }
+      row.undoubled_ms = median(ms);
+      row.undoubled_keypoints = plain.download(stream.get()).keypoints.size();
+    }
     cs::device_free(d, kDevice);
     row.pyramid_ms = median(pyr);
     row.detect_ms = median(det);
@@ -172,6 +192,9 @@ int main(int argc, char **argv) {
 
   // Streamed: GRAY8 frames from host memory through the element, first
   // timed push to the last frame with its features.
+  std::printf("\nwithout doubling (upsample=false, CudaSift's default; OpenCV always doubles): frame ms, keypoints\n");
+  for (const Row &row : rows)
+    std::printf("%4dx%-5d %9.3f %8zu\n", row.width, row.height, row.undoubled_ms, row.undoubled_keypoints);
   std::printf("\nstreamed: appsrc (GRAY8 frames in host memory) ! [gpuupload !] sift backend=cuda ! fakesink\n"
               "(default frames-in-flight, then frames-in-flight=1)\n");
   std::printf("%-10s %14s %16s %17s %19s\n", "size", "pageable fps", "page-locked fps", "pageable fps, 1", "page-locked fps, 1");
@@ -209,12 +232,12 @@ int main(int argc, char **argv) {
       return 1;
     }
     std::fprintf(f, "width,height,pyramid_ms,detect_ms,describe_ms,stages_ms,total_ms,keypoints,opencv_ms,opencv_keypoints,matched,"
-                    "streamed_fps,streamed_pinned_fps,streamed_serial_fps,streamed_pinned_serial_fps\n");
+                    "streamed_fps,streamed_pinned_fps,streamed_serial_fps,streamed_pinned_serial_fps,undoubled_ms,undoubled_keypoints\n");
     for (const Row &r : rows)
-      std::fprintf(f, "%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%zu,%.2f,%zu,%.4f,%.1f,%.1f,%.1f,%.1f\n", r.width, r.height,
+      std::fprintf(f, "%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%zu,%.2f,%zu,%.4f,%.1f,%.1f,%.1f,%.1f,%.4f,%zu\n", r.width, r.height,
                    r.pyramid_ms, r.detect_ms, r.describe_ms, r.stages_ms, r.total_ms, r.keypoints, r.opencv_ms, r.opencv_keypoints,
                    r.matched, r.streamed_fps, r.streamed_pinned_fps, r.streamed_serial_fps,
-                   r.streamed_pinned_serial_fps);
+                   r.streamed_pinned_serial_fps, r.undoubled_ms, r.undoubled_keypoints);
     std::fclose(f);
   }
   return 0;
