@@ -178,9 +178,10 @@ struct UpsampleTap {
   float w;
 };
 CS_HD UpsampleTap upsample_tap(int i, int n) {
-  const float f = 0.5f * static_cast<float>(i) - 0.25f;
-  const int i0 = static_cast<int>(floorf(f));
-  return {clamp_index(i0, n), clamp_index(i0 + 1, n), f - static_cast<float>(i0)};
+  // i / 2 - 0.25 = i0 + w exactly: i0 = floor((i - 1) / 2), w = 0.75 for
+  // even i and 0.25 for odd (no float rounding, no conversions).
+  const int i0 = (i - 1) >> 1;
+  return {clamp_index(i0, n), clamp_index(i0 + 1, n), (i & 1) ? 0.25f : 0.75f};
 }
 
 template <typename T>
