@@ -109,8 +109,18 @@
 // instruction rate 3xTF32 needs), 69 B/cycle of shared memory, about a third
 // of the float-to-double conversion rate; 16-bit samples at the same bytes
 // per second need twice that (shared memory ~115 B/cycle of 128: the i16
-// bound is near 2.5-3 TB/s). Expected (not measured here): the tensor pipe no
-// longer the limit and twice the warps to hide latency.
+// bound is near 2.5-3 TB/s).
+// Measured on an H200 (2026-11-29, same cube): 835-902 GB/s of f32, 451-474
+// of i16 (3xTF32: 645-716 and 325-348). Nsight Compute (f32 sam): 1.06 ms,
+// issue slots 50% busy, 4 warps and 0.9 eligible per scheduler, top stall a
+// fixed-latency dependency, ALU the busiest pipe (29%), DRAM 18%: ~475
+// warp instructions per pixel, of which the products are 21. Tried and
+// slower, not kept: splitting each staged chunk once into fp16 tiles in
+// shared memory (all 512 threads, the next chunk while this one multiplies)
+// read with ldmatrix.x4, four accumulator columns interleaved: 795-837 GB/s
+// of f32 (203 KB of shared memory, spills of 4-8 B). Next: wgmma (operands
+// from shared memory, asynchronous, warp groups) to take the products and
+// their operand traffic off the issue slots.
 #include "hsi/bip_tensor.h"
 
 #include <cuda_fp16.h>
