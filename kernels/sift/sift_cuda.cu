@@ -147,6 +147,7 @@ struct PlainSource {
 };
 
 struct LevelSource {
+  static constexpr bool kFloatPlane = true;  // staged by cp.async (blur_level_kernel)
   const float *p;
   int pitch;
   using Column = int;
@@ -203,6 +204,7 @@ constexpr size_t blur_shared_bytes(int radius) {
 // Level 1 of octave o > 0 reads level 0 straight from level n_layers of the
 // octave below (every second sample), so level 0 is never stored there.
 struct DownsampleSource {
+  static constexpr bool kFloatPlane = true;
   const float *p;  // level n_layers of octave o - 1
   int pitch;
   using Column = int;
@@ -211,6 +213,31 @@ struct DownsampleSource {
   __device__ Row row(int y) const { return p + static_cast<size_t>(2 * y) * pitch; }
   __device__ float operator()(Row r, Column x) const { return __ldg(r + x); }
 };
+
+// Sources read as float planes are staged with cp.async (sm_80+): every
+// row's copy is in flight at once, without registers, where the register
+// path loads kStageBatch rows, stores them and loads the next (the staging
+// was latency-bound: Nsight Compute's top stall was the shared stores
+// waiting for their loads).
+template <class Source, class = void>
+struct StagedByCopy : std::false_type {};
+template <class Source>
+struct StagedByCopy<Source, std::void_t<decltype(Source::kFloatPlane)>> : std::bool_constant<Source::kFloatPlane> {};
+
+__device__ __forceinline__ void copy_float_async(float *to, const float *from) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(to))),
+               "l"(from)
+               : "memory");
+#else
+  *to = __ldg(from);
+#endif
+}
+__device__ __forceinline__ void wait_async_copies() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
 
 // Staging columns per thread (tile plus halo, 32 lanes) and rows loaded per batch.
 constexpr int kStageColumns = (kTileColumns + 2 * kMaxBlurRadius + 31) / 32;
@@ -252,22 +279,33 @@ __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, 
     const int sx = x0 - r + tx + 32 * k;
     gx[k] = src.column(interior ? sx : reflect101(sx, width));
   }
-  for (int row0 = ty; row0 < side_y; row0 += kBlurRows * kStageBatch) {
-    float v[kStageBatch][kColumns];
-#pragma unroll
-    for (int b = 0; b < kStageBatch; ++b) {
-      const int row = row0 + b * kBlurRows;
+  if constexpr (StagedByCopy<Source>::value) {
+    for (int row = ty; row < side_y; row += kBlurRows) {
       const int sy = y0 - r + row;
       const typename Source::Row source_row = src.row(interior ? sy : reflect101(sy, height));
 #pragma unroll
-      for (int k = 0; k < kColumns; ++k) v[b][k] = row < side_y && tx + 32 * k < side_x ? src(source_row, gx[k]) : 0.f;
-    }
-#pragma unroll
-    for (int b = 0; b < kStageBatch; ++b) {
-      const int row = row0 + b * kBlurRows;
-#pragma unroll
       for (int k = 0; k < kColumns; ++k)
-        if (row < side_y && tx + 32 * k < side_x) in[row * sp + tx + 32 * k] = v[b][k];
+        if (tx + 32 * k < side_x) copy_float_async(&in[row * sp + tx + 32 * k], source_row + gx[k]);
+    }
+    wait_async_copies();
+  } else {
+    for (int row0 = ty; row0 < side_y; row0 += kBlurRows * kStageBatch) {
+      float v[kStageBatch][kColumns];
+#pragma unroll
+      for (int b = 0; b < kStageBatch; ++b) {
+        const int row = row0 + b * kBlurRows;
+        const int sy = y0 - r + row;
+        const typename Source::Row source_row = src.row(interior ? sy : reflect101(sy, height));
+#pragma unroll
+        for (int k = 0; k < kColumns; ++k) v[b][k] = row < side_y && tx + 32 * k < side_x ? src(source_row, gx[k]) : 0.f;
+      }
+#pragma unroll
+      for (int b = 0; b < kStageBatch; ++b) {
+        const int row = row0 + b * kBlurRows;
+#pragma unroll
+        for (int k = 0; k < kColumns; ++k)
+          if (row < side_y && tx + 32 * k < side_x) in[row * sp + tx + 32 * k] = v[b][k];
+      }
     }
   }
   __syncthreads();
