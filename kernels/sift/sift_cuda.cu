@@ -1172,51 +1172,37 @@ GraphExec capture_graph(cudaStream_t capture_stream, Enqueue &&enqueue) {
   return GraphExec(exec);
 }
 
+// Comparison and debugging switches, read when the engine is made: true
+// when the environment variable `name` is set to `value`.
+bool env_is(const char *name, const char *value) {
+  const char *v = std::getenv(name);
+  return v && std::string(v) == value;
+}
+
 // CS_SIFT_GRAPHS=0 launches every kernel directly instead of replaying
 // graphs (the same launches in the same order: for debugging and for
 // comparing the two on a GPU).
-bool graphs_enabled() {
-  const char *v = std::getenv("CS_SIFT_GRAPHS");
-  return !(v && std::string(v) == "0");
-}
+bool graphs_enabled() { return !env_is("CS_SIFT_GRAPHS", "0"); }
 
 // CS_SIFT_FUSED=0 builds the small octaves with the per-level kernels too
 // (for comparison and debugging; the results are the same bit for bit).
-bool fused_enabled() {
-  const char *v = std::getenv("CS_SIFT_FUSED");
-  return !(v && std::string(v) == "0");
-}
+bool fused_enabled() { return !env_is("CS_SIFT_FUSED", "0"); }
 
 // CS_SIFT_UPSAMPLE=staged: level 0 doubles the input while staging its
 // tiles instead of from a doubled copy (comparison).
-bool upsample_staged() {
-  static const bool staged = [] {
-    const char *v = std::getenv("CS_SIFT_UPSAMPLE");
-    return v && std::string(v) == "staged";
-  }();
-  return staged;
-}
+bool upsample_staged() { return env_is("CS_SIFT_UPSAMPLE", "staged"); }
 
 // CS_SIFT_PRIORITY=0: the pyramid's chain on an ordinary-priority stream.
-bool priority_enabled() {
-  const char *v = std::getenv("CS_SIFT_PRIORITY");
-  return !(v && std::string(v) == "0");
-}
+bool priority_enabled() { return !env_is("CS_SIFT_PRIORITY", "0"); }
 
 // CS_SIFT_DESCRIPTOR=float sums descriptor histograms with float shared
 // atomics, as before fixed point (for comparison: the same kernel
 // otherwise); anything else, or unset, with fixed-point integer ones
 // (DescriptorSums::fixed).
-bool fixed_descriptors_enabled() {
-  const char *v = std::getenv("CS_SIFT_DESCRIPTOR");
-  return !(v && std::string(v) == "float");
-}
+bool fixed_descriptors_enabled() { return !env_is("CS_SIFT_DESCRIPTOR", "float"); }
 
 // CS_SIFT_CLUSTER=8: clusters of 8 blocks even where 16 can run (tests, tuning).
-int fused_cluster_limit() {
-  const char *v = std::getenv("CS_SIFT_CLUSTER");
-  return v && std::string(v) == "8" ? 8 : 16;
-}
+int fused_cluster_limit() { return env_is("CS_SIFT_CLUSTER", "8") ? 8 : 16; }
 
 }  // namespace
 
@@ -1256,6 +1242,7 @@ struct CudaSift::Impl {
   // directly, and being the largest kernel of the pyramid it covers the
   // host's enqueue of the graph that follows it.
   bool use_graphs = true;
+  bool upsample_while_staging = false;  // CS_SIFT_UPSAMPLE=staged
   bool fixed_descriptors = true;  // CS_SIFT_DESCRIPTOR (fixed_descriptors_enabled)
   Stream capture_stream;
   GraphExec pyramid_graph, detect_graph, describe_graphs[3];  // describe: per DescriptorFormat
@@ -1440,7 +1427,7 @@ struct CudaSift::Impl {
     blur(LevelSource{dog_level(0, 0), g.pitch}, 0, 0, stream);
   }
   void blur_input(const DeviceImage &image, cudaStream_t stream) {
-    if (params.upsample && upsample_staged()) {
+    if (params.upsample && upsample_while_staging) {
       if (image.type == PixelType::u8)
         blur(UpsampleSource<uint8_t>{static_cast<const uint8_t *>(image.data), image.pitch_bytes, image.width, image.height}, 0, 0, stream);
       else
@@ -1609,6 +1596,7 @@ CudaSift::CudaSift(const Params &params, int device, Capacity capacity) : impl_(
   DeviceGuard guard(device);
   check_cuda(cudaDeviceGetAttribute(&m.sm_count, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
   m.use_graphs = graphs_enabled();
+  m.upsample_while_staging = upsample_staged();
   m.fixed_descriptors = fixed_descriptors_enabled();
   if (m.use_graphs) m.capture_stream = Stream(device);
   // The chain's kernels (and the small octaves' cluster, which needs 16

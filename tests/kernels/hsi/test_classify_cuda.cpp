@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <tuple>
+#include <utility>
 
 #include "classify_test_util.h"
 #include "common/cuda_runtime.h"
@@ -159,6 +161,23 @@ std::pair<double, double> largest_squared_norms(const hsi_test::Scene &scene) {
 // norms). Class maps equal but for pairs of classes whose exact scores lie
 // within those bounds, or a best score within them of `threshold` (NaN: none).
 // `got.rules` may be empty (class map only). Returns the largest score difference.
+// One configuration with tensor and with exact precision (the tensor
+// bounds compare the two); the threshold is the method's default unless
+// given.
+struct TensorAndExact {
+  SpectralClassifier tensor, exact;
+};
+TensorAndExact tensor_and_exact(Method method, std::optional<double> threshold, const hsi_test::Scene &scene,
+                                const std::vector<int> &selected) {
+  ClassifierConfig config;
+  config.method = method;
+  if (threshold) config.threshold = *threshold;
+  config.precision = Precision::tensor;
+  SpectralClassifier tensor(config, scene.references, selected, scene.wavelengths_nm);
+  config.precision = Precision::exact;
+  return {std::move(tensor), SpectralClassifier(config, scene.references, selected, scene.wavelengths_nm)};
+}
+
 double expect_within_tensor_bounds(Method method, const hsi_test::Result &want, const hsi_test::Result &got,
                                    size_t pixels, size_t K, double x2, double r2, double threshold = NAN) {
   auto allowed = [&](float a) {
@@ -295,13 +314,7 @@ TEST(GpuClassify, TensorPrecisionWithinItsBounds) {
       hsi_test::Scene scene = hsi_test::random_scene(rng, lines, samples, bands, K);
       for (int i = 0; i < 5; ++i) scene.pixels[rng() % scene.pixels.size()] = NAN;
       for (float &v : scene.pixels) v = std::fabs(v);
-      const std::vector<int> selected = select_bands(bands, {});
-      ClassifierConfig config;
-      config.method = method;
-      config.precision = Precision::tensor;
-      const SpectralClassifier tensor(config, scene.references, selected, scene.wavelengths_nm);
-      config.precision = Precision::exact;
-      const SpectralClassifier exact(config, scene.references, selected, scene.wavelengths_nm);
+      const auto [tensor, exact] = tensor_and_exact(method, std::nullopt, scene, select_bands(bands, {}));
       CudaSpectralClassifier gpu(tensor, kDevice);
       const auto [x2, r2] = largest_squared_norms(scene);
       double worst = 0;
@@ -361,13 +374,7 @@ TEST(GpuClassify, TensorBipKernelWithinTensorBounds) {
         for (float &v : scene.pixels) v = std::fabs(v);
         std::vector<int> selected(size_t(c.band_count));
         for (int u = 0; u < c.band_count; ++u) selected[size_t(u)] = c.first_band + u;
-        ClassifierConfig config;
-        config.method = method;
-        config.threshold = default_threshold(method);
-        config.precision = Precision::tensor;
-        const SpectralClassifier tensor(config, scene.references, selected, scene.wavelengths_nm);
-        config.precision = Precision::exact;
-        const SpectralClassifier exact(config, scene.references, selected, scene.wavelengths_nm);
+        const auto [tensor, exact] = tensor_and_exact(method, default_threshold(method), scene, selected);
         CudaSpectralClassifier gpu(tensor, kDevice);
         const auto [x2, r2] = largest_squared_norms(scene);
         const size_t pixels = c.lines * c.samples;
@@ -424,13 +431,7 @@ TEST(GpuClassify, TensorBipKernelWideDynamicRange) {
         hsi_test::Scene scene = hsi_test::random_scene(rng, lines, samples, bands, K);
         std::vector<int> selected(static_cast<size_t>(band_count));
         for (int u = 0; u < band_count; ++u) selected[size_t(u)] = first_band + u;
-        ClassifierConfig config;
-        config.method = method;
-        config.threshold = default_threshold(method);
-        config.precision = Precision::tensor;
-        const SpectralClassifier tensor(config, scene.references, selected, scene.wavelengths_nm);
-        config.precision = Precision::exact;
-        const SpectralClassifier exact(config, scene.references, selected, scene.wavelengths_nm);
+        const auto [tensor, exact] = tensor_and_exact(method, default_threshold(method), scene, selected);
         CudaSpectralClassifier gpu(tensor, kDevice);
         for (DataType type : {DataType::f32, DataType::i16, DataType::u16}) {
           std::vector<float> values = scene.pixels;
