@@ -35,8 +35,6 @@
 GST_DEBUG_CATEGORY_STATIC(gst_sift_debug);
 #define GST_CAT_DEFAULT gst_sift_debug
 
-#define SIFT_FORMATS "{ GRAY8, NV12, I420, RGBA, BGRA, BGRx }"
-
 struct _GstSift {
   GstCsBaseTransform parent;
   // properties (object lock)
@@ -63,11 +61,6 @@ enum {
 
 constexpr gint kDefaultFramesInFlight = 2, kMaxFramesInFlight = 8;
 
-// Device memory, ours or nvcodec's (CUDA backend), or system memory (both backends).
-#define SIFT_CAPS                                                                            \
-  GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_CS_DEVICE, SIFT_FORMATS) "; " \
-  SIFT_NVCODEC_CAPS(SIFT_FORMATS)                                                          \
-  GST_VIDEO_CAPS_MAKE(SIFT_FORMATS)
 static GstStaticPadTemplate sink_template =
     GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(SIFT_CAPS));
 static GstStaticPadTemplate src_template =

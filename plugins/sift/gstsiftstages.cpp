@@ -32,16 +32,10 @@
 GST_DEBUG_CATEGORY_STATIC(gst_sift_stages_debug);
 #define GST_CAT_DEFAULT gst_sift_stages_debug
 
-#define STAGE_FORMATS "{ GRAY8, NV12, I420, RGBA, BGRA, BGRx }"
-#define STAGE_CAPS                                                                            \
-  GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_CS_DEVICE, STAGE_FORMATS) "; " \
-  SIFT_NVCODEC_CAPS(STAGE_FORMATS)                                                          \
-  GST_VIDEO_CAPS_MAKE(STAGE_FORMATS)
-
 static GstStaticPadTemplate stage_sink_template =
-    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(STAGE_CAPS));
+    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(SIFT_CAPS));
 static GstStaticPadTemplate stage_src_template =
-    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(STAGE_CAPS));
+    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(SIFT_CAPS));
 
 namespace gstsift {
 
@@ -239,7 +233,7 @@ static gboolean pyramid_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCa
   if (!gst_video_info_from_caps(&self->info, incaps) || GST_VIDEO_INFO_WIDTH(&self->info) <= 0 ||
       GST_VIDEO_INFO_HEIGHT(&self->info) <= 0) {
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Cannot use the caps %" GST_PTR_FORMAT, incaps),
-                      ("siftpyramid needs video/x-raw frames of at least 1x1 pixels in " STAGE_FORMATS));
+                      ("siftpyramid needs video/x-raw frames of at least 1x1 pixels in " SIFT_FORMATS));
     return FALSE;
   }
   self->have_info = TRUE;

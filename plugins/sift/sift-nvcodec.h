@@ -35,6 +35,15 @@
 #define SIFT_NVCODEC_CAPS(formats) ""
 #endif
 
+// The frames sift and its stage elements take (the luma plane is used): in
+// our device memory or nvcodec's (CUDA backend), or in system memory (both
+// backends).
+#define SIFT_FORMATS "{ GRAY8, NV12, I420, RGBA, BGRA, BGRx }"
+#define SIFT_CAPS                                                                            \
+  GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_CS_DEVICE, SIFT_FORMATS) "; " \
+  SIFT_NVCODEC_CAPS(SIFT_FORMATS)                                                          \
+  GST_VIDEO_CAPS_MAKE(SIFT_FORMATS)
+
 namespace gstsift {
 
 // Whether caps with these features carry device memory (ours or nvcodec's):
