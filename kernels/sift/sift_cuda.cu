@@ -66,6 +66,7 @@
 #include <vector>
 
 #include "common/cuda_check.h"
+#include "common/dependent_launch.cuh"
 #include "sift/sift_cuda.h"
 #include "sift/sift_math.h"
 
@@ -157,38 +158,47 @@ struct LevelSource {
   __device__ float operator()(Row r, Column x) const { return __ldg(r + x); }
 };
 
-// The doubled input as floats (upsampled_sample): a block of 32 x 8
-// threads makes 256 x 8 outputs, each thread 8 of a row (32 apart), all of
-// their loads issued before any sample is formed (two outputs a thread, one
-// load round at a time, were latency-bound: 28 us at 1080p for 33 MB).
-// Level 0 then blurs it like any level: doubling while staging the blur's
-// tile cost 1.5 bilinear samples per output (four byte loads and their
-// weights each).
-constexpr int kUpsampleColumns = 8;
+// The doubled input as floats (upsampled_sample). Output rows 2s, 2s + 1
+// and columns 8t .. 8t + 7 (one thread) need source rows s - 1 .. s + 1 and
+// columns 4t - 1 .. 4t + 4 (clamped): each source sample is loaded once
+// and each row's horizontal interpolation made once for both output rows
+// that use it, then two float4 stores a row. Before, a thread made 8
+// outputs of one row, each from four loads of its own (66 instructions an
+// output, 26 us at 1080p for a 33 MB write).
+constexpr int kUpsampleColumns = 8;  // outputs per thread and row
 template <typename T>
 __global__ void __launch_bounds__(kThreads) upsample_kernel(const T *src, size_t pitch_bytes, int width, int height,
                                                             float *out, int out_pitch) {
-  const int y = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);
-  if (y >= 2 * height) return;
-  const UpsampleTap ty = upsample_tap(y, height);
-  const T *ra = image_row(src, pitch_bytes, ty.a), *rb = image_row(src, pitch_bytes, ty.b);
-  const int x0 = static_cast<int>(blockIdx.x) * 32 * kUpsampleColumns + static_cast<int>(threadIdx.x);
-  T top[kUpsampleColumns][2], bottom[kUpsampleColumns][2];
-  UpsampleTap tx[kUpsampleColumns];
+  begin_dependent_grid();  // may be launched under the previous kernel's tail
+  const int s = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);
+  const int x0 = kUpsampleColumns * static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (s >= height || x0 >= 2 * width) return;
+  // Horizontal interpolations of source rows s - 1, s, s + 1 (clamped) at the 8 output columns.
+  float across[3][kUpsampleColumns];
 #pragma unroll
-  for (int k = 0; k < kUpsampleColumns; ++k) {
-    tx[k] = upsample_tap(min(x0 + 32 * k, 2 * width - 1), width);
-    top[k][0] = ra[tx[k].a];
-    top[k][1] = ra[tx[k].b];
-    bottom[k][0] = rb[tx[k].a];
-    bottom[k][1] = rb[tx[k].b];
+  for (int r = 0; r < 3; ++r) {
+    const T *row = image_row(src, pitch_bytes, clamp_index(s - 1 + r, height));
+    float v[kUpsampleColumns / 2 + 2];  // columns 4t - 1 .. 4t + 4
+#pragma unroll
+    for (int k = 0; k < kUpsampleColumns / 2 + 2; ++k) v[k] = luma_sample(row + clamp_index(x0 / 2 - 1 + k, width));
+#pragma unroll
+    for (int q = 0; q < kUpsampleColumns; ++q) {
+      // upsample_tap(x0 + q): source columns 4t + ((q - 1) >> 1) and the
+      // next, v[(q + 1) >> 1] and the one after (clamped as loaded).
+      across[r][q] = upsample_mix(v[(q + 1) >> 1], v[((q + 1) >> 1) + 1], upsample_tap(x0 + q, width).w);
+    }
   }
-  float *row = out + static_cast<size_t>(y) * out_pitch;
 #pragma unroll
-  for (int k = 0; k < kUpsampleColumns; ++k) {
-    // upsampled_sample's arithmetic on the loaded samples (x.a, x.b = 0, 1)
-    const UpsampleTap local{0, 1, tx[k].w};
-    if (x0 + 32 * k < 2 * width) row[x0 + 32 * k] = upsampled_sample(top[k], bottom[k], ty.w, local);
+  for (int half = 0; half < 2; ++half) {
+    const int y = 2 * s + half;
+    const UpsampleTap ty = upsample_tap(y, height);  // rows s - 1, s (y even) or s, s + 1 (y odd)
+    const float *top = across[half], *bottom = across[half + 1];
+    float o[kUpsampleColumns];
+#pragma unroll
+    for (int q = 0; q < kUpsampleColumns; ++q) o[q] = upsample_mix(top[q], bottom[q], ty.w);
+    float4 *row = reinterpret_cast<float4 *>(out + static_cast<size_t>(y) * out_pitch + x0);
+    row[0] = make_float4(o[0], o[1], o[2], o[3]);  // the pitch is a multiple of 32: past 2 width is padding
+    row[1] = make_float4(o[4], o[5], o[6], o[7]);
   }
 }
 
@@ -258,6 +268,7 @@ constexpr int kStageBatch = 4;
 template <class Source, int R>
 __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, const BlurTaps taps, float *gauss,
                                                                float *dog, int pitch, int width, int height) {
+  begin_dependent_grid();  // may be launched under the previous kernel's tail
   extern __shared__ float4 shared4[];
   float *shared = reinterpret_cast<float *>(shared4);
   const int r = R > 0 ? R : taps.radius;
@@ -368,11 +379,12 @@ constexpr int kMaxUnrolledRadius = 16;
 
 template <class Source, int R>
 void launch_blur(const Source &src, const BlurTaps &t, float *gauss, float *dog, int pitch, int width, int height,
-                 cudaStream_t stream) {
+                 cudaStream_t stream, bool overlap_previous) {
   const dim3 grid((width + kTileColumns - 1) / kTileColumns, (height + kTileRows - 1) / kTileRows),
       block(kTileColumns, kBlurRows);
   const size_t bytes = blur_shared_bytes(t.radius);  // over 48 KB: see allow_wide_blurs
-  blur_level_kernel<Source, R><<<grid, block, bytes, stream>>>(src, t, gauss, dog, pitch, width, height);
+  launch_kernel("SIFT blur kernel", blur_level_kernel<Source, R>, grid, block, bytes, stream, overlap_previous, src, t,
+                gauss, dog, pitch, width, height);
 }
 
 // Kernels of the generic path past R = 21 need more than 48 KB of shared
@@ -400,13 +412,13 @@ void allow_wide_blurs(size_t bytes) {
 
 template <class Source, int... Rs>
 void dispatch_blur(std::integer_sequence<int, Rs...>, const Source &src, const BlurTaps &t, float *gauss, float *dog,
-                   int pitch, int width, int height, cudaStream_t stream) {
-  using Launch = void (*)(const Source &, const BlurTaps &, float *, float *, int, int, int, cudaStream_t);
+                   int pitch, int width, int height, cudaStream_t stream, bool overlap_previous) {
+  using Launch = void (*)(const Source &, const BlurTaps &, float *, float *, int, int, int, cudaStream_t, bool);
   static constexpr Launch unrolled[] = {&launch_blur<Source, Rs + 1>...};
   if (t.radius >= 1 && t.radius <= static_cast<int>(sizeof...(Rs)))
-    unrolled[t.radius - 1](src, t, gauss, dog, pitch, width, height, stream);
+    unrolled[t.radius - 1](src, t, gauss, dog, pitch, width, height, stream, overlap_previous);
   else
-    launch_blur<Source, 0>(src, t, gauss, dog, pitch, width, height, stream);
+    launch_blur<Source, 0>(src, t, gauss, dog, pitch, width, height, stream, overlap_previous);
 }
 
 // -------------------------------------------------------- small octaves
@@ -674,6 +686,7 @@ constexpr int kExtremaPixels = 4;
 __global__ void __launch_bounds__(kThreads) extrema_kernel(const float *dog_pool, const OctaveTable table,
                                                             int first_block, float threshold, Candidate *out,
                                                             int capacity, Counters *counters) {
+  begin_dependent_grid();  // may be launched under the previous kernel's tail
   __shared__ int queues[kWarpsPerBlock][32 * kExtremaPixels];  // x | y << 16 of screened pixels
   const int block = first_block + static_cast<int>(blockIdx.x);
   int o = 0;
@@ -739,6 +752,7 @@ __global__ void __launch_bounds__(kThreads) refine_kernel(const float *dog_pool,
                                                            const DetectionConstants k, const Candidate *in,
                                                            int in_capacity, RefinedExtremum *out, int capacity,
                                                            Counters *counters) {
+  begin_dependent_grid();  // may be launched under the previous kernel's tail
   const int n = min(counters->candidates, in_capacity);
   for (int base = static_cast<int>(blockIdx.x) * kThreads; base < n; base += static_cast<int>(gridDim.x) * kThreads) {
     const int i = base + static_cast<int>(threadIdx.x);
@@ -759,6 +773,7 @@ __global__ void __launch_bounds__(kThreads) refine_kernel(const float *dog_pool,
 __global__ void __launch_bounds__(kThreads) orientation_kernel(const float *gauss_pool, const OctaveTable table,
                                                                 const RefinedExtremum *in, int in_capacity,
                                                                 Keypoint *out, int capacity, Counters *counters) {
+  begin_dependent_grid();  // may be launched under the previous kernel's tail
   __shared__ float columns[kWarpsPerBlock][kOrientationBins * 32];  // [bin][lane]
   __shared__ float raw[kWarpsPerBlock][kOrientationBins];
   __shared__ float smooth[kWarpsPerBlock][kOrientationBins];
@@ -819,6 +834,7 @@ __global__ void __launch_bounds__(kThreads) orientation_kernel(const float *gaus
 constexpr int kRankSlices = 64;
 __global__ void __launch_bounds__(kThreads) rank_count_kernel(const Keypoint *in, int in_capacity, int *ranks,
                                                                const Counters *counters) {
+  begin_dependent_grid();  // may be launched under the previous kernel's tail
   __shared__ Keypoint tile[kThreads];
   const int n = min(counters->oriented, in_capacity);
   const int slice = (n + static_cast<int>(gridDim.y) - 1) / static_cast<int>(gridDim.y);
@@ -844,17 +860,24 @@ __global__ void __launch_bounds__(kThreads) rank_count_kernel(const Keypoint *in
   }
 }
 
+// Also records where each sorted keypoint came from (its index in `in`).
 __global__ void __launch_bounds__(kThreads) rank_scatter_kernel(const Keypoint *in, int in_capacity, const int *ranks,
-                                                                 Keypoint *out, const Counters *counters) {
+                                                                 Keypoint *out, int *out_from, const Counters *counters) {
+  begin_dependent_grid();  // may be launched under the previous kernel's tail
   const int n = min(counters->oriented, in_capacity);
-  for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += static_cast<int>(gridDim.x * blockDim.x))
+  for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < n;
+       i += static_cast<int>(gridDim.x * blockDim.x)) {
     out[ranks[i]] = in[i];
+    out_from[ranks[i]] = i;
+  }
 }
 
 // One block: drop duplicates (adjacent in canonical order), then keep the
 // n_features strongest plus ties with the last one (OpenCV's retainBest).
-__global__ void __launch_bounds__(kCompactThreads) compact_kernel(const Keypoint *sorted, int in_capacity,
-                                                                   Keypoint *out, int n_features, Counters *counters) {
+__global__ void __launch_bounds__(kCompactThreads) compact_kernel(const Keypoint *sorted, const int *sorted_from,
+                                                                   int in_capacity, Keypoint *out, int *out_from,
+                                                                   int n_features, Counters *counters) {
+  begin_dependent_grid();  // may be launched under the previous kernel's tail
   __shared__ int warp_sums[kCompactThreads / 32];
   __shared__ int running;
   const int n = min(counters->oriented, in_capacity);
@@ -880,7 +903,10 @@ __global__ void __launch_bounds__(kCompactThreads) compact_kernel(const Keypoint
     }
     __syncthreads();
     const int start = running;
-    if (keep) out[start + warp_sums[warp] + in_warp] = sorted[p];
+    if (keep) {
+      out[start + warp_sums[warp] + in_warp] = sorted[p];
+      out_from[start + warp_sums[warp] + in_warp] = sorted_from[p];
+    }
     __syncthreads();
     if (tid == kCompactThreads - 1) running = start + warp_sums[warp] + in_warp + (keep ? 1 : 0);
     __syncthreads();
@@ -955,10 +981,17 @@ constexpr int kDescriptorMinBlocks = 16;
 // point, OpenCV's atan2 and this lane layout: 255, with eight
 // compare-and-swap loops (five instructions a pass, a pass more per lost
 // race) and eight conversions.
+// The keypoints described: the final list (describe()), or every oriented
+// keypoint, while the canonical order is being made (run(); the rows are
+// then gathered by descriptor_gather_kernel).
+enum class DescribedList { final_list, oriented };
+
 template <DescriptorSums kSums>
 __global__ void __launch_bounds__(kDescriptorThreads, kDescriptorMinBlocks)
     descriptor_kernel(const float *gauss_pool, const OctaveTable table, int first_octave, const Keypoint *keypoints,
-                      const Counters *counters, DescriptorFormat format, void *descriptors) {
+                      const Counters *counters, DescribedList list, int capacity, DescriptorFormat format,
+                      void *descriptors) {
+  begin_dependent_grid();  // may be launched under the previous kernel's tail
   constexpr bool kFixed = kSums == DescriptorSums::fixed;
   using Entry = std::conditional_t<kFixed, unsigned int, float>;
   __shared__ Entry hists[kDescriptorHistograms][kDescriptorHistogramLength];
@@ -975,7 +1008,7 @@ __global__ void __launch_bounds__(kDescriptorThreads, kDescriptorMinBlocks)
   // l % 4 (the copies lie 8 banks apart). Float atomics are compare-and-swap
   // loops, which other warps' additions make retry: one copy per warp.
   Entry *my_hist = hists[kFixed ? lane % kDescriptorHistograms : warp];
-  const int n = counters->final_count;
+  const int n = list == DescribedList::final_list ? counters->final_count : min(counters->oriented, capacity);
   for (int item = static_cast<int>(blockIdx.x); item < n; item += static_cast<int>(gridDim.x)) {
     const Keypoint kp = keypoints[item];
     int octave = kp.octave & 255;
@@ -1084,6 +1117,20 @@ __global__ void __launch_bounds__(kDescriptorThreads, kDescriptorMinBlocks)
       }
     }
     __syncthreads();
+  }
+}
+
+// Row `from[j]` of `rows` to row j of `out` for each keypoint j of the
+// final list (`row_bytes`, a multiple of 16): a warp per row.
+__global__ void __launch_bounds__(kThreads) descriptor_gather_kernel(const uint4 *rows, const int *from,
+                                                                      const Counters *counters, int row_bytes,
+                                                                      uint4 *out) {
+  begin_dependent_grid();  // may be launched under the previous kernel's tail
+  const int n = counters->final_count, words = row_bytes / 16;
+  const int lane = static_cast<int>(threadIdx.x) % 32, warps = static_cast<int>(gridDim.x * blockDim.x) / 32;
+  for (int j = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x) / 32; j < n; j += warps) {
+    const uint4 *row = rows + static_cast<size_t>(from[j]) * words;
+    for (int k = lane; k < words; k += 32) out[static_cast<size_t>(j) * words + k] = row[k];
   }
 }
 
@@ -1201,6 +1248,10 @@ bool priority_enabled() { return !env_is("CS_SIFT_PRIORITY", "0"); }
 // (DescriptorSums::fixed).
 bool fixed_descriptors_enabled() { return !env_is("CS_SIFT_DESCRIPTOR", "float"); }
 
+// Kernels that follow a kernel are launched to overlap its tail
+// (launch_kernel); CS_SIFT_PDL=0 launches them plainly, for comparison.
+bool dependent_launch_enabled() { return !env_is("CS_SIFT_PDL", "0"); }
+
 // CS_SIFT_CLUSTER=8: clusters of 8 blocks even where 16 can run (tests, tuning).
 int fused_cluster_limit() { return env_is("CS_SIFT_CLUSTER", "8") ? 8 : 16; }
 
@@ -1221,6 +1272,9 @@ struct CudaSift::Impl {
   int extrema_blocks = 0;
   int candidate_capacity = 0, keypoint_capacity = 0;
   DeviceBuffer gauss, dog, candidates, refined, oriented, ranks, sorted, final_list, descriptors, counters;
+  // run(): where each sorted and final keypoint came from in `oriented`,
+  // and the descriptors in the order of `oriented` (enqueue_frame).
+  DeviceBuffer sorted_from, final_from, oriented_descriptors;
   DescriptorFormat format = DescriptorFormat::opencv;
   bool described = false;  // descriptors belong to the current final list
 
@@ -1244,6 +1298,7 @@ struct CudaSift::Impl {
   bool use_graphs = true;
   bool upsample_while_staging = false;  // CS_SIFT_UPSAMPLE=staged
   bool fixed_descriptors = true;  // CS_SIFT_DESCRIPTOR (fixed_descriptors_enabled)
+  bool dependent_launch = true;   // CS_SIFT_PDL (dependent_launch_enabled)
   Stream capture_stream;
   GraphExec pyramid_graph, detect_graph, describe_graphs[3];  // describe: per DescriptorFormat
   GraphExec frame_graphs[3];  // run(): everything after level 0, per DescriptorFormat
@@ -1252,6 +1307,33 @@ struct CudaSift::Impl {
   // joins are its edges.
   Stream chain_stream, upper_stream;
   Event octave0_event, chain_event, chain_done, upper_done;
+  Event oriented_done, oriented_described;  // run(): describing while ordering
+  bool describe_while_ordering = true;  // CS_SIFT_DESCRIBE_EARLY (describe_early_enabled)
+
+  // CS_SIFT_TRACE=1: a timing event after each kernel of run() (trace()).
+  // In the frame graphs they are event-record nodes, so each graph keeps
+  // the marks captured with it.
+  struct Mark {
+    std::string kernel;
+    const char *branch;
+    EventHandle event;
+  };
+  bool tracing = false;
+  std::vector<Mark> frame_marks[3], input_marks;  // per DescriptorFormat; upsampling and level 0
+  std::vector<Mark> *marking = nullptr;           // where marks go now (none: not tracing)
+  EventHandle frame_start = nullptr;
+  int traced_format = -1;
+
+  // A stream being enqueued into, and whether what was last enqueued on it
+  // is a kernel (next_kernel).
+  struct Lane {
+    cudaStream_t stream;
+    bool after_kernel = false;
+    const char *name = "main";  // for the trace (main, chain, upper)
+  };
+  struct Branches {
+    Lane main, chain, upper;
+  };
 
   // Runs `enqueue` on `stream`, through `graph` (captured on first use).
   template <class Enqueue>
@@ -1264,11 +1346,18 @@ struct CudaSift::Impl {
     graph.launch(stream);
   }
 
+  ~Impl() {
+    drop_graphs();  // before the events their record nodes refer to
+    clear_marks(input_marks);
+    if (frame_start) event_destroy(frame_start);
+  }
+
   void drop_graphs() noexcept {
     pyramid_graph.reset();
     detect_graph.reset();
     for (GraphExec &g : describe_graphs) g.reset();
     for (GraphExec &g : frame_graphs) g.reset();
+    for (std::vector<Mark> &marks : frame_marks) clear_marks(marks);
   }
 
   void ensure(int w, int h) {
@@ -1324,6 +1413,11 @@ struct CudaSift::Impl {
     sorted = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * sizeof(Keypoint), device);
     final_list = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * sizeof(Keypoint), device);
     descriptors = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * kDescriptorLength * sizeof(float), device);
+    oriented_descriptors = DeviceBuffer();
+    if (describe_while_ordering)
+      oriented_descriptors = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * kDescriptorLength * sizeof(float), device);
+    sorted_from = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * sizeof(int), device);
+    final_from = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * sizeof(int), device);
     if (!counters.as<Counters>()) counters = DeviceBuffer(sizeof(Counters), device);
     width = w;
     height = h;
@@ -1379,7 +1473,9 @@ struct CudaSift::Impl {
     return a;
   }
 
-  void launch_small_octaves(cudaStream_t stream) {
+  void launch_small_octaves(Lane &lane) {
+    const cudaStream_t stream = lane.stream;
+    lane.after_kernel = true;
     FusedPyramid f{};
     f.table = table;
     f.first = fused_first;
@@ -1394,6 +1490,7 @@ struct CudaSift::Impl {
     config.attrs = &attribute;
     config.numAttrs = 1;
     check_cuda(cudaLaunchKernelEx(&config, small_octaves_kernel, f), "cudaLaunchKernelEx (SIFT small octaves)");
+    mark(lane, "small octaves");
   }
 
   float *gauss_level(int o, int level) const {
@@ -1403,49 +1500,88 @@ struct CudaSift::Impl {
     return dog.as<float>() + table.o[o].dog_offset + static_cast<size_t>(level) * table.o[o].level_stride;
   }
 
+  // The next kernel on `lane`: whether it may overlap the tail of the one
+  // before it (launch_kernel), which it may when that is what was last
+  // enqueued there (not an event wait or a memset).
+  bool next_kernel(Lane &lane) const {
+    const bool overlap = dependent_launch && lane.after_kernel;
+    lane.after_kernel = true;
+    return overlap;
+  }
+  static void wait(Lane &lane, const Event &event) {
+    stream_wait(lane.stream, event.get());
+    lane.after_kernel = false;
+  }
+  template <typename... KernelParams, typename... Args>
+  void launch(Lane &lane, const char *what, void (*kernel)(KernelParams...), dim3 grid, dim3 block, size_t shared,
+              Args &&...args) {
+    launch_kernel(what, kernel, grid, block, shared, lane.stream, next_kernel(lane), std::forward<Args>(args)...);
+    mark(lane, what);
+  }
+  // Marks where `lane` is now, when tracing (an external event record, so
+  // that a captured graph records it on every replay).
+  void mark(Lane &lane, std::string what) {
+    if (!marking) return;
+    marking->push_back({std::move(what), lane.name, timing_event_create(device)});
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    check_cuda(cudaStreamIsCapturing(lane.stream, &capturing), "cudaStreamIsCapturing");
+    check_cuda(cudaEventRecordWithFlags(marking->back().event, lane.stream,
+                                        capturing == cudaStreamCaptureStatusActive ? cudaEventRecordExternal
+                                                                                   : cudaEventRecordDefault),
+               "cudaEventRecordWithFlags");
+    lane.after_kernel = false;  // the next kernel follows the record, not the kernel
+  }
+  static void clear_marks(std::vector<Mark> &marks) noexcept {
+    for (Mark &m : marks) event_destroy(m.event);
+    marks.clear();
+  }
+
   template <class Source>
-  void blur(const Source &src, int o, int level, cudaStream_t stream) {
+  void blur(const Source &src, int o, int level, Lane &lane) {
     const OctaveGeometry &g = table.o[o];
     const BlurTaps &t = taps[static_cast<size_t>(level)];
     float *out = level < params.n_octave_layers + 2 ? gauss_level(o, level) : nullptr;
     float *d = level > 0 ? dog_level(o, level - 1) : nullptr;
     dispatch_blur(std::make_integer_sequence<int, kMaxUnrolledRadius>(), src, t, out, d, g.pitch, g.width, g.height,
-                  stream);
-    check_launch("SIFT blur kernel");
+                  lane.stream, next_kernel(lane));
+    if (marking) mark(lane, "blur octave " + std::to_string(o) + " level " + std::to_string(level));
   }
 
   // Level 0 of octave 0 from the caller's image. Doubled first when
   // upsampling, into DoG level 0's plane (free until level 1 writes it).
   template <typename T>
-  void upsample_input(const DeviceImage &image, cudaStream_t stream) {
+  void upsample_input(const DeviceImage &image, Lane &lane) {
     const OctaveGeometry &g = table.o[0];
-    const dim3 block(32, kThreads / 32),
-        grid((g.width + 32 * kUpsampleColumns - 1) / (32 * kUpsampleColumns), (g.height + block.y - 1) / block.y);
-    upsample_kernel<T><<<grid, block, 0, stream>>>(static_cast<const T *>(image.data), image.pitch_bytes, image.width,
-                                                   image.height, dog_level(0, 0), g.pitch);
-    check_launch("SIFT upsample kernel");
-    blur(LevelSource{dog_level(0, 0), g.pitch}, 0, 0, stream);
+    const dim3 block(32, kThreads / 32),  // (the doubled sides: g.width = 2 image.width)
+        grid((g.width + 32 * kUpsampleColumns - 1) / (32 * kUpsampleColumns), (image.height + block.y - 1) / block.y);
+    launch(lane, "SIFT upsample kernel", upsample_kernel<T>, grid, block, 0, static_cast<const T *>(image.data),
+           image.pitch_bytes, image.width, image.height, dog_level(0, 0), g.pitch);
+    blur(LevelSource{dog_level(0, 0), g.pitch}, 0, 0, lane);
   }
-  void blur_input(const DeviceImage &image, cudaStream_t stream) {
+  void blur_input(const DeviceImage &image, Lane &lane) {
     if (params.upsample && upsample_while_staging) {
       if (image.type == PixelType::u8)
-        blur(UpsampleSource<uint8_t>{static_cast<const uint8_t *>(image.data), image.pitch_bytes, image.width, image.height}, 0, 0, stream);
+        blur(UpsampleSource<uint8_t>{static_cast<const uint8_t *>(image.data), image.pitch_bytes, image.width, image.height}, 0, 0, lane);
       else
-        blur(UpsampleSource<float>{static_cast<const float *>(image.data), image.pitch_bytes, image.width, image.height}, 0, 0, stream);
+        blur(UpsampleSource<float>{static_cast<const float *>(image.data), image.pitch_bytes, image.width, image.height}, 0, 0, lane);
     } else if (params.upsample) {
       if (image.type == PixelType::u8)
-        upsample_input<uint8_t>(image, stream);
+        upsample_input<uint8_t>(image, lane);
       else
-        upsample_input<float>(image, stream);
+        upsample_input<float>(image, lane);
     } else {
       if (image.type == PixelType::u8)
-        blur(PlainSource<uint8_t>{static_cast<const uint8_t *>(image.data), image.pitch_bytes}, 0, 0, stream);
+        blur(PlainSource<uint8_t>{static_cast<const uint8_t *>(image.data), image.pitch_bytes}, 0, 0, lane);
       else
-        blur(PlainSource<float>{static_cast<const float *>(image.data), image.pitch_bytes}, 0, 0, stream);
+        blur(PlainSource<float>{static_cast<const float *>(image.data), image.pitch_bytes}, 0, 0, lane);
     }
   }
 
   bool small_octaves_fused() const { return fused_first < table.count; }
+
+  Branches branches(cudaStream_t stream) const {
+    return {Lane{stream}, Lane{chain_stream.get(), false, "chain"}, Lane{upper_stream.get(), false, "upper"}};
+  }
 
   // Every other level of every octave (reads only the engine's buffers), in
   // three branches. Level n_layers of an octave feeds the next octave, so
@@ -1453,121 +1589,151 @@ struct CudaSift::Impl {
   // octaves' launch (latency-bound on 16 SMs: at 1080p about as long as
   // two of octave 0's levels), is the critical path; the upper levels
   // (n_layers + 1, n_layers + 2) hang off it:
-  //   `stream`:       octave 0's levels 1..n_layers, then its upper levels;
-  //   chain_stream:   the other large octaves' levels 1..n_layers, then the
-  //                   small octaves;
-  //   upper_stream:   the other large octaves' upper levels, beside the
-  //                   small octaves.
-  // Both side streams join `stream` at the end, or, with `join` false,
-  // where the caller calls join_branches.
-  void enqueue_pyramid_levels(cudaStream_t stream, bool join) {
+  //   main:   octave 0's levels 1..n_layers, then its upper levels;
+  //   chain:  the other large octaves' levels 1..n_layers, then the small
+  //           octaves;
+  //   upper:  the other large octaves' upper levels, beside the small
+  //           octaves.
+  // They end in chain_done and upper_done (join_branches waits for both).
+  void enqueue_pyramid_levels(Branches &b) {
     const int layers = params.n_octave_layers;
-    auto lower_levels = [&](int o, cudaStream_t s) {
+    auto lower_levels = [&](int o, Lane &lane) {
       const OctaveGeometry &g = table.o[o];
       if (o == 0)
-        blur(LevelSource{gauss_level(0, 0), g.pitch}, 0, 1, s);
+        blur(LevelSource{gauss_level(0, 0), g.pitch}, 0, 1, lane);
       else
-        blur(DownsampleSource{gauss_level(o - 1, layers), table.o[o - 1].pitch}, o, 1, s);
-      for (int level = 2; level <= layers; ++level) blur(LevelSource{gauss_level(o, level - 1), g.pitch}, o, level, s);
+        blur(DownsampleSource{gauss_level(o - 1, layers), table.o[o - 1].pitch}, o, 1, lane);
+      for (int level = 2; level <= layers; ++level) blur(LevelSource{gauss_level(o, level - 1), g.pitch}, o, level, lane);
     };
-    auto upper_levels = [&](int o, cudaStream_t s) {
+    auto upper_levels = [&](int o, Lane &lane) {
       for (int level = layers + 1; level < layers + 3; ++level)
-        blur(LevelSource{gauss_level(o, level - 1), table.o[o].pitch}, o, level, s);
+        blur(LevelSource{gauss_level(o, level - 1), table.o[o].pitch}, o, level, lane);
     };
-    if (fused_first > 0) lower_levels(0, stream);
-    octave0_event.record(stream);
-    const cudaStream_t chain = chain_stream.get(), upper = upper_stream.get();
-    stream_wait(chain, octave0_event.get());
-    for (int o = 1; o < fused_first; ++o) lower_levels(o, chain);
-    chain_event.record(chain);
-    stream_wait(upper, chain_event.get());
-    if (small_octaves_fused()) launch_small_octaves(chain);
-    chain_done.record(chain);
-    for (int o = 1; o < fused_first; ++o) upper_levels(o, upper);
-    upper_done.record(upper);
-    if (fused_first > 0) upper_levels(0, stream);
-    if (join) join_branches(stream);
+    if (fused_first > 0) lower_levels(0, b.main);
+    octave0_event.record(b.main.stream);
+    wait(b.chain, octave0_event);
+    for (int o = 1; o < fused_first; ++o) lower_levels(o, b.chain);
+    chain_event.record(b.chain.stream);
+    wait(b.upper, chain_event);
+    if (small_octaves_fused()) launch_small_octaves(b.chain);
+    chain_done.record(b.chain.stream);
+    for (int o = 1; o < fused_first; ++o) upper_levels(o, b.upper);
+    upper_done.record(b.upper.stream);
+    if (fused_first > 0) upper_levels(0, b.main);
   }
-  void join_branches(cudaStream_t stream) {
-    stream_wait(stream, chain_done.get());
-    stream_wait(stream, upper_done.get());
+  void join_branches(Lane &main) {
+    wait(main, chain_done);
+    wait(main, upper_done);
   }
 
   void reset_counters(cudaStream_t s) {
     check_cuda(cudaMemsetAsync(counters.as<Counters>(), 0, sizeof(Counters), s), "cudaMemsetAsync");
   }
+  // Before detection: the counters and the rank counts.
+  void reset_lists(Lane &lane) {
+    reset_counters(lane.stream);
+    check_cuda(cudaMemsetAsync(ranks.as<int>(), 0, static_cast<size_t>(keypoint_capacity) * sizeof(int), lane.stream),
+               "cudaMemsetAsync");
+    lane.after_kernel = false;
+  }
 
   // Extrema of octaves [first, end) into the candidate list.
-  void enqueue_extrema(int first, int end, cudaStream_t s) {
+  void enqueue_extrema(int first, int end, Lane &lane) {
     if (first >= end) return;
     const int first_block = table.o[first].block_begin;
     const int end_block = end < table.count ? table.o[end].block_begin : extrema_blocks;
     const float threshold = prefilter_threshold(params.contrast_threshold, params.n_octave_layers);
-    extrema_kernel<<<end_block - first_block, kThreads, 0, s>>>(dog.as<float>(), table, first_block, threshold,
-                                                                 candidates.as<Candidate>(), candidate_capacity,
-                                                                 counters.as<Counters>());
-    check_launch("SIFT extrema kernel");
+    launch(lane, "SIFT extrema kernel", extrema_kernel, dim3(end_block - first_block), dim3(kThreads), 0,
+           dog.as<float>(), table, first_block, threshold, candidates.as<Candidate>(), candidate_capacity,
+           counters.as<Counters>());
   }
 
   // Extrema to the final list. No grid depends on a count: the extrema grid
   // covers the octaves, the list kernels get enough blocks to fill the GPU
   // and loop over the device-side counts, so nothing waits for the host.
-  void enqueue_detect(cudaStream_t s) {
-    reset_counters(s);
-    enqueue_extrema(0, table.count, s);
-    enqueue_candidate_lists(s);
+  void enqueue_detect(Lane &lane) {
+    reset_lists(lane);
+    enqueue_extrema(0, table.count, lane);
+    enqueue_candidate_lists(lane);
   }
 
   // Candidates to the final list: refinement, orientation, canonical order.
-  void enqueue_candidate_lists(cudaStream_t s) {
+  void enqueue_candidate_lists(Lane &lane) {
+    enqueue_oriented(lane);
+    enqueue_canonical_order(lane);
+  }
+  // Candidates to oriented keypoints.
+  void enqueue_oriented(Lane &lane) {
     Counters *c = counters.as<Counters>();
     // Kernels over device-sized lists: enough blocks to fill the GPU, each
     // looping over the list.
-    const int list_blocks = 4 * sm_count;
-    refine_kernel<<<list_blocks, kThreads, 0, s>>>(dog.as<float>(), table, constants, candidates.as<Candidate>(),
-                                                   candidate_capacity, refined.as<RefinedExtremum>(),
-                                                   candidate_capacity, c);
-    check_launch("SIFT refine kernel");
-    orientation_kernel<<<list_blocks, kThreads, 0, s>>>(gauss.as<float>(), table, refined.as<RefinedExtremum>(),
-                                                        candidate_capacity, oriented.as<Keypoint>(),
-                                                        keypoint_capacity, c);
-    check_launch("SIFT orientation kernel");
-    check_cuda(cudaMemsetAsync(ranks.as<int>(), 0, static_cast<size_t>(keypoint_capacity) * sizeof(int), s),
-               "cudaMemsetAsync");
-    rank_count_kernel<<<dim3(16, kRankSlices), kThreads, 0, s>>>(oriented.as<Keypoint>(), keypoint_capacity,
-                                                                 ranks.as<int>(), c);
-    check_launch("SIFT rank kernel");
-    rank_scatter_kernel<<<list_blocks, kThreads, 0, s>>>(oriented.as<Keypoint>(), keypoint_capacity, ranks.as<int>(),
-                                                         sorted.as<Keypoint>(), c);
-    check_launch("SIFT scatter kernel");
-    compact_kernel<<<1, kCompactThreads, 0, s>>>(sorted.as<Keypoint>(), keypoint_capacity, final_list.as<Keypoint>(),
-                                                 params.n_features, c);
-    check_launch("SIFT compact kernel");
+    const dim3 list_blocks(4 * sm_count), threads(kThreads);
+    launch(lane, "SIFT refine kernel", refine_kernel, list_blocks, threads, 0, dog.as<float>(), table, constants,
+           candidates.as<Candidate>(), candidate_capacity, refined.as<RefinedExtremum>(), candidate_capacity, c);
+    launch(lane, "SIFT orientation kernel", orientation_kernel, list_blocks, threads, 0, gauss.as<float>(), table,
+           refined.as<RefinedExtremum>(), candidate_capacity, oriented.as<Keypoint>(), keypoint_capacity, c);
+  }
+  // Oriented keypoints to the final list: canonical order, duplicates
+  // removed, n_features.
+  void enqueue_canonical_order(Lane &lane) {
+    Counters *c = counters.as<Counters>();
+    const dim3 list_blocks(4 * sm_count), threads(kThreads);
+    launch(lane, "SIFT rank kernel", rank_count_kernel, dim3(16, kRankSlices), threads, 0, oriented.as<Keypoint>(),
+           keypoint_capacity, ranks.as<int>(), c);
+    launch(lane, "SIFT scatter kernel", rank_scatter_kernel, list_blocks, threads, 0, oriented.as<Keypoint>(),
+           keypoint_capacity, ranks.as<int>(), sorted.as<Keypoint>(), sorted_from.as<int>(), c);
+    launch(lane, "SIFT compact kernel", compact_kernel, dim3(1), dim3(kCompactThreads), 0, sorted.as<Keypoint>(),
+           sorted_from.as<int>(), keypoint_capacity, final_list.as<Keypoint>(), final_from.as<int>(),
+           params.n_features, c);
   }
 
-  void enqueue_describe(DescriptorFormat f, cudaStream_t s) {
+  // Descriptors of the final list (DescribedList::final_list), or of the
+  // oriented keypoints into oriented_descriptors.
+  void enqueue_describe(DescriptorFormat f, Lane &lane, DescribedList list = DescribedList::final_list) {
     // Windows differ in cost by up to 13x (radius 10..38): with more blocks
     // than fit at once, each keypoint gets its own block and the hardware
     // hands blocks to SMs as they free up, which balances the load.
     auto kernel =
         fixed_descriptors ? descriptor_kernel<DescriptorSums::fixed> : descriptor_kernel<DescriptorSums::floating>;
-    kernel<<<64 * sm_count, kDescriptorThreads, 0, s>>>(gauss.as<float>(), table, constants.first_octave,
-                                                        final_list.as<Keypoint>(), counters.as<Counters>(), f,
-                                                        descriptors.as<void>());
-    check_launch("SIFT descriptor kernel");
+    const bool final = list == DescribedList::final_list;
+    launch(lane, "SIFT descriptor kernel", kernel, dim3(64 * sm_count), dim3(kDescriptorThreads), 0, gauss.as<float>(),
+           table, constants.first_octave, (final ? final_list : oriented).as<Keypoint>(), counters.as<Counters>(),
+           list, keypoint_capacity, f, (final ? descriptors : oriented_descriptors).as<void>());
   }
 
   // A whole frame after level 0 (run()): the large octaves' extrema are
   // found while the small octaves are still being built.
   void enqueue_frame(DescriptorFormat f, cudaStream_t s) {
-    reset_counters(s);
-    enqueue_pyramid_levels(s, false);
-    stream_wait(s, upper_done.get());
-    enqueue_extrema(0, fused_first, s);
-    stream_wait(s, chain_done.get());
-    enqueue_extrema(fused_first, table.count, s);
-    enqueue_candidate_lists(s);
-    enqueue_describe(f, s);
+    std::vector<Mark> &marks = frame_marks[static_cast<int>(f)];
+    clear_marks(marks);  // of the graph this one replaces, or of the last frame launched directly
+    marking = tracing ? &marks : nullptr;
+    Branches b = branches(s);
+    reset_lists(b.main);
+    enqueue_pyramid_levels(b);
+    wait(b.main, upper_done);
+    enqueue_extrema(0, fused_first, b.main);
+    wait(b.main, chain_done);
+    enqueue_extrema(fused_first, table.count, b.main);
+    if (describe_while_ordering) {
+      // The oriented keypoints are described (on the urgent chain stream,
+      // done with the pyramid) while the canonical order is made; the rows
+      // are then gathered into the final order.
+      enqueue_oriented(b.main);
+      oriented_done.record(b.main.stream);
+      wait(b.chain, oriented_done);
+      enqueue_describe(f, b.chain, DescribedList::oriented);
+      oriented_described.record(b.chain.stream);
+      enqueue_canonical_order(b.main);
+      wait(b.main, oriented_described);
+      const int row_bytes = static_cast<int>(descriptor_bytes(f));
+      launch(b.main, "SIFT descriptor gather kernel", descriptor_gather_kernel, dim3(sm_count), dim3(kThreads), 0,
+             oriented_descriptors.as<uint4>(), final_from.as<int>(), counters.as<Counters>(), row_bytes,
+             descriptors.as<uint4>());
+    } else {
+      enqueue_candidate_lists(b.main);
+      enqueue_describe(f, b.main);
+    }
+    marking = nullptr;
   }
 
   // Checks the caller's image, sizes the buffers and launches level 0;
@@ -1580,7 +1746,8 @@ struct CudaSift::Impl {
     ensure(image.width, image.height);
     if (table.count == 0) return false;
     DeviceGuard guard(device);
-    blur_input(image, s);
+    Lane lane{s};
+    blur_input(image, lane);
     return true;
   }
 };
@@ -1598,13 +1765,17 @@ CudaSift::CudaSift(const Params &params, int device, Capacity capacity) : impl_(
   m.use_graphs = graphs_enabled();
   m.upsample_while_staging = upsample_staged();
   m.fixed_descriptors = fixed_descriptors_enabled();
+  m.dependent_launch = dependent_launch_enabled();
+  m.describe_while_ordering = !env_is("CS_SIFT_DESCRIBE_EARLY", "0");
+  m.tracing = env_is("CS_SIFT_TRACE", "1");
   if (m.use_graphs) m.capture_stream = Stream(device);
   // The chain's kernels (and the small octaves' cluster, which needs 16
   // free SMs of one GPC) are scheduled ahead of the large levels beside
   // them; CS_SIFT_PRIORITY=0 gives them an ordinary stream (comparison).
   m.chain_stream = priority_enabled() ? Stream(device, Stream::Urgent{}) : Stream(device);
   m.upper_stream = Stream(device);
-  for (Event *e : {&m.octave0_event, &m.chain_event, &m.chain_done, &m.upper_done}) *e = Event(device);
+  for (Event *e : {&m.octave0_event, &m.chain_event, &m.chain_done, &m.upper_done, &m.oriented_done, &m.oriented_described})
+    *e = Event(device);
   m.constants = {params.n_octave_layers, params.upsample ? -1 : 0, static_cast<float>(params.contrast_threshold),
                  static_cast<float>(params.edge_threshold), static_cast<float>(params.sigma)};
   m.taps.resize(static_cast<size_t>(params.n_octave_layers + 3));
@@ -1647,7 +1818,11 @@ void CudaSift::build_pyramid(const DeviceImage &image, StreamHandle stream) {
   Impl &m = *impl_;
   if (!m.start_frame(image, stream)) return;
   DeviceGuard guard(m.device);
-  m.replay(m.pyramid_graph, stream, [&m](cudaStream_t into) { m.enqueue_pyramid_levels(into, true); });
+  m.replay(m.pyramid_graph, stream, [&m](cudaStream_t into) {
+    Impl::Branches b = m.branches(into);
+    m.enqueue_pyramid_levels(b);
+    m.join_branches(b.main);
+  });
 }
 
 void CudaSift::detect(StreamHandle stream) {
@@ -1660,7 +1835,10 @@ void CudaSift::detect(StreamHandle stream) {
     m.reset_counters(s);
     return;
   }
-  m.replay(m.detect_graph, s, [&m](cudaStream_t into) { m.enqueue_detect(into); });
+  m.replay(m.detect_graph, s, [&m](cudaStream_t into) {
+    Impl::Lane lane{into};
+    m.enqueue_detect(lane);
+  });
 }
 
 void CudaSift::describe(DescriptorFormat format, StreamHandle stream) {
@@ -1674,7 +1852,10 @@ void CudaSift::describe(DescriptorFormat format, StreamHandle stream) {
   if (m.table.count == 0) return;
   DeviceGuard guard(m.device);
   m.replay(m.describe_graphs[format_index], stream,
-           [&m, format](cudaStream_t into) { m.enqueue_describe(format, into); });
+           [&m, format](cudaStream_t into) {
+             Impl::Lane lane{into};
+             m.enqueue_describe(format, lane);
+           });
 }
 
 void CudaSift::run(const DeviceImage &image, DescriptorFormat format, StreamHandle stream) {
@@ -1682,7 +1863,15 @@ void CudaSift::run(const DeviceImage &image, DescriptorFormat format, StreamHand
   const int format_index = static_cast<int>(format);
   if (format_index < 0 || format_index > static_cast<int>(DescriptorFormat::rootsift))
     throw std::invalid_argument("CudaSift: unknown descriptor format");
+  if (m.tracing) {
+    if (!m.frame_start) m.frame_start = timing_event_create(m.device);
+    event_record(m.frame_start, stream);
+    m.traced_format = format_index;
+    m.clear_marks(m.input_marks);
+    m.marking = &m.input_marks;
+  }
   const bool started = m.start_frame(image, stream);
+  m.marking = nullptr;
   m.format = format;
   m.described = true;
   DeviceGuard guard(m.device);
@@ -1691,6 +1880,19 @@ void CudaSift::run(const DeviceImage &image, DescriptorFormat format, StreamHand
     return;
   }
   m.replay(m.frame_graphs[format_index], stream, [&m, format](cudaStream_t into) { m.enqueue_frame(format, into); });
+}
+
+std::vector<TraceMark> CudaSift::trace() {
+  Impl &m = *impl_;
+  std::vector<TraceMark> timeline;
+  if (!m.tracing || m.traced_format < 0) return timeline;
+  for (const std::vector<Impl::Mark> *marks : {&m.input_marks, &m.frame_marks[m.traced_format]}) {
+    for (const Impl::Mark &mark : *marks) {
+      event_synchronize(mark.event);
+      timeline.push_back({mark.kernel, mark.branch, event_elapsed_ms(m.frame_start, mark.event)});
+    }
+  }
+  return timeline;
 }
 
 const int *CudaSift::device_final_count() const {

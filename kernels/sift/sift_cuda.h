@@ -102,6 +102,15 @@ struct PyramidLevels {
   int fused_blocks = 0;         // blocks of its cluster (16, or 8 where 16 cannot run or CS_SIFT_CLUSTER=8)
 };
 
+// When a kernel of the last run() ended (CS_SIFT_TRACE=1 when the engine
+// is made: a timing event after each kernel, which also keeps kernels from
+// overlapping the one before them). A tuning aid for the critical path.
+struct TraceMark {
+  std::string kernel;
+  std::string branch;  // the stream it was enqueued on: main, chain, upper, side
+  double end_ms;       // from the frame's start (before its first kernel)
+};
+
 // One engine serves one stream of frames at a time (not thread-safe); the
 // rank sort is quadratic in the keypoint count (a few microseconds for the
 // thousands of a video frame, far more for hundreds of thousands).
@@ -143,6 +152,8 @@ class CudaSift {
   Result download(StreamHandle stream);
   // Waits for the stream and copies the last pyramid to the host (tests, debugging).
   PyramidLevels download_pyramid(StreamHandle stream);
+  // Waits for the last run() and gives its timeline (empty unless tracing).
+  std::vector<TraceMark> trace();
 
  private:
   struct Impl;

@@ -30,5 +30,6 @@ int CudaSift::keypoint_capacity() const { return 0; }
 int CudaSift::candidate_capacity() const { return 0; }
 Result CudaSift::download(StreamHandle) { unavailable("CudaSift::download"); }
 PyramidLevels CudaSift::download_pyramid(StreamHandle) { unavailable("CudaSift::download_pyramid"); }
+std::vector<TraceMark> CudaSift::trace() { unavailable("CudaSift::trace"); }
 
 }  // namespace cs::sift

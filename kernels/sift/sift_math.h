@@ -189,12 +189,16 @@ CS_HD const T *image_row(const T *src, size_t pitch_bytes, int y) {
   return reinterpret_cast<const T *>(reinterpret_cast<const char *>(src) + static_cast<size_t>(y) * pitch_bytes);
 }
 
+// a at weight 1 - w, b at w: the one expression every doubling path uses
+// (the same rounding everywhere).
+CS_HD float upsample_mix(float a, float b, float w) { return a * (1.f - w) + b * w; }
+
 // From source rows ra (tap a) and rb (tap b) of the vertical tap with weight ay.
 template <typename T>
 CS_HD float upsampled_sample(const T *ra, const T *rb, float ay, const UpsampleTap &x) {
-  const float top = luma_sample(ra + x.a) * (1.f - x.w) + luma_sample(ra + x.b) * x.w;
-  const float bottom = luma_sample(rb + x.a) * (1.f - x.w) + luma_sample(rb + x.b) * x.w;
-  return top * (1.f - ay) + bottom * ay;
+  const float top = upsample_mix(luma_sample(ra + x.a), luma_sample(ra + x.b), x.w);
+  const float bottom = upsample_mix(luma_sample(rb + x.a), luma_sample(rb + x.b), x.w);
+  return upsample_mix(top, bottom, ay);
 }
 
 // Pixel (x, y) of the doubled input.

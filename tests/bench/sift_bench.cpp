@@ -18,6 +18,10 @@
 // last) and with frames-in-flight=1 (each frame finished before the next).
 //
 //   sift_bench [--repeats 20] [--warmup 3] [--cpu-repeats 3] [--picture NAME] [--only WxH] [--csv out.csv]
+//              [--frame-only] [--trace]
+//
+// --frame-only times run() alone (A/B of variants); --trace adds when each
+// kernel of a run() ended, per stream (CS_SIFT_TRACE, see sift_cuda.h).
 //
 // (--warmup 0 --repeats 1 --only 1920x1080 makes one frame's kernels, for a profiler.)
 //
@@ -73,6 +77,7 @@ int main(int argc, char **argv) {
   gst_init(&argc, &argv);
   int repeats = 20, warmup = 3, cpu_repeats = 3;
   std::string csv, picture = "astronaut", only;
+  bool frame_only = false, trace = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -88,8 +93,10 @@ int main(int argc, char **argv) {
     else if (a == "--cpu-repeats") cpu_repeats = std::max(1, std::stoi(value()));
     else if (a == "--picture") picture = value();
     else if (a == "--csv") csv = value();
+    else if (a == "--frame-only") frame_only = true;
+    else if (a == "--trace") trace = true;
     else {
-      std::fprintf(stderr, "usage: %s [--repeats N] [--warmup N] [--cpu-repeats N] [--picture NAME] [--only WxH] [--csv FILE]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--repeats N] [--warmup N] [--cpu-repeats N] [--picture NAME] [--only WxH] [--csv FILE] [--frame-only] [--trace]\n", argv[0]);
       return 2;
     }
   }
@@ -121,7 +128,35 @@ int main(int argc, char **argv) {
 
     cs::sift::CudaSift sift(cs::sift::Params(), kDevice);
     for (int w = 0; w < warmup; ++w) sift.run(image, cs::sift::DescriptorFormat::opencv, stream.get());  // allocation, caches
+    // Median ms of `run()` (the whole frame, as the element calls it).
+    auto frame_ms = [&](cs::sift::CudaSift &engine) {
+      std::vector<double> ms;
+      for (int r = 0; r < repeats; ++r) {
+        cs::event_record(e0, stream.get());
+        engine.run(image, cs::sift::DescriptorFormat::opencv, stream.get());
+        cs::event_record(e3, stream.get());
+        cs::event_synchronize(e3);
+        ms.push_back(cs::event_elapsed_ms(e0, e3));
+      }
+      return median(ms);
+    };
     stream.synchronize();
+    if (trace) {
+      setenv("CS_SIFT_TRACE", "1", 1);
+      cs::sift::CudaSift traced(cs::sift::Params(), kDevice);
+      unsetenv("CS_SIFT_TRACE");
+      for (int w = 0; w < std::max(warmup, 1) + 1; ++w) traced.run(image, cs::sift::DescriptorFormat::opencv, stream.get());
+      std::printf("%dx%d, when each kernel of a run() ended (timing events between the kernels):\n", s[0], s[1]);
+      for (const cs::sift::TraceMark &m : traced.trace())
+        std::printf("  %8.3f ms  %-6s %s\n", m.end_ms, m.branch.c_str(), m.kernel.c_str());
+      std::fflush(stdout);
+    }
+    if (frame_only) {
+      std::printf("%4dx%-5d frame %.4f ms\n", s[0], s[1], frame_ms(sift));
+      std::fflush(stdout);
+      cs::device_free(d, kDevice);
+      continue;
+    }
     std::vector<double> pyr, det, desc, stages;
     for (int r = 0; r < repeats; ++r) {
       cs::event_record(e0, stream.get());
@@ -137,18 +172,6 @@ int main(int argc, char **argv) {
       desc.push_back(cs::event_elapsed_ms(e2, e3));
       stages.push_back(cs::event_elapsed_ms(e0, e3));
     }
-    // Median ms of `run()` (the whole frame, as the element calls it).
-    auto frame_ms = [&](cs::sift::CudaSift &engine) {
-      std::vector<double> ms;
-      for (int r = 0; r < repeats; ++r) {
-        cs::event_record(e0, stream.get());
-        engine.run(image, cs::sift::DescriptorFormat::opencv, stream.get());
-        cs::event_record(e3, stream.get());
-        cs::event_synchronize(e3);
-        ms.push_back(cs::event_elapsed_ms(e0, e3));
-      }
-      return median(ms);
-    };
     row.total_ms = frame_ms(sift);
     const cs::sift::Result result = sift.download(stream.get());
     {  // Without the doubling (CudaSift's default; OpenCV always doubles).
@@ -186,6 +209,7 @@ int main(int argc, char **argv) {
     rows.push_back(row);
   }
   for (cs::EventHandle e : {e0, e1, e2, e3}) cs::event_destroy(e);
+  if (frame_only) return 0;
 
   // Streamed: GRAY8 frames from host memory through the element, first
   // timed push to the last frame with its features.

@@ -6,8 +6,10 @@
 
 #include <opencv2/imgproc.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 
 #include "sift/sift_cuda.h"
@@ -345,6 +347,120 @@ TEST(GpuSift, FusedSmallOctavesEqualPerLevelKernels) {
       expect_same_pyramid(a, b, what);
       expect_same_keypoints(ra, rb);
     }
+  }
+}
+
+// Kernels that follow a kernel are launched to overlap its tail
+// (programmatic dependent launch; CS_SIFT_PDL=0 launches them plainly),
+// and run() describes the oriented keypoints while their canonical order is
+// made, then gathers the rows (CS_SIFT_DESCRIBE_EARLY=0: the final list is
+// described after it): the same candidates, keypoints and descriptors
+// either way, from graphs and from direct launches, with n-features too.
+TEST(GpuSift, OverlappedLaunchesChangeNothing) {
+  CS_REQUIRE_GPU();
+  const uint32_t seed = cs_test::fresh_seed();
+  cs::Stream stream(kDevice);
+  const cv::Size sizes[] = {{1920, 1080}, {640, 480}, {211, 157}, {7, 5}};
+  for (const cv::Size &size : sizes) {
+    for (const int layers : {3, 2, 4}) {
+      const std::string what = std::to_string(size.width) + "x" + std::to_string(size.height) + " layers " +
+                               std::to_string(layers);
+      SCOPED_TRACE(what);
+      DeviceGray d(random_image(size.width, size.height, seed + uint32_t(size.width) + uint32_t(layers)));
+      Params p;
+      p.n_octave_layers = layers;
+      p.n_features = layers == 4 ? 300 : 0;
+      ASSERT_EQ(setenv("CS_SIFT_PDL", "0", 1), 0);
+      ASSERT_EQ(setenv("CS_SIFT_DESCRIBE_EARLY", "0", 1), 0);
+      CudaSift plain(p, kDevice);
+      unsetenv("CS_SIFT_PDL");
+      unsetenv("CS_SIFT_DESCRIBE_EARLY");
+      CudaSift overlapped(p, kDevice);
+      ASSERT_EQ(setenv("CS_SIFT_GRAPHS", "0", 1), 0);
+      CudaSift direct(p, kDevice);
+      unsetenv("CS_SIFT_GRAPHS");
+      plain.run(d.image(), DescriptorFormat::opencv, stream.get());
+      const Result expected = plain.download(stream.get());
+      ASSERT_FALSE(expected.overflowed);
+      for (CudaSift *e : {&overlapped, &direct}) {
+        for (int frame = 0; frame < 3; ++frame) {  // graph capture, replays, stage by stage
+          if (frame < 2) {
+            e->run(d.image(), DescriptorFormat::opencv, stream.get());
+          } else {
+            e->build_pyramid(d.image(), stream.get());
+            e->detect(stream.get());
+            e->describe(DescriptorFormat::opencv, stream.get());
+          }
+          const Result r = e->download(stream.get());
+          EXPECT_EQ(r.counts.candidates, expected.counts.candidates);
+          EXPECT_EQ(r.counts.refined, expected.counts.refined);
+          expect_same_keypoints(expected, r);
+        }
+      }
+    }
+  }
+}
+
+// The doubling kernel (source rows and columns loaded once per 2 x 8
+// outputs) equals the doubling done while level 0's tiles are staged
+// (CS_SIFT_UPSAMPLE=staged, upsampled_sample per output) bit for bit:
+// the same pyramid and keypoints, at odd sides (clamped edges) and from
+// float input.
+TEST(GpuSift, DoublingKernelEqualsStagedDoubling) {
+  CS_REQUIRE_GPU();
+  const uint32_t seed = cs_test::fresh_seed();
+  cs::Stream stream(kDevice);
+  const cv::Size sizes[] = {{640, 480}, {641, 479}, {3, 2}, {13, 9}, {97, 61}, {5, 17}};
+  for (const cv::Size &size : sizes) {
+    for (const bool as_float : {false, true}) {
+      const std::string what = std::to_string(size.width) + "x" + std::to_string(size.height) + (as_float ? " float" : "");
+      SCOPED_TRACE(what);
+      cv::Mat img = random_image(size.width, size.height, seed + uint32_t(size.width));
+      if (as_float) img.convertTo(img, CV_32F);
+      DeviceGray d(img);
+      ASSERT_EQ(setenv("CS_SIFT_UPSAMPLE", "staged", 1), 0);
+      CudaSift staged(Params(), kDevice);
+      unsetenv("CS_SIFT_UPSAMPLE");
+      CudaSift kernel(Params(), kDevice);
+      staged.run(d.image(), DescriptorFormat::opencv, stream.get());
+      kernel.run(d.image(), DescriptorFormat::opencv, stream.get());
+      expect_same_pyramid(staged.download_pyramid(stream.get()), kernel.download_pyramid(stream.get()), what);
+      expect_same_keypoints(staged.download(stream.get()), kernel.download(stream.get()));
+    }
+  }
+}
+
+// With CS_SIFT_TRACE=1 an engine gives when each kernel of run() ended, in
+// order along each stream, every kernel of the frame once.
+TEST(GpuSift, TraceGivesEveryKernelOfAFrame) {
+  CS_REQUIRE_GPU();
+  DeviceGray d(random_image(640, 480, cs_test::fresh_seed()));
+  ASSERT_EQ(setenv("CS_SIFT_TRACE", "1", 1), 0);
+  CudaSift traced(Params(), kDevice);
+  unsetenv("CS_SIFT_TRACE");
+  CudaSift plain(Params(), kDevice);
+  EXPECT_TRUE(plain.trace().empty());
+  cs::Stream stream(kDevice);
+  plain.run(d.image(), DescriptorFormat::opencv, stream.get());
+  const Result expected = plain.download(stream.get());
+  for (int frame = 0; frame < 3; ++frame) {  // capture, then replays
+    traced.run(d.image(), DescriptorFormat::opencv, stream.get());
+    expect_same_keypoints(expected, traced.download(stream.get()));
+    const std::vector<TraceMark> marks = traced.trace();
+    ASSERT_FALSE(marks.empty());
+    EXPECT_EQ(marks.front().kernel, "SIFT upsample kernel");
+    EXPECT_EQ(marks.back().kernel, "SIFT descriptor gather kernel");  // after the descriptors and the order
+    EXPECT_TRUE(std::any_of(marks.begin(), marks.end(),
+                            [](const TraceMark &m) { return m.kernel == "SIFT descriptor kernel"; }));
+    std::map<std::string, double> last_on;  // branch -> its last end
+    int blurs = 0;
+    for (const TraceMark &m : marks) {
+      EXPECT_GE(m.end_ms, last_on[m.branch]) << m.kernel;
+      last_on[m.branch] = m.end_ms;
+      blurs += m.kernel.rfind("blur", 0) == 0;
+    }
+    EXPECT_GE(blurs, 6);  // octave 0's levels at least
+    EXPECT_LE(marks.back().end_ms, 100.0);
   }
 }
 
