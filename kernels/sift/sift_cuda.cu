@@ -1263,6 +1263,11 @@ bool fixed_descriptors_enabled() { return !env_is("CS_SIFT_DESCRIPTOR", "float")
 // (launch_kernel); CS_SIFT_PDL=0 launches them plainly, for comparison.
 bool dependent_launch_enabled() { return !env_is("CS_SIFT_PDL", "0"); }
 
+// run() describes the oriented keypoints while their canonical order is
+// made (enqueue_frame); CS_SIFT_DESCRIBE_EARLY=0 describes the final list
+// after it, for comparison.
+bool describe_early_enabled() { return !env_is("CS_SIFT_DESCRIBE_EARLY", "0"); }
+
 // CS_SIFT_CLUSTER=8: clusters of 8 blocks even where 16 can run (tests, tuning).
 int fused_cluster_limit() { return env_is("CS_SIFT_CLUSTER", "8") ? 8 : 16; }
 
@@ -1777,7 +1782,7 @@ CudaSift::CudaSift(const Params &params, int device, Capacity capacity) : impl_(
   m.upsample_while_staging = upsample_staged();
   m.fixed_descriptors = fixed_descriptors_enabled();
   m.dependent_launch = dependent_launch_enabled();
-  m.describe_while_ordering = !env_is("CS_SIFT_DESCRIBE_EARLY", "0");
+  m.describe_while_ordering = describe_early_enabled();
   m.tracing = env_is("CS_SIFT_TRACE", "1");
   if (m.use_graphs) m.capture_stream = Stream(device);
   // The chain's kernels (and the small octaves' cluster, which needs 16
