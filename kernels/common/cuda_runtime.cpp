@@ -104,6 +104,13 @@ std::string device_name(int device) {
   return prop.name;
 }
 
+int compute_capability(int device) {
+  int major = 0, minor = 0;
+  check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute");
+  check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), "cudaDeviceGetAttribute");
+  return 10 * major + minor;
+}
+
 MemoryInfo memory_info(int device) {
   DeviceGuard guard(device);
   MemoryInfo info;
@@ -251,6 +258,7 @@ bool cuda_compiled() { return false; }
 int device_count() { return 0; }
 std::string no_device_reason() { return "built without CUDA"; }
 std::string device_name(int) { no_cuda(); }
+int compute_capability(int) { no_cuda(); }
 MemoryInfo memory_info(int) { no_cuda(); }
 DeviceGuard::DeviceGuard(int) { no_cuda(); }
 DeviceGuard::~DeviceGuard() = default;

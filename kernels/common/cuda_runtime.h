@@ -36,6 +36,8 @@ int device_count();
 // Why device_count() is 0 (driver message), for logs and error text.
 std::string no_device_reason();
 std::string device_name(int device);
+// 10 x major + minor (90 for Hopper's H100 and H200).
+int compute_capability(int device);
 
 struct MemoryInfo {
   size_t free_bytes = 0;

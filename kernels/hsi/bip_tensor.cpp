@@ -18,15 +18,22 @@ constexpr size_t kRowElements = 48;
 
 }  // namespace
 
-const char *product_name(Product product) { return product == Product::fp16x3 ? "fp16" : "tf32"; }
+const char *product_name(Product product) {
+  switch (product) {
+    case Product::fp16x3: return "fp16";
+    case Product::wgmma: return "wgmma";
+    default: return "tf32";
+  }
+}
 
 Product product_from_environment() {
   static const Product product = [] {
     const char *v = std::getenv("CS_HSI_BIP_KERNEL");
-    if (!v || !*v || std::strcmp(v, "fp16") == 0) return Product::fp16x3;
+    if (!v || !*v || std::strcmp(v, "wgmma") == 0) return Product::wgmma;
+    if (std::strcmp(v, "fp16") == 0) return Product::fp16x3;
     if (std::strcmp(v, "tf32") == 0) return Product::tf32x3;
-    std::fprintf(stderr, "CS_HSI_BIP_KERNEL=%s: not fp16 or tf32, using fp16\n", v);
-    return Product::fp16x3;
+    std::fprintf(stderr, "CS_HSI_BIP_KERNEL=%s: not wgmma, fp16 or tf32, using wgmma\n", v);
+    return Product::wgmma;
   }();
   return product;
 }
@@ -54,10 +61,9 @@ void make_tf32_fragments(Tables &t, const PointerTable &refs, const ReferenceTab
           }
 }
 
-// fp16x3's reference fragments: each reference times 2^e (e from its largest
-// magnitude over the selected bands; exact), split into fp16 high and low
-// parts.
-void make_half_fragments(Tables &t, const PointerTable &refs, const ReferenceTableShape &shape) {
+// fp16x3's and wgmma's scales: each reference times 2^e, e from its largest
+// magnitude over the selected bands (exact).
+void scale_references(Tables &t, const PointerTable &refs, const ReferenceTableShape &shape) {
   const size_t padded = size_t(t.groups) * kGroupReferences;
   t.reference_exponent.assign(padded, 0);
   t.dot_scale.assign(padded, 1.0);
@@ -67,6 +73,21 @@ void make_half_fragments(Tables &t, const PointerTable &refs, const ReferenceTab
     t.reference_exponent[k] = half_scale_exponent(largest);
     t.dot_scale[k] = std::ldexp(1.0, -t.reference_exponent[k]);
   }
+}
+
+// Reference k's scaled value at selected band u, split into fp16 high and
+// low parts; zeros beyond the last band or reference.
+void half_parts(const Tables &t, const PointerTable &refs, const ReferenceTableShape &shape, int k, int u,
+                uint16_t &hi, uint16_t &lo) {
+  const float r =
+      k < shape.references && u < shape.bands ? refs.ref(0, k, u) * power_of_two(t.reference_exponent[k]) : 0.0f;
+  hi = half_bits(r);
+  lo = half_bits(r - half_value(hi));
+}
+
+// fp16x3's reference fragments.
+void make_half_fragments(Tables &t, const PointerTable &refs, const ReferenceTableShape &shape) {
+  scale_references(t, refs, shape);
   t.half_fragments.assign(fragment_index(t.groups, 0, t.chunks, 0, 0, 0, kHalfStepsPerChunk) * 4, 0u);
   for (int group = 0; group < t.groups; ++group)
     for (int chunk = 0; chunk < t.chunks; ++chunk)
@@ -77,16 +98,29 @@ void make_half_fragments(Tables &t, const PointerTable &refs, const ReferenceTab
                 &t.half_fragments[4 * fragment_index(group, chunk, t.chunks, step, column, lane, kHalfStepsPerChunk)];
             const int k = group * kGroupReferences + fragment_reference(column, lane);
             for (int j = 0; j < 4; ++j) {
-              const int u = chunk * kChunkBands + half_fragment_band(step, lane, j);
-              const float r = k < shape.references && u < shape.bands
-                                  ? refs.ref(0, k, u) * power_of_two(t.reference_exponent[k])
-                                  : 0.0f;
-              const uint16_t hi = half_bits(r), lo = half_bits(r - half_value(hi));
+              uint16_t hi, lo;
+              half_parts(t, refs, shape, k, chunk * kChunkBands + half_fragment_band(step, lane, j), hi, lo);
               const int shift = 16 * (j % 2);
               entry[j / 2] |= uint32_t(hi) << shift;
               entry[2 + j / 2] |= uint32_t(lo) << shift;
             }
           }
+}
+
+// wgmma's table: the shared-memory operand of its instructions.
+void make_wgmma_references(Tables &t, const PointerTable &refs, const ReferenceTableShape &shape) {
+  scale_references(t, refs, shape);
+  const int padded_bands = t.chunks * kChunkBands;
+  t.wgmma_references.assign(size_t(t.groups) * 2 * kGroupReferences * padded_bands, 0);
+  for (int group = 0; group < t.groups; ++group)
+    for (int reference = 0; reference < kGroupReferences; ++reference)
+      for (int position = 0; position < padded_bands; ++position) {
+        uint16_t hi, lo;
+        half_parts(t, refs, shape, group * kGroupReferences + reference,
+                   16 * (position / 16) + wgmma_span_band(position % 16), hi, lo);
+        t.wgmma_references[wgmma_reference_index(group, 0, reference, position, padded_bands)] = hi;
+        t.wgmma_references[wgmma_reference_index(group, 1, reference, position, padded_bands)] = lo;
+      }
 }
 
 }  // namespace
@@ -95,11 +129,13 @@ Tables make_tables(Method method, const std::vector<float> &table, const Referen
                    Product product) {
   Tables t;
   t.product = product;
-  t.groups = (shape.references + kGroupReferences - 1) / kGroupReferences;
-  t.chunks = (shape.bands + kChunkBands - 1) / kChunkBands;
+  t.groups = groups_for(shape);
+  t.chunks = chunks_for(shape);
   const PointerTable refs{table.data(), shape};
   if (product == Product::fp16x3)
     make_half_fragments(t, refs, shape);
+  else if (product == Product::wgmma)
+    make_wgmma_references(t, refs, shape);
   else
     make_tf32_fragments(t, refs, shape);
   const size_t padded = size_t(t.groups) * kGroupReferences;
@@ -151,7 +187,10 @@ int copy_bytes_for(const CubeBlock &block, int first_band, int band_count) {
   return 0;
 }
 
-size_t shared_bytes(DataType type, int chunks, int stages, Product product) {
+size_t shared_bytes(DataType type, int chunks, int stages, Product product, int groups) {
+  if (product == Product::wgmma)  // every group's table and ranking terms; staging per warp group
+    return size_t(groups) * kGroupReferences * (2 * chunks * kChunkBands * sizeof(uint16_t) + 2 * sizeof(double)) +
+           size_t(kWarpgroupsPerBlock) * stages * kWarpgroupPixels * kRowElements * sample_size(type);
   const size_t references = size_t(chunks) * fragments_per_chunk(product) * 4 * sizeof(float);
   const size_t pixel_buffers = size_t(stages) * kTilePixels * kRowElements * sample_size(type);
   // per pixel: two sums, and per warp column a candidate (key, dot, index)
@@ -159,9 +198,9 @@ size_t shared_bytes(DataType type, int chunks, int stages, Product product) {
   return references + pixel_buffers + epilogue;
 }
 
-int stages_for(DataType type, int chunks, size_t max_shared_bytes, Product product) {
+int stages_for(DataType type, int chunks, size_t max_shared_bytes, Product product, int groups) {
   for (int stages = kMostStages; stages >= kFewestStages; --stages)
-    if (shared_bytes(type, chunks, stages, product) <= max_shared_bytes) return stages;
+    if (shared_bytes(type, chunks, stages, product, groups) <= max_shared_bytes) return stages;
   return 0;
 }
 

@@ -124,13 +124,18 @@
 #include "hsi/bip_tensor.h"
 
 #include <cuda_fp16.h>
+#include <math_constants.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "common/cuda_check.h"
+#include "common/cuda_runtime.h"
 
 namespace cs::hsi::bip_tensor {
 
@@ -248,12 +253,27 @@ __device__ __forceinline__ void mma_tf32(float (&c)[4], const uint32_t (&a)[4], 
 // Rows of one chunk of a tile into a staging buffer: kBytes per copy,
 // consecutive threads along a row (a warp reads whole 128-byte f32 rows).
 // Bands past the last selected one and pixels past the block are zeros.
-template <DataType T, int kBytes, int kThreads>
-__device__ void stage_rows(const Args &a, unsigned char *buffer, size_t first_pixel, int chunk) {
+template <DataType T, int kBytes, int kRows, int kThreads>
+__device__ void stage_rows(const Args &a, unsigned char *buffer, size_t first_pixel, int chunk, int thread) {
   constexpr int kPerRow = kChunkBands * Sample<T>::kBytes / kBytes;
   const int valid_bytes = min(kChunkBands, a.bands - chunk * kChunkBands) * Sample<T>::kBytes;
   const unsigned char *chunk_start = a.data + size_t(chunk) * kChunkBands * Sample<T>::kBytes;
-  for (int i = threadIdx.x; i < kTilePixels * kPerRow; i += kThreads) {
+  // The common case, a whole chunk of whole rows: one 64-bit address per
+  // chunk, 32-bit offsets from it, no zero fill.
+  if (valid_bytes == kChunkBands * Sample<T>::kBytes && first_pixel + kRows <= a.pixels &&
+      a.pixel_stride <= 0xffffffffu / kRows) {
+    static_assert(kRows * kPerRow % kThreads == 0, "every thread makes the same number of copies");
+    const unsigned char *rows = chunk_start + first_pixel * a.pixel_stride;
+    const uint32_t stride = uint32_t(a.pixel_stride);
+#pragma unroll
+    for (int j = 0; j < kRows * kPerRow / kThreads; ++j) {
+      const int i = thread + j * kThreads, row = i / kPerRow, offset = (i % kPerRow) * kBytes;
+      copy_async<kBytes>(shared_address(buffer + row * kRowBytes<T> + offset), rows + (uint32_t(row) * stride + offset),
+                         kBytes);
+    }
+    return;
+  }
+  for (int i = thread; i < kRows * kPerRow; i += kThreads) {
     const int row = i / kPerRow, offset = (i % kPerRow) * kBytes;
     const size_t pixel = first_pixel + row;
     const int bytes = pixel < a.pixels ? max(0, min(kBytes, valid_bytes - offset)) : 0;
@@ -262,14 +282,17 @@ __device__ void stage_rows(const Args &a, unsigned char *buffer, size_t first_pi
   }
 }
 
-template <DataType T, int kThreads>
-__device__ void stage_chunk(const Args &a, int copy_bytes, unsigned char *buffer, size_t first_pixel, int chunk) {
+// `kRows` rows of one chunk into `buffer`, by threads 0..kThreads-1 of a
+// block or warp group (`thread`: this one).
+template <DataType T, int kRows, int kThreads>
+__device__ void stage_chunk(const Args &a, int copy_bytes, unsigned char *buffer, size_t first_pixel, int chunk,
+                            int thread) {
   if (copy_bytes == 16)
-    stage_rows<T, 16, kThreads>(a, buffer, first_pixel, chunk);
+    stage_rows<T, 16, kRows, kThreads>(a, buffer, first_pixel, chunk, thread);
   else if (copy_bytes == 8)
-    stage_rows<T, 8, kThreads>(a, buffer, first_pixel, chunk);
+    stage_rows<T, 8, kRows, kThreads>(a, buffer, first_pixel, chunk, thread);
   else
-    stage_rows<T, 4, kThreads>(a, buffer, first_pixel, chunk);
+    stage_rows<T, 4, kRows, kThreads>(a, buffer, first_pixel, chunk, thread);
 }
 
 // One group's reference fragments (16 bytes each) into shared memory.
@@ -355,6 +378,63 @@ __device__ __forceinline__ void split_pair(float x0, float x1, uint32_t &hi, uin
 // 2^-e as a double (fp16x3's pixel scales; -126 <= e <= 127).
 __device__ __forceinline__ double inverse_power_of_two(int e) { return __hiloint2double((1023 - e) << 20, 0); }
 
+// fp16x3 and wgmma: this thread's bands 4t..4t+3 of both 16-band spans of a
+// staged chunk, for rows `row0` and `row1` (a fragment's g and g + 8), as
+// fp16 high and low registers in mma.m16n8k16's A order ([span][register]:
+// rows g, g + 8 at k = 2t, 2t + 1 (bands 4t, 4t + 1), then at k = 2t + 8,
+// 2t + 9 (4t + 2, 4t + 3)). Each row is scaled first: f32 samples by 2^e, e
+// from the row's largest magnitude in the chunk (the quad's four threads
+// hold its 32 bands), integers by 1/2; exact either way, undone on the
+// sums with `unscale` (integers: in the epilogue). With `summing`, adds the
+// samples to this thread's share of the rows' sums.
+template <DataType T, Method M>
+__device__ __forceinline__ void split_chunk(const Args &a, const unsigned char *tile, int row0, int row1, int t,
+                                            int valid, const float (&shift)[2], bool summing, double (&sum)[2],
+                                            double (&sum2)[2], uint32_t (&hi)[2][4], uint32_t (&lo)[2][4],
+                                            double (&unscale)[2]) {
+  const int rows[2] = {row0, row1};
+  float x[2][2][4];  // [span][row][band]
+#pragma unroll
+  for (int span = 0; span < 2; ++span)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      load_four<T, M == Method::correlation>(a, tile, rows[half], span, t, valid, shift[half], x[span][half]);
+      if (summing)
+        for (float v : x[span][half]) {
+          const double d = v;
+          if constexpr (M == Method::correlation) sum[half] += d;
+          sum2[half] = fma(d, d, sum2[half]);
+        }
+    }
+  float scale[2];
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    if constexpr (T == DataType::f32) {
+      float largest = 0;  // NaN samples leave it alone (their pixel is no-data)
+#pragma unroll
+      for (int span = 0; span < 2; ++span)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) largest = fmaxf(largest, fabsf(x[span][half][i]));
+      largest = fmaxf(largest, __shfl_xor_sync(0xffffffffu, largest, 1));
+      largest = fmaxf(largest, __shfl_xor_sync(0xffffffffu, largest, 2));
+      const int e = half_scale_exponent(largest);
+      scale[half] = power_of_two(e);
+      unscale[half] = inverse_power_of_two(e);
+    } else {
+      scale[half] = kHalfIntegerScale;
+      unscale[half] = 1;
+    }
+  }
+#pragma unroll
+  for (int span = 0; span < 2; ++span)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int half = r % 2, first = 2 * (r / 2);
+      split_pair(x[span][half][first] * scale[half], x[span][half][first + 1] * scale[half], hi[span][r],
+                 lo[span][r]);
+    }
+}
+
 // The best reference of a pixel so far: highest key, ties to the lower index,
 // NaN never wins.
 struct Candidate {
@@ -387,19 +467,66 @@ __device__ float score_of(const Args &a, int k, double dot, double sum, double s
     return euclidean_score(sum2 - 2 * dot - __ldg(a.key_offset + k));  // key_offset = -|r|^2
 }
 
-// Where step s of a block's work is: its chunk, reference group, tile and
-// staging buffer. Advanced one step at a time (no 64-bit divisions).
+// Reference k's ranking key for a pixel (its score when rule images are
+// asked for, which it writes), offered to the pixel's best. `s`, `s2`: the
+// pixel's sums, scaled; `finite`: whether they are.
+template <Method M>
+__device__ __forceinline__ void offer_reference(const Args &a, int k, double dot, bool finite, double s, double s2,
+                                                size_t pixel, Candidate &best) {
+  double key;
+  if (a.rule_images) {
+    const float score = finite ? score_of<M>(a, k, dot, s, s2) : quiet_nan();
+    if (pixel < a.pixels) a.rule_images[size_t(k) * a.pixels + pixel] = score;
+    key = M == Method::correlation ? score : -double(score);  // higher is better
+  } else {
+    key = finite ? __ldg(a.key_scale + k) * dot + __ldg(a.key_offset + k) : quiet_nan();
+  }
+  best.offer(key, dot, k);
+}
+
+// The best of a quad's four candidates (a row's references are spread over
+// the quad), in every lane of the quad.
+__device__ __forceinline__ void quad_best(Candidate &best) {
+  for (int mask = 1; mask <= 2; mask <<= 1) {
+    const double other_key = __shfl_xor_sync(0xffffffffu, best.key, mask);
+    const double other_dot = __shfl_xor_sync(0xffffffffu, best.dot, mask);
+    const int other_k = __shfl_xor_sync(0xffffffffu, best.k, mask);
+    best.offer(other_key, other_dot, other_k);
+  }
+}
+
+// The pixel's class from its best reference over every group: the winner's
+// score against the threshold.
+template <Method M>
+__device__ void write_label(const Args &a, size_t pixel, const Candidate &best, double s, double s2) {
+  BestMatch match;
+  if (best.k >= 0 && isfinite(s) && isfinite(s2))
+    match.offer(score_of<M>(a, best.k, best.dot, s, s2), best.k, higher_is_better(M));
+  const int label = match.label(a.threshold, higher_is_better(M));
+  auto *line = static_cast<unsigned char *>(a.class_map) + (pixel / a.samples) * a.class_map_stride;
+  if (a.class_map_16bit)
+    reinterpret_cast<uint16_t *>(line)[pixel % a.samples] = uint16_t(label);
+  else
+    line[pixel % a.samples] = uint8_t(label);
+}
+
+// Where step s of a worker's (block's or warp group's) work is: its chunk,
+// reference group, tile and staging buffer. Advanced one step at a time (no
+// 64-bit divisions).
 struct StepCursor {
   int chunk, group, buffer;
   size_t first_pixel;  // of the tile
-  __device__ static StepCursor first() { return {0, 0, 0, size_t(blockIdx.x) * kTilePixels}; }
+  size_t tile_step;    // pixels from one of the worker's tiles to its next
+  __device__ static StepCursor first(size_t first_pixel, size_t tile_step) {
+    return {0, 0, 0, first_pixel, tile_step};
+  }
   __device__ void advance(const Args &a) {
     if (++buffer == a.stages) buffer = 0;
     if (++chunk < a.chunks) return;
     chunk = 0;
     if (++group < a.groups) return;
     group = 0;
-    first_pixel += size_t(gridDim.x) * kTilePixels;
+    first_pixel += tile_step;
   }
 };
 
@@ -439,11 +566,13 @@ __global__ void __launch_bounds__(kThreadsOf<P>, 1) classify_bip_tensor_kernel(c
   // Copies of step s form one cp.async group (possibly empty), committed in
   // step order; the first group also holds the references when one group of
   // references covers K.
-  StepCursor staged = StepCursor::first(), current = StepCursor::first();
+  StepCursor staged = StepCursor::first(size_t(blockIdx.x) * kTilePixels, size_t(gridDim.x) * kTilePixels);
+  StepCursor current = staged;
   int staged_steps = 0;
   auto stage_next = [&]() {
     if (staged_steps++ < total_steps)
-      stage_chunk<T, kThreads>(a, copy_bytes, buffer(staged.buffer), staged.first_pixel, staged.chunk);
+      stage_chunk<T, kTilePixels, kThreads>(a, copy_bytes, buffer(staged.buffer), staged.first_pixel, staged.chunk,
+                                            threadIdx.x);
     staged.advance(a);
   };
   if (a.groups == 1) stage_references<P>(a, references, 0);
@@ -557,77 +686,37 @@ __global__ void __launch_bounds__(kThreadsOf<P>, 1) classify_bip_tensor_kernel(c
         }
       }
     } else {
-      // fp16x3: both spans first, for each row's scale over the chunk.
-      float x[2][kMmaRows][2][4];
+      static_assert(kMmaRowsOf<Product::fp16x3> == 1, "fp16x3: one m-tile per warp");
+      uint32_t a_hi[2][4], a_lo[2][4];
+      double row_unscale[2];
+      split_chunk<T, M>(a, tile, row_of(0, 0), row_of(0, 1), t, valid_bands, shift[0], summing, sum[0], sum2[0],
+                        a_hi, a_lo, row_unscale);
+      // The chunk's float sums of column n into double, the row's scale
+      // undone (the scales change from chunk to chunk: the windows are the
+      // chunks, not staggered). Column n - 1 after column n's last products
+      // are issued, so its conversions overlap them.
+      auto fold = [&](int n) {
 #pragma unroll
-      for (int span = 0; span < 2; ++span) load_span(span, x[span]);
-      // Per row: f32 samples times 2^e, e from the row's largest magnitude in
-      // the chunk (the quad's four threads hold its 32 bands); integers times
-      // 1/2. Exact either way; undone when the chunk's sums go into double.
-      float row_scale[kMmaRows][2];
-      double row_unscale[kMmaRows][2];
-#pragma unroll
-      for (int m = 0; m < kMmaRows; ++m)
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          if constexpr (T == DataType::f32) {
-            float largest = 0;  // NaN samples leave it alone (their pixel is no-data)
-#pragma unroll
-            for (int span = 0; span < 2; ++span)
-#pragma unroll
-              for (int i = 0; i < 4; ++i) largest = fmaxf(largest, fabsf(x[span][m][half][i]));
-            largest = fmaxf(largest, __shfl_xor_sync(0xffffffffu, largest, 1));
-            largest = fmaxf(largest, __shfl_xor_sync(0xffffffffu, largest, 2));
-            const int e = half_scale_exponent(largest);
-            row_scale[m][half] = power_of_two(e);
-            row_unscale[m][half] = inverse_power_of_two(e);
-          } else {
-            row_scale[m][half] = kHalfIntegerScale;  // undone in the epilogue
-            row_unscale[m][half] = 1;
-          }
+        for (int i = 0; i < 4; ++i) {
+          if constexpr (T == DataType::f32)
+            total[0][n][i] = fma(double(acc[0][n][i]), row_unscale[i / 2], total[0][n][i]);
+          else
+            total[0][n][i] += acc[0][n][i];
+          acc[0][n][i] = 0;
         }
+      };
 #pragma unroll
       for (int span = 0; span < 2; ++span) {
-        // Registers per m-tile: rows g and g + 8 at k = 2t, 2t + 1 (bands
-        // 4t, 4t + 1 of the span), then at k = 2t + 8, 2t + 9 (4t + 2, 4t + 3).
-        uint32_t a_hi[kMmaRows][4], a_lo[kMmaRows][4];
-#pragma unroll
-        for (int m = 0; m < kMmaRows; ++m)
-#pragma unroll
-          for (int r = 0; r < 4; ++r) {
-            const int half = r % 2, first = 2 * (r / 2);
-            const float s = row_scale[m][half];
-            split_pair(x[span][m][half][first] * s, x[span][m][half][first + 1] * s, a_hi[m][r], a_lo[m][r]);
-          }
-        // The chunk's float sums of column n into double, the row's scale
-        // undone (the scales change from chunk to chunk: the windows are the
-        // chunks, not staggered). Column n - 1 after column n's last
-        // products are issued, so its conversions overlap them.
-        auto fold = [&](int n) {
-#pragma unroll
-          for (int m = 0; m < kMmaRows; ++m)
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              if constexpr (T == DataType::f32)
-                total[m][n][i] = fma(double(acc[m][n][i]), row_unscale[m][i / 2], total[m][n][i]);
-              else
-                total[m][n][i] += acc[m][n][i];
-              acc[m][n][i] = 0;
-            }
-        };
 #pragma unroll
         for (int n = 0; n < kMmaColumns; ++n) {
           const uint4 b = fragments[(span * kColumnsPerGroup + warp_column * kMmaColumns + n) * kLanes + lane];
-#pragma unroll
-          for (int m = 0; m < kMmaRows; ++m) {
-            mma_f16(acc[m][n], a_lo[m], b.x, b.y);  // small terms first
-            mma_f16(acc[m][n], a_hi[m], b.z, b.w);
-            mma_f16(acc[m][n], a_hi[m], b.x, b.y);
-          }
+          mma_f16(acc[0][n], a_lo[span], b.x, b.y);  // small terms first
+          mma_f16(acc[0][n], a_hi[span], b.z, b.w);
+          mma_f16(acc[0][n], a_hi[span], b.x, b.y);
           if (span == 1 && n > 0) fold(n - 1);
         }
-        if (span == 1) fold(kMmaColumns - 1);
       }
+      fold(kMmaColumns - 1);
     }
 
     if (chunk == a.chunks - 1) {
@@ -686,22 +775,9 @@ __global__ void __launch_bounds__(kThreadsOf<P>, 1) classify_bip_tensor_kernel(c
               if (k >= a.references) continue;
               double dot = total[m][n][half * 2 + c] * dot_unscale;
               if constexpr (P == Product::fp16x3) dot *= __ldg(a.dot_scale + k);
-              double key;
-              if (a.rule_images) {
-                const float score = finite ? score_of<M>(a, k, dot, s, s2) : quiet_nan();
-                if (pixel < a.pixels) a.rule_images[size_t(k) * a.pixels + pixel] = score;
-                key = M == Method::correlation ? score : -double(score);  // higher is better
-              } else {
-                key = finite ? __ldg(a.key_scale + k) * dot + __ldg(a.key_offset + k) : quiet_nan();
-              }
-              best.offer(key, dot, k);
+              offer_reference<M>(a, k, dot, finite, s, s2, pixel, best);
             }
-          for (int mask = 1; mask <= 2; mask <<= 1) {
-            const double other_key = __shfl_xor_sync(0xffffffffu, best.key, mask);
-            const double other_dot = __shfl_xor_sync(0xffffffffu, best.dot, mask);
-            const int other_k = __shfl_xor_sync(0xffffffffu, best.k, mask);
-            best.offer(other_key, other_dot, other_k);
-          }
+          quad_best(best);
           if (t == 0) {
             candidate_key[warp_column * kTilePixels + row] = best.key;
             candidate_dot[warp_column * kTilePixels + row] = best.dot;
@@ -716,18 +792,7 @@ __global__ void __launch_bounds__(kThreadsOf<P>, 1) classify_bip_tensor_kernel(c
                         candidate_index[column * kTilePixels + row]);
         const size_t pixel = first_pixel + row;
         if (group == a.groups - 1) {
-          if (pixel < a.pixels) {
-            const double s = pixel_sum[row] * scale, s2 = pixel_sum2[row] * scale * scale;
-            BestMatch match;
-            if (running.k >= 0 && isfinite(s) && isfinite(s2))
-              match.offer(score_of<M>(a, running.k, running.dot, s, s2), running.k, higher_is_better(M));
-            const int label = match.label(a.threshold, higher_is_better(M));
-            auto *line = static_cast<unsigned char *>(a.class_map) + (pixel / a.samples) * a.class_map_stride;
-            if (a.class_map_16bit)
-              reinterpret_cast<uint16_t *>(line)[pixel % a.samples] = uint16_t(label);
-            else
-              line[pixel % a.samples] = uint8_t(label);
-          }
+          if (pixel < a.pixels) write_label<M>(a, pixel, running, pixel_sum[row] * scale, pixel_sum2[row] * scale * scale);
           running.clear();
         }
       }
@@ -736,16 +801,308 @@ __global__ void __launch_bounds__(kThreadsOf<P>, 1) classify_bip_tensor_kernel(c
   }
 }
 
+// --- wgmma (sm_90a) ---
+// __CUDA_ARCH_FEAT_SM90_ALL: this pass compiles for sm_90a, whose machine
+// code has the warp-group instructions; other passes get empty bodies and
+// wgmma_available() says which one the device loaded.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define CS_HSI_WGMMA_BUILT 1
+#endif
+
+constexpr int kWarpgroupThreads = 128;
+constexpr int kWgmmaThreads = kWarpgroupsPerBlock * kWarpgroupThreads;
+
+#if defined(CS_HSI_WGMMA_BUILT)
+constexpr int kWgmmaAccumulators = kWarpgroupPixels * kGroupReferences / kWarpgroupThreads;  // 32 per thread
+
+// Shared-memory matrix descriptor, no swizzling: start address, the bytes
+// between core matrices adjacent along k ("leading") and along the
+// references ("stride"), each in 16-byte units.
+__device__ __forceinline__ uint64_t matrix_descriptor(uint32_t address, uint32_t leading_bytes,
+                                                      uint32_t stride_bytes) {
+  return uint64_t((address & 0x3ffffu) >> 4) | uint64_t(leading_bytes >> 4) << 16 |
+         uint64_t(stride_bytes >> 4) << 32;
+}
+
+// d (+)= a x b, 64 pixels x 64 references x 16 bands: a, this thread's fp16
+// pixel registers; b, the references' descriptor. kAccumulate false: d = a x b.
+template <bool kAccumulate>
+__device__ __forceinline__ void wgmma_f16(float (&d)[kWgmmaAccumulators], const uint32_t (&a)[4], uint64_t b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(int(kAccumulate)));
+}
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+// Waits until at most kPending committed groups are in flight.
+template <int kPending>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+}
+// After a wait, for the registers of the finished instructions: the empty
+// asm "writes" them here, so the compiler neither reads the accumulators
+// earlier nor reuses the pixel registers before the instructions that read
+// them have finished.
+__device__ __forceinline__ void hold(float (&d)[kWgmmaAccumulators]) {
+#pragma unroll
+  for (float &v : d) asm volatile("" : "+f"(v)::"memory");
+}
+__device__ __forceinline__ void hold(uint32_t (&r)[2][4]) {
+#pragma unroll
+  for (auto &span : r)
+    for (uint32_t &v : span) asm volatile("" : "+r"(v)::"memory");
+}
+#endif  // CS_HSI_WGMMA_BUILT
+
+// One warp group per 64-pixel tile (two per block, one block per SM), all
+// reference groups' tables resident in shared memory; per chunk of 32 bands
+// the warp group stages its rows (cp.async, as the kernel above), each thread
+// splits its fragment of them (split_chunk) and issues 6 wgmma into one of
+// two accumulator sets, then folds the other set (the previous chunk's,
+// finished meanwhile) into double totals. Epilogue as the kernel above, with
+// a warp's 16 rows holding all 64 references of the group.
+template <Method M, DataType T>
+__global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(const Args a, const int copy_bytes) {
+#if defined(CS_HSI_WGMMA_BUILT)
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int padded_bands = a.chunks * kChunkBands;
+  const size_t table_bytes = size_t(a.groups) * 2 * kGroupReferences * padded_bands * sizeof(uint16_t);
+  // Per reference: its ranking key's factor on the float sums and offset
+  // (NaN for unusable or padding references: never the best).
+  double2 *const key_terms = reinterpret_cast<double2 *>(smem + table_bytes);
+  const double dot_unscale = T == DataType::f32 ? a.scale : a.scale / double(kHalfIntegerScale);
+  {
+    const uint4 *src = static_cast<const uint4 *>(a.fragments);
+    uint4 *dst = reinterpret_cast<uint4 *>(smem);
+    for (size_t i = threadIdx.x; i < table_bytes / 16; i += kWgmmaThreads) dst[i] = __ldg(src + i);
+    for (int k = threadIdx.x; k < a.groups * kGroupReferences; k += kWgmmaThreads)
+      key_terms[k] = k < a.references ? make_double2(dot_unscale * __ldg(a.dot_scale + k) * __ldg(a.key_scale + k),
+                                                     __ldg(a.key_offset + k))
+                                      : make_double2(quiet_nan(), quiet_nan());
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the table, visible to the wgmma reads
+    __syncthreads();
+  }
+  const int warpgroup = threadIdx.x / kWarpgroupThreads, thread = threadIdx.x % kWarpgroupThreads;
+  const int warp = thread / 32, lane = thread % 32, g = lane / 4, t = lane % 4;
+  const size_t tiles = (a.pixels + kWarpgroupPixels - 1) / kWarpgroupPixels;
+  const size_t first_tile = size_t(blockIdx.x) * kWarpgroupsPerBlock + warpgroup;
+  const size_t tile_step = size_t(gridDim.x) * kWarpgroupsPerBlock;
+  if (first_tile >= tiles) return;
+  const int total_steps = int((tiles - 1 - first_tile) / tile_step + 1) * a.groups * a.chunks;
+  unsigned char *const staging = smem + table_bytes + a.groups * kGroupReferences * sizeof(double2) +
+                                size_t(warpgroup) * a.stages * kWarpgroupPixels * kRowBytes<T>;
+  auto buffer = [&](int index) { return staging + index * (kWarpgroupPixels * kRowBytes<T>); };
+  auto sync_warpgroup = [&] {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(warpgroup + 1), "n"(kWarpgroupThreads) : "memory");
+  };
+  const int ahead = a.stages - 2;
+  const int row0 = warp * 16 + g, row1 = row0 + 8;
+  const uint32_t table_address = shared_address(smem);
+  const uint32_t part_bytes = kGroupReferences * padded_bands * sizeof(uint16_t);  // high to low parts
+  const uint32_t stride_bytes = 8 * padded_bands * sizeof(uint16_t);             // 8 references further
+
+  StepCursor staged = StepCursor::first(first_tile * kWarpgroupPixels, tile_step * kWarpgroupPixels);
+  StepCursor current = staged;
+  int staged_steps = 0;
+  auto stage_next = [&]() {
+    if (staged_steps++ < total_steps)
+      stage_chunk<T, kWarpgroupPixels, kWarpgroupThreads>(a, copy_bytes, buffer(staged.buffer),
+                                                          staged.first_pixel, staged.chunk, thread);
+    staged.advance(a);
+  };
+  for (int s = 0; s < ahead; ++s) {
+    stage_next();
+    commit_copies();
+  }
+
+  float acc[2][kWgmmaAccumulators] = {};  // by the chunk's parity
+  double total[kWgmmaAccumulators];
+  uint32_t a_hi[2][2][4] = {}, a_lo[2][2][4] = {};  // [parity][span][register]: read by wgmma until it finishes
+  double unscale[2][2];                   // [parity][row]
+  double sum[2] = {0, 0}, sum2[2] = {0, 0};
+  float shift[2] = {0, 0};
+  Candidate running[2];
+  running[0].clear();
+  running[1].clear();
+
+  // Accumulator j: rows g (j % 4 < 2) or g + 8, reference 8 (j / 4) + 2t + j % 2.
+  auto fold = [&](const float (&chunk_sums)[kWgmmaAccumulators], const double (&row_unscale)[2]) {
+#pragma unroll
+    for (int j = 0; j < kWgmmaAccumulators; ++j) {
+      if constexpr (T == DataType::f32)
+        total[j] = fma(double(chunk_sums[j]), row_unscale[(j % 4) / 2], total[j]);
+      else
+        total[j] += chunk_sums[j];
+    }
+  };
+
+  auto step = [&](auto parity) {
+    constexpr int p = decltype(parity)::value, q = 1 - p;
+    stage_next();  // step + ahead, into the buffer read two steps ago
+    commit_copies();
+    if (ahead == 2)
+      wait_copies<2>();
+    else
+      wait_copies<1>();
+    sync_warpgroup();
+    const unsigned char *tile = buffer(current.buffer);
+    const int group = current.group, chunk = current.chunk;
+    const bool summing = group == 0;
+    if (chunk == 0) {
+#pragma unroll
+      for (double &v : total) v = 0;
+      shift[0] = M == Method::correlation ? load_first<T>(a, tile, row0) : 0.0f;
+      shift[1] = M == Method::correlation ? load_first<T>(a, tile, row1) : 0.0f;
+      if (summing) sum[0] = sum[1] = sum2[0] = sum2[1] = 0;
+    }
+    split_chunk<T, M>(a, tile, row0, row1, t, min(kChunkBands, a.bands - chunk * kChunkBands), shift, summing, sum,
+                      sum2, a_hi[p], a_lo[p], unscale[p]);
+    const uint32_t high = table_address + uint32_t(group) * 2 * part_bytes + uint32_t(chunk) * 512;
+    wgmma_fence();
+#pragma unroll
+    for (int span = 0; span < 2; ++span) {
+      const uint64_t b_hi = matrix_descriptor(high + span * 256, 128, stride_bytes);
+      const uint64_t b_lo = matrix_descriptor(high + part_bytes + span * 256, 128, stride_bytes);
+      if (span == 0)
+        wgmma_f16<false>(acc[p], a_lo[p][span], b_hi);  // small terms first
+      else
+        wgmma_f16<true>(acc[p], a_lo[p][span], b_hi);
+      wgmma_f16<true>(acc[p], a_hi[p][span], b_lo);
+      wgmma_f16<true>(acc[p], a_hi[p][span], b_hi);
+    }
+    wgmma_commit();
+    auto release = [&](auto finished) {
+      constexpr int f = decltype(finished)::value;
+      hold(acc[f]);
+      hold(a_hi[f]);
+      hold(a_lo[f]);
+    };
+    if (chunk < a.chunks - 1) {
+      wgmma_wait<1>();  // the previous chunk's products are done
+      release(std::integral_constant<int, q>());
+      if (chunk > 0) fold(acc[q], unscale[q]);
+      return false;
+    }
+    wgmma_wait<0>();
+    release(std::integral_constant<int, q>());
+    release(std::integral_constant<int, p>());
+    if (chunk > 0) fold(acc[q], unscale[q]);
+    fold(acc[p], unscale[p]);
+
+    return true;
+  };
+
+  // End of a group of references for the tile: scores, best per pixel.
+  auto finish_group = [&]() {
+    const int group = current.group;
+    if (group == 0)  // the quad's four threads hold a row's bands between them
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+        for (int mask = 1; mask <= 2; mask <<= 1) {
+          sum[half] += __shfl_xor_sync(0xffffffffu, sum[half], mask);
+          sum2[half] += __shfl_xor_sync(0xffffffffu, sum2[half], mask);
+        }
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const size_t pixel = current.first_pixel + (half ? row1 : row0);
+      const double s = sum[half] * a.scale, s2 = sum2[half] * a.scale * a.scale;
+      const bool finite = isfinite(s2) && isfinite(s);
+      if (a.rule_images) {  // every score
+        Candidate best;
+        best.clear();
+#pragma unroll
+        for (int n = 0; n < kColumnsPerGroup; ++n)
+#pragma unroll
+          for (int c = 0; c < 2; ++c) {
+            const int k = group * kGroupReferences + n * kColumnReferences + 2 * t + c;
+            if (k >= a.references) continue;
+            const double dot = total[4 * n + 2 * half + c] * dot_unscale * __ldg(a.dot_scale + k);
+            offer_reference<M>(a, k, dot, finite, s, s2, pixel, best);
+          }
+        quad_best(best);
+        running[half].offer(best.key, best.dot, best.k);
+      } else {  // ranking keys; the dot product of the winner only
+        double best_key = -CUDART_INF, best_total = 0;
+        int best_k = -1;
+#pragma unroll
+        for (int n = 0; n < kColumnsPerGroup; ++n)
+#pragma unroll
+          for (int c = 0; c < 2; ++c) {  // ascending k: a tie keeps the lower
+            const int k = group * kGroupReferences + n * kColumnReferences + 2 * t + c;
+            const double2 terms = key_terms[k];
+            const double value = total[4 * n + 2 * half + c];
+            const double key = fma(value, terms.x, terms.y);
+            if (key > best_key) best_key = key, best_total = value, best_k = k;
+          }
+        for (int mask = 1; mask <= 2; mask <<= 1) {
+          const double other_key = __shfl_xor_sync(0xffffffffu, best_key, mask);
+          const double other_total = __shfl_xor_sync(0xffffffffu, best_total, mask);
+          const int other_k = __shfl_xor_sync(0xffffffffu, best_k, mask);
+          if (other_key > best_key || (other_key == best_key && other_k < best_k))
+            best_key = other_key, best_total = other_total, best_k = other_k;
+        }
+        if (finite && best_k >= 0)
+          running[half].offer(best_key, best_total * dot_unscale * __ldg(a.dot_scale + best_k), best_k);
+      }
+    }
+    if (group == a.groups - 1) {  // lanes t = 0 and 1 of each quad write rows g and g + 8: one pass
+      const int half = t & 1;
+      const size_t pixel = current.first_pixel + (half ? row1 : row0);
+      Candidate mine;  // field by field: selecting the struct would put the pair in local memory
+      mine.key = half ? running[1].key : running[0].key;
+      mine.dot = half ? running[1].dot : running[0].dot;
+      mine.k = half ? running[1].k : running[0].k;
+      if (t < 2 && pixel < a.pixels)
+        write_label<M>(a, pixel, mine, (half ? sum[1] : sum[0]) * a.scale, (half ? sum2[1] : sum2[0]) * a.scale * a.scale);
+      running[0].clear();
+      running[1].clear();
+    }
+  };
+  for (int s = 0; s < total_steps; ++s, current.advance(a)) {
+    const bool finished =
+        s % 2 == 0 ? step(std::integral_constant<int, 0>()) : step(std::integral_constant<int, 1>());
+    if (finished) finish_group();
+  }
+#endif
+}
+
+__global__ void wgmma_probe_kernel(int *built) {
+#if defined(CS_HSI_WGMMA_BUILT)
+  *built = 1;
+#else
+  *built = 0;
+#endif
+}
+
 template <Product P, Method M, DataType T>
 void launch_typed(const Args &args, int copy_bytes, int sm_count, StreamHandle stream) {
-  const size_t bytes = shared_bytes(T, args.chunks, args.stages, P);
-  cs::check_cuda(cudaFuncSetAttribute(classify_bip_tensor_kernel<P, M, T>,
-                                      cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
-                 "allow the BIP tensor kernel's shared memory");
-  const size_t tiles = (args.pixels + kTilePixels - 1) / kTilePixels;
-  const unsigned grid = unsigned(tiles < size_t(sm_count) ? tiles : size_t(sm_count));
-  classify_bip_tensor_kernel<P, M, T><<<grid, kThreadsOf<P>, bytes, stream>>>(args, copy_bytes);
-  cs::check_cuda(cudaGetLastError(), "classify (tensor, BIP) kernel launch");
+  if constexpr (P == Product::wgmma) {
+    const size_t bytes = shared_bytes(T, args.chunks, args.stages, P, args.groups);
+    cs::check_cuda(cudaFuncSetAttribute(classify_bip_wgmma_kernel<M, T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        int(bytes)),
+                   "allow the BIP wgmma kernel's shared memory");
+    const size_t tiles = (args.pixels + kWarpgroupPixels - 1) / kWarpgroupPixels;
+    const size_t blocks = (tiles + kWarpgroupsPerBlock - 1) / kWarpgroupsPerBlock;
+    const unsigned grid = unsigned(blocks < size_t(sm_count) ? blocks : size_t(sm_count));
+    classify_bip_wgmma_kernel<M, T><<<grid, kWgmmaThreads, bytes, stream>>>(args, copy_bytes);
+    cs::check_cuda(cudaGetLastError(), "classify (wgmma, BIP) kernel launch");
+  } else {
+    const size_t bytes = shared_bytes(T, args.chunks, args.stages, P);
+    cs::check_cuda(cudaFuncSetAttribute(classify_bip_tensor_kernel<P, M, T>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
+                   "allow the BIP tensor kernel's shared memory");
+    const size_t tiles = (args.pixels + kTilePixels - 1) / kTilePixels;
+    const unsigned grid = unsigned(tiles < size_t(sm_count) ? tiles : size_t(sm_count));
+    classify_bip_tensor_kernel<P, M, T><<<grid, kThreadsOf<P>, bytes, stream>>>(args, copy_bytes);
+    cs::check_cuda(cudaGetLastError(), "classify (tensor, BIP) kernel launch");
+  }
 }
 
 template <Product P, Method M>
@@ -770,6 +1127,31 @@ void launch_product(Method method, const Args &args, DataType type, int copy_byt
 }
 
 }  // namespace
+
+bool wgmma_available(int device) {
+  static std::mutex mutex;
+  static std::map<int, bool> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = known.find(device); it != known.end()) return it->second;
+  bool built = false;
+  if (compute_capability(device) == 90) {
+    DeviceGuard guard(device);
+    int *flag = nullptr;
+    int value = 0;
+    cs::check_cuda(cudaMalloc(&flag, sizeof(int)), "allocate the wgmma probe's flag");
+    wgmma_probe_kernel<<<1, 1>>>(flag);
+    const cudaError_t launched = cudaGetLastError();
+    const cudaError_t copied =
+        launched == cudaSuccess ? cudaMemcpy(&value, flag, sizeof(int), cudaMemcpyDeviceToHost) : launched;
+    cudaFree(flag);
+    // No machine code for this device in the module: no wgmma; anything else is an error.
+    if (copied != cudaSuccess && copied != cudaErrorNoKernelImageForDevice && copied != cudaErrorInvalidDeviceFunction)
+      cs::check_cuda(copied, "run the wgmma probe");
+    built = copied == cudaSuccess && value == 1;
+  }
+  known[device] = built;
+  return built;
+}
 
 void classify(Method method, const DeviceTables &tables, const CubeBlock &block, int first_band, int copy_bytes,
               int stages, float threshold, const ClassificationOutput &output, size_t class_map_stride, int sm_count,
@@ -800,7 +1182,9 @@ void classify(Method method, const DeviceTables &tables, const CubeBlock &block,
   args.class_map_16bit = output.class_map_format == ClassMapFormat::gray16;
   args.rule_images = output.rule_images;
   if (args.pixels == 0) return;
-  if (tables.product == Product::fp16x3)
+  if (tables.product == Product::wgmma)
+    launch_product<Product::wgmma>(method, args, block.format.type, copy_bytes, sm_count, stream);
+  else if (tables.product == Product::fp16x3)
     launch_product<Product::fp16x3>(method, args, block.format.type, copy_bytes, sm_count, stream);
   else
     launch_product<Product::tf32x3>(method, args, block.format.type, copy_bytes, sm_count, stream);

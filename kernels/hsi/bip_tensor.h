@@ -9,8 +9,13 @@
 // bip_tensor.cu; this header holds its tile geometry and the host-side
 // preparation (so the CPU tests check the fragment layout).
 //
-// Two products, chosen once per process by CS_HSI_BIP_KERNEL:
-//   fp16 (default, or unset)  3xFP16: mma.m16n8k16 on fp16 high and low parts
+// Three forms, chosen once per process by CS_HSI_BIP_KERNEL:
+//   wgmma (default, or unset) 3xFP16 on Hopper's warp-group instructions
+//                             (wgmma.m64n64k16, sm_90a): pixels' fp16 parts
+//                             from registers, references' from shared memory;
+//                             where the device or the build lacks them
+//                             (wgmma_available), fp16 below;
+//   fp16                      3xFP16: mma.m16n8k16 on fp16 high and low parts
 //                             of operands scaled by powers of two (per
 //                             reference, per pixel and chunk of 32 bands) so
 //                             that their largest magnitude is in [2^14, 2^15);
@@ -18,7 +23,7 @@
 //   tf32                      3xTF32: mma.m16n8k8 on TF32 high and low parts
 //                             (the first form, slower: H200, 2026-11-29,
 //                             645-716 GB/s of f32 cube against fp16's 835-902).
-// Both split each operand into two 11-bit parts: the same precision contract
+// All split each operand into two 11-bit parts: the same precision contract
 // (classify_math.h, "tensor"); bip_tensor.cu's top comment has the figures.
 #pragma once
 
@@ -54,11 +59,16 @@ inline constexpr int kFragmentsPerChunk = kStepsPerChunk * kColumnsPerGroup * kL
 static_assert(kChunkBands == 32, "a chunk is two spans of 16 bands (see fragment_band)");
 
 // The products the kernel forms (see the top of this file).
-enum class Product : int { tf32x3 = 0, fp16x3 = 1 };
-const char *product_name(Product product);  // "tf32", "fp16"
-// CS_HSI_BIP_KERNEL, read once per process: "tf32" selects tf32x3; unset,
-// empty or "fp16" the default fp16x3 (anything else too, with a warning).
+enum class Product : int { tf32x3 = 0, fp16x3 = 1, wgmma = 2 };
+const char *product_name(Product product);  // "tf32", "fp16", "wgmma"
+// CS_HSI_BIP_KERNEL, read once per process: "tf32" selects tf32x3, "fp16"
+// fp16x3; unset, empty or "wgmma" the default wgmma (anything else too, with
+// a warning).
 Product product_from_environment();
+// Whether `device` runs the wgmma form: compute capability 9.0 and a build
+// whose machine code for it has the sm_90a instructions (checked once per
+// device by running a probe kernel of bip_tensor.cu's module).
+bool wgmma_available(int device);
 
 // fp16x3: one mma.m16n8k16 takes 16 bands, a chunk is two steps. Its
 // fragment entries hold, per (chunk, step, column, lane), the lane's four
@@ -145,6 +155,26 @@ CS_HD size_t fragment_index(int group, int chunk, int chunks, int step, int colu
   return ((((size_t(group) * chunks + chunk) * steps + step) * kColumnsPerGroup + column) * kLanes) + lane;
 }
 
+// wgmma: a warp group (4 warps, 128 threads) multiplies a tile of 64 pixels
+// by a group of 64 references, 16 bands per instruction, three instructions
+// per 16 bands (lo x hi, hi x lo, hi x hi) into 32 float accumulators per
+// thread. A thread's pixel registers are those of mma.m16n8k16 (rows g and
+// g + 8 of its warp's 16, k = 2t, 2t + 1, 2t + 8, 2t + 9) and hold bands
+// 4t..4t+3 of a 16-band span, as fp16x3's fragments: k position j of a span
+// is band wgmma_span_band(j). The references' table is the instruction's
+// shared-memory operand as it lies in shared memory: per group, the high
+// then the low parts of the 64 scaled references, fp16, "K-major" without
+// swizzling, i.e. 8 x 8 core matrices (8 references x 8 k positions, 128
+// contiguous bytes), the core matrices of a row of 8 references along the
+// padded bands (chunks x 32) one after another.
+inline constexpr int kWarpgroupPixels = 64;
+inline constexpr int kWarpgroupsPerBlock = 2;
+CS_HD constexpr int wgmma_span_band(int j) { return j < 8 ? 4 * (j / 2) + j % 2 : 4 * ((j - 8) / 2) + 2 + j % 2; }
+CS_HD size_t wgmma_reference_index(int group, int part, int reference, int position, int padded_bands) {
+  return (size_t(group) * 2 + part) * kGroupReferences * padded_bands + size_t(reference / 8) * 8 * padded_bands +
+         size_t(position / 8) * 64 + (reference % 8) * 8 + position % 8;
+}
+
 // What the kernel needs about the references, prepared once per classifier.
 struct Tables {
   Product product = Product::tf32x3;
@@ -157,7 +187,12 @@ struct Tables {
   // fp16x3: 4 words per fragment_index(..., kHalfStepsPerChunk) as described
   // at kHalfStepBands, of the reference values times 2^reference_exponent[k].
   std::vector<uint32_t> half_fragments;
-  // Per reference (groups x kGroupReferences), fp16x3 only: the exponent of
+  // wgmma: fp16 bits at wgmma_reference_index(group, 0 = high / 1 = low, k,
+  // position, chunks x kChunkBands) of reference k's value at band
+  // 16 (position / 16) + wgmma_span_band(position % 16), times
+  // 2^reference_exponent[k] as fp16x3's.
+  std::vector<uint16_t> wgmma_references;
+  // Per reference (groups x kGroupReferences), fp16x3 and wgmma: the exponent of
   // its scale (half_scale_exponent of its largest magnitude), and 2^-that,
   // what the kernel multiplies its dot products by.
   std::vector<int> reference_exponent;
@@ -169,6 +204,12 @@ struct Tables {
   // -key_offset). NaN for unusable references.
   std::vector<double> key_scale, key_offset;
 };
+
+// Reference groups and band chunks of a table (what Tables holds).
+inline int groups_for(const ReferenceTableShape &shape) {
+  return (shape.references + kGroupReferences - 1) / kGroupReferences;
+}
+inline int chunks_for(const ReferenceTableShape &shape) { return (shape.bands + kChunkBands - 1) / kChunkBands; }
 
 Tables make_tables(Method method, const std::vector<float> &table, const ReferenceTableShape &shape,
                    Product product = Product::tf32x3);
@@ -186,15 +227,18 @@ int copy_bytes_for(const CubeBlock &block, int first_band, int band_count);
 // chunk (the buffer a copy lands in was last read two chunks ago).
 inline constexpr int kMostStages = 4, kFewestStages = 3;
 // Shared memory the kernel asks for with `chunks` chunks of `type` samples
-// and `stages` staging buffers.
-size_t shared_bytes(DataType type, int chunks, int stages, Product product = Product::tf32x3);
+// and `stages` staging buffers (wgmma: each warp group's; its table holds
+// every group of references for the whole kernel).
+size_t shared_bytes(DataType type, int chunks, int stages, Product product = Product::tf32x3, int groups = 1);
 // The most staging buffers that fit `max_shared_bytes` (kMostStages down to
 // kFewestStages), or 0 when the references do not fit with the fewest.
-int stages_for(DataType type, int chunks, size_t max_shared_bytes, Product product = Product::tf32x3);
+int stages_for(DataType type, int chunks, size_t max_shared_bytes, Product product = Product::tf32x3,
+               int groups = 1);
 
 // Device copies of Tables and the launch (bip_tensor.cu). `fragments` is
-// 16-byte aligned device memory holding Tables::fragments (tf32x3) or
-// Tables::half_fragments (fp16x3); dot_scale: Tables::dot_scale (fp16x3).
+// 16-byte aligned device memory holding Tables::fragments (tf32x3),
+// Tables::half_fragments (fp16x3) or Tables::wgmma_references (wgmma);
+// dot_scale: Tables::dot_scale (fp16x3, wgmma).
 struct DeviceTables {
   Product product = Product::tf32x3;
   const void *fragments = nullptr;

@@ -430,11 +430,18 @@ struct CudaSpectralClassifier::Impl {
     cs::check_cuda(cudaDeviceGetAttribute(&shared_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
                    "query shared memory per block");
     max_shared_bytes = size_t(shared_optin);
-    const bip_tensor::Product product = bip_tensor::product_from_environment();
+    bip_tensor::Product product = bip_tensor::product_from_environment();
+    // wgmma needs an sm_90a build on a 9.0 device, and every group's
+    // references in shared memory next to f32 staging; else the fp16 form.
+    if (product == bip_tensor::Product::wgmma &&
+        (!bip_tensor::wgmma_available(device) ||
+         !bip_tensor::stages_for(DataType::f32, bip_tensor::chunks_for(host.table_shape()), max_shared_bytes,
+                                 product, bip_tensor::groups_for(host.table_shape()))))
+      product = bip_tensor::Product::fp16x3;
     const bip_tensor::Tables t = bip_tensor::make_tables(host.method(), host.table(), host.table_shape(), product);
     // Too many bands for the references to stay in shared memory even with
     // 16-bit samples: the generic kernel.
-    if (!bip_tensor::stages_for(DataType::i16, t.chunks, max_shared_bytes, product)) return;
+    if (!bip_tensor::stages_for(DataType::i16, t.chunks, max_shared_bytes, product, t.groups)) return;
     auto upload = [&](const void *src, size_t bytes, const char *what) {
       void *dst = device_alloc(bytes, device);
       const cudaError_t status = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
@@ -443,9 +450,13 @@ struct CudaSpectralClassifier::Impl {
       return dst;
     };
     bip.product = product;
-    if (product == bip_tensor::Product::fp16x3) {
-      bip.fragments = upload(t.half_fragments.data(), t.half_fragments.size() * sizeof(uint32_t),
-                             "upload BIP tensor fragments");
+    if (product != bip_tensor::Product::tf32x3) {
+      if (product == bip_tensor::Product::wgmma)
+        bip.fragments = upload(t.wgmma_references.data(), t.wgmma_references.size() * sizeof(uint16_t),
+                               "upload BIP tensor references");
+      else
+        bip.fragments = upload(t.half_fragments.data(), t.half_fragments.size() * sizeof(uint32_t),
+                               "upload BIP tensor fragments");
       bip.dot_scale = static_cast<const double *>(
           upload(t.dot_scale.data(), t.dot_scale.size() * sizeof(double), "upload BIP tensor scales"));
     } else {
@@ -470,7 +481,7 @@ struct CudaSpectralClassifier::Impl {
   BipPlan bip_plan(const CubeBlock &block) const {
     BipPlan plan;
     if (first_band < 0 || !bip_enabled) return plan;
-    plan.stages = bip_tensor::stages_for(block.format.type, bip.chunks, max_shared_bytes, bip.product);
+    plan.stages = bip_tensor::stages_for(block.format.type, bip.chunks, max_shared_bytes, bip.product, bip.groups);
     if (plan.stages) plan.copy_bytes = bip_tensor::copy_bytes_for(block, first_band, host.table_shape().bands);
     return plan;
   }
@@ -507,6 +518,10 @@ CudaSpectralClassifier::Kernel CudaSpectralClassifier::kernel_for(const CubeBloc
 }
 
 void CudaSpectralClassifier::set_bip_tensor_enabled(bool enabled) { impl_->bip_enabled = enabled; }
+
+const char *CudaSpectralClassifier::bip_tensor_product() const {
+  return impl_->first_band < 0 ? "" : bip_tensor::product_name(impl_->bip.product);
+}
 
 bool CudaSpectralClassifier::table_in_constant_memory() const { return impl_->in_constant; }
 int CudaSpectralClassifier::device() const { return impl_->device; }

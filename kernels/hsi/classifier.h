@@ -134,6 +134,9 @@ class CudaSpectralClassifier {
   // For tests and benchmarks: false makes blocks that fit the BIP tensor
   // kernel run the generic tensor kernel instead (default true).
   void set_bip_tensor_enabled(bool enabled);
+  // The BIP tensor kernel's product ("wgmma", "fp16", "tf32"; bip_tensor.h),
+  // "" when the classifier does not use that kernel.
+  const char *bip_tensor_product() const;
 
   struct Impl;
 

@@ -29,5 +29,6 @@ CudaSpectralClassifier::Kernel CudaSpectralClassifier::kernel_for(const CubeBloc
   return Kernel::per_pixel;
 }
 void CudaSpectralClassifier::set_bip_tensor_enabled(bool) {}
+const char *CudaSpectralClassifier::bip_tensor_product() const { return ""; }
 
 }  // namespace cs::hsi

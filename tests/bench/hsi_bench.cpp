@@ -4,7 +4,8 @@
 // tensor rows run twice: the kernel specialised for BIP blocks
 // (kernels/hsi/bip_tensor.cu; "tensor-bip" in the kernel column) and the
 // generic tensor kernel ("tensor") on the same cube. CS_HSI_BIP_KERNEL=tf32
-// runs the BIP kernel's 3xTF32 product instead of fp16x3 (the run says which).
+// (or fp16) runs the BIP kernel's 3xTF32 (or mma.sync fp16x3) product instead of the
+// default wgmma one (the run says which ran).
 //
 //   device-resident  the cube already in device memory; kernel time (CUDA
 //                    events, median of the repeats) -> GB/s of cube read,
@@ -62,6 +63,7 @@ struct Options {
   int repeats = 5, stream_cubes = 3;
   std::string python = "/usr/bin/python3";
   bool run_python = true;
+  bool tensor_only = false;  // device-resident tensor rows only (kernel work)
   const char *csv = nullptr;
 };
 
@@ -171,6 +173,11 @@ double device_classify_ms(const SpectralClassifier &classifier, const EnviHeader
   out.class_map_format = classifier.class_map_format();
   const CubeBlock block = make_cube_block(h, d_cube, h.lines);
   kernel = gpu.kernel_for(block);
+  static bool said = false;
+  if (kernel == CudaSpectralClassifier::Kernel::tensor_bip && !said) {
+    std::printf("tensor-bip runs the %s product\n", gpu.bip_tensor_product());
+    said = true;
+  }
   cs::Stream stream(kDevice);
   gpu.classify(block, out, stream.get());  // warm-up: constant table upload, first launch
   stream.synchronize();
@@ -372,10 +379,12 @@ Options parse(int argc, char **argv) {
     else if (a == "--python" && i + 1 < argc) o.python = argv[++i];
     else if (a == "--no-python") o.run_python = false;
     else if (a == "--csv" && i + 1 < argc) o.csv = argv[++i];
+    else if (a == "--tensor-only") o.tensor_only = true;
     else {
       std::fprintf(stderr,
                    "usage: %s [--samples 1024] [--lines 1024] [--bands 224] [--references 64] [--block 64] "
-                   "[--crop 16] [--repeats 5] [--stream-cubes 3] [--python PATH] [--no-python] [--csv FILE]\n",
+                   "[--crop 16] [--repeats 5] [--stream-cubes 3] [--python PATH] [--no-python] [--csv FILE] "
+                   "[--tensor-only]\n",
                    argv[0]);
       std::exit(2);
     }
@@ -402,7 +411,7 @@ int main(int argc, char **argv) {
   std::printf("device 0: %s\n", cs::device_name(kDevice).c_str());
   std::printf("cube %zu x %zu x %zu (samples x lines x bands), %zu references, BIP\n", o.samples, o.lines, o.bands,
               o.references);
-  std::printf("tensor-bip product: %s (CS_HSI_BIP_KERNEL)\n",
+  std::printf("tensor-bip product asked for: %s (CS_HSI_BIP_KERNEL)\n",
               cs::hsi::bip_tensor::product_name(cs::hsi::bip_tensor::product_from_environment()));
 
   Random rng(0x5eed0fc0ffeeull);
@@ -437,6 +446,7 @@ int main(int argc, char **argv) {
         for (bool bip_tensor : {true, false}) {
           if (precision == Precision::tensor && !dot_product_method(method)) continue;  // runs as fast
           if (!bip_tensor && precision != Precision::tensor) continue;
+          if (o.tensor_only && precision != Precision::tensor) continue;
           ClassifierConfig config;
           config.method = method;
           config.precision = precision;
@@ -447,8 +457,9 @@ int main(int argc, char **argv) {
           if (precision == Precision::tensor && bip_tensor) bip_labels = labels;
           const double gbps = double(bytes) / (ms / 1e3) / 1e9;
           // the CPU has one tensor figure (it runs tensor as fast): timed once
-          const double cpu_s =
-              bip_tensor ? cpu_classify_seconds(classifier, crop, host) * double(o.lines) / double(o.crop_lines) : NAN;
+          const double cpu_s = bip_tensor && !o.tensor_only ? cpu_classify_seconds(classifier, crop, host) *
+                                                                  double(o.lines) / double(o.crop_lines)
+                                                            : NAN;
           if (f32 && method == Method::sam && precision == Precision::exact) sam_exact_f32_seconds = ms / 1e3;
           if (f32 && method == Method::sam && precision == Precision::tensor && bip_tensor)
             sam_tensor_f32_seconds = ms / 1e3;
@@ -473,6 +484,10 @@ int main(int argc, char **argv) {
   }
   std::printf("GB/s = cube bytes / kernel time; %%copy = of the device copy's traffic above; CPU: %zu lines, scaled\n",
               o.crop_lines);
+  if (o.tensor_only) {
+    if (csv) std::fclose(csv);
+    return 0;
+  }
 
   // --- streamed from host memory ---
   const std::string library = write_library_csv(refs);

@@ -359,88 +359,133 @@ TEST(BipTensor, HalfFragmentBandsCoverEachChunkOnce) {
   EXPECT_EQ(*all.rbegin(), bt::kChunkBands - 1);
 }
 
-// fp16x3's table rebuilt into every dot product the way the kernel combines
-// it: the pixel scaled per chunk of 32 bands, both operands split into fp16
-// parts, lo x hi + hi x lo + hi x hi, the scales undone. Pixels of ordinary
-// magnitudes and pixels spanning 12 decades (some bands' low parts, some
-// high parts fp16 subnormals after scaling).
-TEST(BipTensor, HalfFragmentTableHoldsEveryReferenceValueOnce) {
-  std::mt19937_64 rng(cs_test::fresh_seed());
-  for (const auto &[K, bands] : {std::pair<size_t, size_t>{1, 7}, {37, 45}, {64, 224}, {100, 70}}) {
-    SCOPED_TRACE("K=" + std::to_string(K) + " bands=" + std::to_string(bands));
-    const size_t pixels = 6;
-    hsi_test::Scene scene = hsi_test::random_scene(rng, 1, pixels, bands, K);
-    for (size_t p = 3; p < pixels; ++p)  // wide dynamic range within a pixel
-      for (size_t u = 0; u < bands; ++u)
-        scene.pixels[p * bands + u] *= float(std::pow(10.0, double(rng() % 13) - 6.0));
-    ClassifierConfig config;
-    config.method = Method::euclidean;  // raw reference values
-    config.precision = Precision::tensor;
-    const SpectralClassifier c(config, scene.references, select_bands(bands, {}));
-    const bt::Tables t = bt::make_tables(c.method(), c.table(), c.table_shape(), bt::Product::fp16x3);
-    ASSERT_EQ(t.product, bt::Product::fp16x3);
-    ASSERT_EQ(t.groups, int((K + 63) / 64));
-    ASSERT_EQ(t.chunks, int((bands + 31) / 32));
-    ASSERT_TRUE(t.fragments.empty());
-    ASSERT_EQ(t.half_fragments.size(), 4 * bt::fragment_index(t.groups, 0, t.chunks, 0, 0, 0, bt::kHalfStepsPerChunk));
-    ASSERT_EQ(t.dot_scale.size(), size_t(t.groups) * 64);
-    std::vector<int> seen(size_t(t.groups) * 64 * size_t(t.chunks) * 32, 0);
-    for (size_t p = 0; p < pixels; ++p) {
-      const float *x = scene.pixels.data() + p * bands;
-      std::vector<double> dot(size_t(t.groups) * 64, 0.0);
-      float largest_sample = 0;
-      for (int chunk = 0; chunk < t.chunks; ++chunk) {
-        float largest = 0;
-        for (size_t u = size_t(chunk) * 32; u < std::min(bands, size_t(chunk + 1) * 32); ++u)
-          largest = std::fmax(largest, std::fabs(x[u]));
-        largest_sample = std::fmax(largest_sample, largest);
-        const int e = bt::half_scale_exponent(largest);
-        std::vector<double> chunk_dot(dot.size(), 0.0);
-        for (int group = 0; group < t.groups; ++group)
-          for (int step = 0; step < bt::kHalfStepsPerChunk; ++step)
-            for (int column = 0; column < bt::kColumnsPerGroup; ++column)
-              for (int lane = 0; lane < bt::kLanes; ++lane) {
-                const uint32_t *entry = &t.half_fragments[4 * bt::fragment_index(group, chunk, t.chunks, step, column,
-                                                                                  lane, bt::kHalfStepsPerChunk)];
-                const int k = group * 64 + bt::fragment_reference(column, lane);
-                for (int j = 0; j < 4; ++j) {
-                  const int u = chunk * 32 + bt::half_fragment_band(step, lane, j);
-                  const uint16_t hi_bits = uint16_t(entry[j / 2] >> (16 * (j % 2)));
-                  const uint16_t lo_bits = uint16_t(entry[2 + j / 2] >> (16 * (j % 2)));
-                  const double r_hi = bt::half_value(hi_bits), r_lo = bt::half_value(lo_bits);
-                  if (size_t(k) >= K || size_t(u) >= bands) {
-                    ASSERT_EQ(hi_bits, 0u);
-                    ASSERT_EQ(lo_bits, 0u);
-                    continue;
-                  }
-                  if (p == 0) ++seen[(size_t(k) * t.chunks + chunk) * 32 + (u - chunk * 32)];
-                  const float s = x[u] * bt::power_of_two(e);
-                  const uint16_t h = bt::half_bits(s);
-                  const double x_hi = bt::half_value(h), x_lo = bt::half_value(bt::half_bits(s - float(x_hi)));
-                  chunk_dot[k] += x_lo * r_hi + x_hi * r_lo + x_hi * r_hi;
-                }
-              }
-        for (size_t k = 0; k < dot.size(); ++k) dot[k] += std::ldexp(chunk_dot[k], -e);
-      }
-      for (size_t k = 0; k < K; ++k) {
-        double want = 0, scale = 0, r1 = 0;
-        for (size_t u = 0; u < bands; ++u) {
-          const double r = c.table()[c.table_shape().index(0, int(k), int(u))];
-          want += double(x[u]) * r;
-          scale += std::fabs(double(x[u]) * r);
-          r1 += std::fabs(r);
+// Calls visit(k, u, hi_bits, lo_bits) for every value the kernel reads from
+// fp16x3's table in chunk `chunk`: reference k (padding included) at
+// selected band u (chunk * 32 + 0..31), found the way the kernel finds it.
+template <typename Visit>
+void visit_half_fragments(const bt::Tables &t, int chunk, Visit &&visit) {
+  for (int group = 0; group < t.groups; ++group)
+    for (int step = 0; step < bt::kHalfStepsPerChunk; ++step)
+      for (int column = 0; column < bt::kColumnsPerGroup; ++column)
+        for (int lane = 0; lane < bt::kLanes; ++lane) {
+          const uint32_t *entry =
+              &t.half_fragments[4 * bt::fragment_index(group, chunk, t.chunks, step, column, lane, bt::kHalfStepsPerChunk)];
+          for (int j = 0; j < 4; ++j)
+            visit(group * 64 + bt::fragment_reference(column, lane), chunk * 32 + bt::half_fragment_band(step, lane, j),
+                  uint16_t(entry[j / 2] >> (16 * (j % 2))), uint16_t(entry[2 + j / 2] >> (16 * (j % 2))));
         }
-        EXPECT_EQ(t.dot_scale[k], std::ldexp(1.0, -t.reference_exponent[k]));
-        // each product within ~3 x 2^-22 relative; subnormal low parts add
-        // at most 2^-39 of the largest sample (or reference value) per band
-        const double got = dot[k] * t.dot_scale[k];
-        EXPECT_NEAR(got, want, 1e-6 * scale + 1e-11 * largest_sample * r1) << "pixel " << p << " reference " << k;
+}
+
+// The same for wgmma's table, addressed as its shared-memory descriptors
+// address it: per (group, part) a 64 x padded-bands operand, 8 x 8 core
+// matrices of 128 bytes, 128 bytes between core matrices along k, 16 x
+// padded bands between rows of 8 references; an instruction of chunk c and
+// span s starts 512 c + 256 s bytes in. Lane t's pixel registers hold bands
+// 4t..4t+3 of the span at k = 2t, 2t + 1, 2t + 8, 2t + 9.
+template <typename Visit>
+void visit_wgmma_references(const bt::Tables &t, int chunk, Visit &&visit) {
+  const size_t padded = size_t(t.chunks) * 32, part_bytes = 64 * padded * 2, stride_bytes = 8 * padded * 2;
+  auto at = [&](int group, int part, int span, int n, int k) {
+    const size_t byte = (size_t(group) * 2 + part) * part_bytes + size_t(chunk) * 512 + size_t(span) * 256 +
+                        size_t(n / 8) * stride_bytes + size_t(k / 8) * 128 + (n % 8) * 16 + (k % 8) * 2;
+    return t.wgmma_references.at(byte / 2);
+  };
+  for (int group = 0; group < t.groups; ++group)
+    for (int span = 0; span < 2; ++span)
+      for (int n = 0; n < 64; ++n)
+        for (int lane_t = 0; lane_t < 4; ++lane_t)
+          for (int j = 0; j < 4; ++j) {
+            const int k = j < 2 ? 2 * lane_t + j : 2 * lane_t + 8 + (j - 2);
+            visit(group * 64 + n, chunk * 32 + span * 16 + 4 * lane_t + j, at(group, 0, span, n, k),
+                  at(group, 1, span, n, k));
+          }
+}
+
+// The fp16 tables (fp16x3's fragments, wgmma's operand) rebuilt into every
+// dot product the way the kernels combine them: the pixel scaled per chunk
+// of 32 bands, both operands split into fp16 parts, lo x hi + hi x lo + hi x
+// hi, the scales undone. Pixels of ordinary magnitudes and pixels spanning
+// 12 decades (some bands' low parts, some high parts fp16 subnormals after
+// scaling).
+TEST(BipTensor, HalfTablesHoldEveryReferenceValueOnce) {
+  std::mt19937_64 rng(cs_test::fresh_seed());
+  for (bt::Product product : {bt::Product::fp16x3, bt::Product::wgmma})
+    for (const auto &[K, bands] : {std::pair<size_t, size_t>{1, 7}, {37, 45}, {64, 224}, {100, 70}}) {
+      SCOPED_TRACE(std::string(bt::product_name(product)) + " K=" + std::to_string(K) +
+                   " bands=" + std::to_string(bands));
+      const size_t pixels = 6;
+      hsi_test::Scene scene = hsi_test::random_scene(rng, 1, pixels, bands, K);
+      for (size_t p = 3; p < pixels; ++p)  // wide dynamic range within a pixel
+        for (size_t u = 0; u < bands; ++u)
+          scene.pixels[p * bands + u] *= float(std::pow(10.0, double(rng() % 13) - 6.0));
+      ClassifierConfig config;
+      config.method = Method::euclidean;  // raw reference values
+      config.precision = Precision::tensor;
+      const SpectralClassifier c(config, scene.references, select_bands(bands, {}));
+      const bt::Tables t = bt::make_tables(c.method(), c.table(), c.table_shape(), product);
+      ASSERT_EQ(t.product, product);
+      ASSERT_EQ(t.groups, int((K + 63) / 64));
+      ASSERT_EQ(t.chunks, int((bands + 31) / 32));
+      ASSERT_TRUE(t.fragments.empty());
+      if (product == bt::Product::fp16x3) {
+        ASSERT_EQ(t.half_fragments.size(),
+                  4 * bt::fragment_index(t.groups, 0, t.chunks, 0, 0, 0, bt::kHalfStepsPerChunk));
+        ASSERT_TRUE(t.wgmma_references.empty());
+      } else {
+        ASSERT_EQ(t.wgmma_references.size(), size_t(t.groups) * 2 * 64 * size_t(t.chunks) * 32);
+        ASSERT_TRUE(t.half_fragments.empty());
       }
+      ASSERT_EQ(t.dot_scale.size(), size_t(t.groups) * 64);
+      std::vector<int> seen(size_t(t.groups) * 64 * size_t(t.chunks) * 32, 0);
+      for (size_t p = 0; p < pixels; ++p) {
+        const float *x = scene.pixels.data() + p * bands;
+        std::vector<double> dot(size_t(t.groups) * 64, 0.0);
+        float largest_sample = 0;
+        for (int chunk = 0; chunk < t.chunks; ++chunk) {
+          float largest = 0;
+          for (size_t u = size_t(chunk) * 32; u < std::min(bands, size_t(chunk + 1) * 32); ++u)
+            largest = std::fmax(largest, std::fabs(x[u]));
+          largest_sample = std::fmax(largest_sample, largest);
+          const int e = bt::half_scale_exponent(largest);
+          std::vector<double> chunk_dot(dot.size(), 0.0);
+          auto combine = [&](int k, int u, uint16_t hi_bits, uint16_t lo_bits) {
+            if (size_t(k) >= K || size_t(u) >= bands) {
+              ASSERT_EQ(hi_bits, 0u);
+              ASSERT_EQ(lo_bits, 0u);
+              return;
+            }
+            if (p == 0) ++seen[(size_t(k) * t.chunks + chunk) * 32 + (u - chunk * 32)];
+            const double r_hi = bt::half_value(hi_bits), r_lo = bt::half_value(lo_bits);
+            const float s = x[u] * bt::power_of_two(e);
+            const uint16_t h = bt::half_bits(s);
+            const double x_hi = bt::half_value(h), x_lo = bt::half_value(bt::half_bits(s - float(x_hi)));
+            chunk_dot[size_t(k)] += x_lo * r_hi + x_hi * r_lo + x_hi * r_hi;
+          };
+          if (product == bt::Product::fp16x3)
+            visit_half_fragments(t, chunk, combine);
+          else
+            visit_wgmma_references(t, chunk, combine);
+          for (size_t k = 0; k < dot.size(); ++k) dot[k] += std::ldexp(chunk_dot[k], -e);
+        }
+        for (size_t k = 0; k < K; ++k) {
+          double want = 0, scale = 0, r1 = 0;
+          for (size_t u = 0; u < bands; ++u) {
+            const double r = c.table()[c.table_shape().index(0, int(k), int(u))];
+            want += double(x[u]) * r;
+            scale += std::fabs(double(x[u]) * r);
+            r1 += std::fabs(r);
+          }
+          EXPECT_EQ(t.dot_scale[k], std::ldexp(1.0, -t.reference_exponent[k]));
+          // each product within ~3 x 2^-22 relative; subnormal low parts add
+          // at most 2^-39 of the largest sample (or reference value) per band
+          const double got = dot[k] * t.dot_scale[k];
+          EXPECT_NEAR(got, want, 1e-6 * scale + 1e-11 * largest_sample * r1) << "pixel " << p << " reference " << k;
+        }
+      }
+      for (size_t k = 0; k < K; ++k)
+        for (size_t u = 0; u < bands; ++u)
+          ASSERT_EQ(seen[(k * t.chunks + u / 32) * 32 + u % 32], 1) << "reference " << k << " band " << u;
     }
-    for (size_t k = 0; k < K; ++k)
-      for (size_t u = 0; u < bands; ++u)
-        ASSERT_EQ(seen[(k * t.chunks + u / 32) * 32 + u % 32], 1) << "reference " << k << " band " << u;
-  }
 }
 
 TEST(BipTensor, HalfProductSharedMemory) {
@@ -457,4 +502,22 @@ TEST(BipTensor, HalfProductSharedMemory) {
   EXPECT_EQ(bt::stages_for(DataType::i16, 23, hopper, bt::Product::fp16x3), 3);
   EXPECT_STREQ(bt::product_name(bt::Product::fp16x3), "fp16");
   EXPECT_STREQ(bt::product_name(bt::Product::tf32x3), "tf32");
+}
+
+TEST(BipTensor, WgmmaSharedMemory) {
+  const size_t hopper = 227 * 1024;
+  // Every group's table (2 x 64 x padded bands of fp16) and ranking terms (64
+  // x 2 doubles) and, per warp group, staging buffers of 64 rows of 48 samples.
+  EXPECT_EQ(bt::shared_bytes(DataType::f32, 7, 4, bt::Product::wgmma, 1),
+            size_t(2 * 64 * 224 * 2 + 64 * 16 + 2 * 4 * 64 * 48 * 4));
+  EXPECT_EQ(bt::shared_bytes(DataType::i16, 7, 3, bt::Product::wgmma, 2),
+            size_t(2 * (2 * 64 * 224 * 2 + 64 * 16) + 2 * 3 * 64 * 48 * 2));
+  EXPECT_EQ(bt::stages_for(DataType::f32, 7, hopper, bt::Product::wgmma, 1), 4);
+  EXPECT_EQ(bt::stages_for(DataType::f32, 7, hopper, bt::Product::wgmma, 2), 4);  // 213 KB: K <= 128, 224 bands
+  EXPECT_EQ(bt::stages_for(DataType::f32, 7, hopper, bt::Product::wgmma, 3), 0);
+  EXPECT_EQ(bt::stages_for(DataType::i16, 7, hopper, bt::Product::wgmma, 3), 4);
+  EXPECT_EQ(bt::stages_for(DataType::i16, 7, hopper, bt::Product::wgmma, 4), 0);
+  EXPECT_STREQ(bt::product_name(bt::Product::wgmma), "wgmma");
+  EXPECT_EQ(bt::groups_for(ReferenceTableShape{70, 224, 1}), 2);
+  EXPECT_EQ(bt::chunks_for(ReferenceTableShape{70, 224, 1}), 7);
 }
