@@ -189,7 +189,7 @@ int copy_bytes_for(const CubeBlock &block, int first_band, int band_count) {
 
 size_t shared_bytes(DataType type, int chunks, int stages, Product product, int groups) {
   if (product == Product::wgmma)  // every group's table and ranking terms; staging per warp group
-    return size_t(groups) * kGroupReferences * (2 * chunks * kChunkBands * sizeof(uint16_t) + 2 * sizeof(double)) +
+    return size_t(groups) * kGroupReferences * (2 * chunks * kChunkBands * sizeof(uint16_t) + 3 * sizeof(double)) +
            size_t(kWarpgroupsPerBlock) * stages * kWarpgroupPixels * kRowElements * sample_size(type);
   const size_t references = size_t(chunks) * fragments_per_chunk(product) * 4 * sizeof(float);
   const size_t pixel_buffers = size_t(stages) * kTilePixels * kRowElements * sample_size(type);

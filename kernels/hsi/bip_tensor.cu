@@ -386,7 +386,9 @@ __device__ __forceinline__ double inverse_power_of_two(int e) { return __hiloint
 // from the row's largest magnitude in the chunk (the quad's four threads
 // hold its 32 bands), integers by 1/2; exact either way, undone on the
 // sums with `unscale` (integers: in the epilogue). With `summing`, adds the
-// samples to this thread's share of the rows' sums.
+// samples to this thread's share of the rows' sums: in float over its 8
+// samples of the chunk, scaled as for the products (no overflow), then in
+// double (as the fast precision sums).
 template <DataType T, Method M>
 __device__ __forceinline__ void split_chunk(const Args &a, const unsigned char *tile, int row0, int row1, int t,
                                             int valid, const float (&shift)[2], bool summing, double (&sum)[2],
@@ -397,24 +399,18 @@ __device__ __forceinline__ void split_chunk(const Args &a, const unsigned char *
 #pragma unroll
   for (int span = 0; span < 2; ++span)
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
+    for (int half = 0; half < 2; ++half)
       load_four<T, M == Method::correlation>(a, tile, rows[half], span, t, valid, shift[half], x[span][half]);
-      if (summing)
-        for (float v : x[span][half]) {
-          const double d = v;
-          if constexpr (M == Method::correlation) sum[half] += d;
-          sum2[half] = fma(d, d, sum2[half]);
-        }
-    }
   float scale[2];
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     if constexpr (T == DataType::f32) {
-      float largest = 0;  // NaN samples leave it alone (their pixel is no-data)
-#pragma unroll
-      for (int span = 0; span < 2; ++span)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) largest = fmaxf(largest, fabsf(x[span][half][i]));
+      // NaN samples leave it alone (their pixel is no-data); a tree, not a chain
+      const auto &v = x;
+      float largest = fmaxf(fmaxf(fmaxf(fabsf(v[0][half][0]), fabsf(v[0][half][1])),
+                                  fmaxf(fabsf(v[0][half][2]), fabsf(v[0][half][3]))),
+                            fmaxf(fmaxf(fabsf(v[1][half][0]), fabsf(v[1][half][1])),
+                                  fmaxf(fabsf(v[1][half][2]), fabsf(v[1][half][3]))));
       largest = fmaxf(largest, __shfl_xor_sync(0xffffffffu, largest, 1));
       largest = fmaxf(largest, __shfl_xor_sync(0xffffffffu, largest, 2));
       const int e = half_scale_exponent(largest);
@@ -425,6 +421,21 @@ __device__ __forceinline__ void split_chunk(const Args &a, const unsigned char *
       unscale[half] = 1;
     }
   }
+  if (summing)  // of the scaled samples (no float overflow), unscaled in double
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      float part[2] = {0, 0}, part2[2] = {0, 0};  // per span: two independent chains
+#pragma unroll
+      for (int span = 0; span < 2; ++span)
+        for (float v : x[span][half]) {
+          v *= scale[half];
+          if constexpr (M == Method::correlation) part[span] += v;
+          part2[span] = fmaf(v, v, part2[span]);
+        }
+      const double back = T == DataType::f32 ? unscale[half] : 1.0 / kHalfIntegerScale;
+      if constexpr (M == Method::correlation) sum[half] += double(part[0] + part[1]) * back;
+      sum2[half] += double(part2[0] + part2[1]) * back * back;
+    }
 #pragma unroll
   for (int span = 0; span < 2; ++span)
 #pragma unroll
@@ -824,17 +835,25 @@ __device__ __forceinline__ uint64_t matrix_descriptor(uint32_t address, uint32_t
          uint64_t(stride_bytes >> 4) << 32;
 }
 
-// d (+)= a x b, 64 pixels x 64 references x 16 bands: a, this thread's fp16
-// pixel registers; b, the references' descriptor. kAccumulate false: d = a x b.
-template <bool kAccumulate>
+// d += a x b, 64 pixels x 64 references x 16 bands: a, this thread's fp16
+// pixel registers; b, the references' descriptor. kFirst: d = a x b (d is
+// then only written, so the compiler keeps nothing in it before).
+#define CS_WGMMA_ACCUMULATORS(c) \
+  c(d[0]), c(d[1]), c(d[2]), c(d[3]), c(d[4]), c(d[5]), c(d[6]), c(d[7]), c(d[8]), c(d[9]), c(d[10]), c(d[11]), c(d[12]), c(d[13]), c(d[14]), c(d[15]), c(d[16]), c(d[17]), c(d[18]), c(d[19]), c(d[20]), c(d[21]), c(d[22]), c(d[23]), c(d[24]), c(d[25]), c(d[26]), c(d[27]), c(d[28]), c(d[29]), c(d[30]), c(d[31])
+#define CS_WGMMA_INSTRUCTION \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n" \
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " \
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31},\n" \
+      " {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+template <bool kFirst>
 __device__ __forceinline__ void wgmma_f16(float (&d)[kWgmmaAccumulators], const uint32_t (&a)[4], uint64_t b) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(int(kAccumulate)));
+  if constexpr (kFirst)
+    asm volatile(CS_WGMMA_INSTRUCTION : CS_WGMMA_ACCUMULATORS("=f") : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(0));
+  else
+    asm volatile(CS_WGMMA_INSTRUCTION : CS_WGMMA_ACCUMULATORS("+f") : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(1));
 }
+#undef CS_WGMMA_ACCUMULATORS
+#undef CS_WGMMA_INSTRUCTION
 __device__ __forceinline__ void wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 }
@@ -874,18 +893,24 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
   extern __shared__ __align__(16) unsigned char smem[];
   const int padded_bands = a.chunks * kChunkBands;
   const size_t table_bytes = size_t(a.groups) * 2 * kGroupReferences * padded_bands * sizeof(uint16_t);
-  // Per reference: its ranking key's factor on the float sums and offset
-  // (NaN for unusable or padding references: never the best).
+  // Per reference: its ranking key from the folded sums, key = sums x
+  // factor + offset (offset -infinity for unusable or padding references:
+  // never the best of a finite pixel), and the dot product from the key,
+  // dot = (key - offset) x dot_per_key.
   double2 *const key_terms = reinterpret_cast<double2 *>(smem + table_bytes);
+  double *const dot_per_key = reinterpret_cast<double *>(key_terms + a.groups * kGroupReferences);
   const double dot_unscale = T == DataType::f32 ? a.scale : a.scale / double(kHalfIntegerScale);
   {
     const uint4 *src = static_cast<const uint4 *>(a.fragments);
     uint4 *dst = reinterpret_cast<uint4 *>(smem);
     for (size_t i = threadIdx.x; i < table_bytes / 16; i += kWgmmaThreads) dst[i] = __ldg(src + i);
-    for (int k = threadIdx.x; k < a.groups * kGroupReferences; k += kWgmmaThreads)
-      key_terms[k] = k < a.references ? make_double2(dot_unscale * __ldg(a.dot_scale + k) * __ldg(a.key_scale + k),
-                                                     __ldg(a.key_offset + k))
-                                      : make_double2(quiet_nan(), quiet_nan());
+    for (int k = threadIdx.x; k < a.groups * kGroupReferences; k += kWgmmaThreads) {
+      const double key_scale = k < a.references ? __ldg(a.key_scale + k) : quiet_nan();
+      const bool usable = isfinite(key_scale);
+      key_terms[k] = usable ? make_double2(dot_unscale * __ldg(a.dot_scale + k) * key_scale, __ldg(a.key_offset + k))
+                            : make_double2(0.0, -CUDART_INF);
+      dot_per_key[k] = usable ? 1.0 / key_scale : 0.0;
+    }
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the table, visible to the wgmma reads
     __syncthreads();
   }
@@ -896,7 +921,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
   const size_t tile_step = size_t(gridDim.x) * kWarpgroupsPerBlock;
   if (first_tile >= tiles) return;
   const int total_steps = int((tiles - 1 - first_tile) / tile_step + 1) * a.groups * a.chunks;
-  unsigned char *const staging = smem + table_bytes + a.groups * kGroupReferences * sizeof(double2) +
+  unsigned char *const staging = smem + table_bytes + a.groups * kGroupReferences * 3 * sizeof(double) +
                                 size_t(warpgroup) * a.stages * kWarpgroupPixels * kRowBytes<T>;
   auto buffer = [&](int index) { return staging + index * (kWarpgroupPixels * kRowBytes<T>); };
   auto sync_warpgroup = [&] {
@@ -922,7 +947,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
     commit_copies();
   }
 
-  float acc[2][kWgmmaAccumulators] = {};  // by the chunk's parity
+  float acc[2][kWgmmaAccumulators];  // by the chunk's parity
   double total[kWgmmaAccumulators];
   uint32_t a_hi[2][2][4] = {}, a_lo[2][2][4] = {};  // [parity][span][register]: read by wgmma until it finishes
   double unscale[2][2];                   // [parity][row]
@@ -971,11 +996,11 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
       const uint64_t b_hi = matrix_descriptor(high + span * 256, 128, stride_bytes);
       const uint64_t b_lo = matrix_descriptor(high + part_bytes + span * 256, 128, stride_bytes);
       if (span == 0)
-        wgmma_f16<false>(acc[p], a_lo[p][span], b_hi);  // small terms first
+        wgmma_f16<true>(acc[p], a_lo[p][span], b_hi);  // small terms first
       else
-        wgmma_f16<true>(acc[p], a_lo[p][span], b_hi);
-      wgmma_f16<true>(acc[p], a_hi[p][span], b_lo);
-      wgmma_f16<true>(acc[p], a_hi[p][span], b_hi);
+        wgmma_f16<false>(acc[p], a_lo[p][span], b_hi);
+      wgmma_f16<false>(acc[p], a_hi[p][span], b_lo);
+      wgmma_f16<false>(acc[p], a_hi[p][span], b_hi);
     }
     wgmma_commit();
     auto release = [&](auto finished) {
@@ -1029,7 +1054,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
         quad_best(best);
         running[half].offer(best.key, best.dot, best.k);
       } else {  // ranking keys; the dot product of the winner only
-        double best_key = -CUDART_INF, best_total = 0;
+        double best_key = -CUDART_INF;
         int best_k = -1;
 #pragma unroll
         for (int n = 0; n < kColumnsPerGroup; ++n)
@@ -1037,19 +1062,17 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
           for (int c = 0; c < 2; ++c) {  // ascending k: a tie keeps the lower
             const int k = group * kGroupReferences + n * kColumnReferences + 2 * t + c;
             const double2 terms = key_terms[k];
-            const double value = total[4 * n + 2 * half + c];
-            const double key = fma(value, terms.x, terms.y);
-            if (key > best_key) best_key = key, best_total = value, best_k = k;
+            const double key = fma(total[4 * n + 2 * half + c], terms.x, terms.y);
+            best_k = key > best_key ? k : best_k;
+            best_key = fmax(key, best_key);
           }
         for (int mask = 1; mask <= 2; mask <<= 1) {
           const double other_key = __shfl_xor_sync(0xffffffffu, best_key, mask);
-          const double other_total = __shfl_xor_sync(0xffffffffu, best_total, mask);
           const int other_k = __shfl_xor_sync(0xffffffffu, best_k, mask);
-          if (other_key > best_key || (other_key == best_key && other_k < best_k))
-            best_key = other_key, best_total = other_total, best_k = other_k;
+          if (other_key > best_key || (other_key == best_key && other_k < best_k)) best_key = other_key, best_k = other_k;
         }
-        if (finite && best_k >= 0)
-          running[half].offer(best_key, best_total * dot_unscale * __ldg(a.dot_scale + best_k), best_k);
+        if (finite && best_k >= 0)  // after the shuffles: every lane of the quad takes part in them
+          running[half].offer(best_key, (best_key - key_terms[best_k].y) * dot_per_key[best_k], best_k);
       }
     }
     if (group == a.groups - 1) {  // lanes t = 0 and 1 of each quad write rows g and g + 8: one pass
