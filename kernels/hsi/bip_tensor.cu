@@ -118,9 +118,48 @@
 // slower, not kept: splitting each staged chunk once into fp16 tiles in
 // shared memory (all 512 threads, the next chunk while this one multiplies)
 // read with ldmatrix.x4, four accumulator columns interleaved: 795-837 GB/s
-// of f32 (203 KB of shared memory, spills of 4-8 B). Next: wgmma (operands
-// from shared memory, asynchronous, warp groups) to take the products and
-// their operand traffic off the issue slots.
+// of f32 (203 KB of shared memory, spills of 4-8 B).
+//
+// wgmma (the default on Hopper; classify_bip_wgmma_kernel): the same
+// fp16x3 products, scales, staging and double folds on the warp-group
+// instructions, which take the products' operand traffic off the issue
+// slots:
+//   - two independent warp groups per block (one block of 256 threads per
+//     SM), each walking its own 64-pixel tiles with its own staging ring
+//     and a named barrier; every group of references' high and low tables
+//     resident in shared memory for the whole kernel (57 KB per group of 64
+//     x 224 bands), in the instructions' operand layout (bip_tensor.h);
+//   - per chunk a thread splits its fragment of the staged rows (rows g and
+//     g + 8 of its warp's 16, as mma.m16n8k16's A operand: split_chunk, the
+//     code the fp16x3 kernel runs) and issues 6 wgmma.m64n64k16 (lo x hi, hi
+//     x lo, hi x hi per 16 bands) into one of two sets of 32 accumulators;
+//     after waiting for the previous chunk's products it folds that set into
+//     double totals, so a chunk's products run while the next is split;
+//   - a warp's accumulators hold all 64 references of its 16 rows: the
+//     epilogue ranks them with a quad of shuffles (no cross-warp merge),
+//     from a key factor and offset per reference in shared memory, and
+//     recovers the winner's dot product from its key.
+// Per pixel, 224 bands, 64 references: 21 x 4 wgmma = 2.6 warp
+// instructions of products (each moves its own 2 KB of references from
+// shared memory) instead of 21 mma.sync and 14 fragment loads; the same
+// split, sums and folds, no longer repeated for two warp columns.
+// Measured on an H200 (2026-11-30, same cube): 1206-1343 GB/s of f32,
+// 641-690 of i16 (0.68-0.78 ms per cube; fp16x3 with this file's shared
+// staging and sums, in the same run as the best: 942-988 and 476-518). Nsight Compute (f32 sam, 0.72 ms): 250-254 registers, so 2
+// warps per scheduler; issue slots 36% busy, 0.48 eligible warps per
+// scheduler; 239 M warp instructions, 228 per pixel: per warp and chunk
+// ~210 to split and issue, 63 to stage, 62 of loop, 64 to fold; per warp
+// and tile 775 of epilogue (48 per pixel). Top stalls: fixed-latency
+// dependencies, short scoreboard (conversions to double, shared loads,
+// shuffles), instruction fetch (12k instructions of code). ptxas waits for
+// the warp group's products where the two accumulator parities' paths
+// join, so a warp group's products overlap the other warp group's work
+// rather than its own next chunk; the wait holds 1% of the stall samples.
+// Tried and slower: the rule-image scoring as a call, halving the code
+// (0.80 ms: the kernel's arguments then live in local memory). 3 TB/s of
+// f32 needs 3.35 G pixels/s: ~2.4 times fewer instructions per pixel, or
+// twice the warps (registers: 64 for the double totals, 64 for the two
+// accumulator sets).
 #include "hsi/bip_tensor.h"
 
 #include <cuda_fp16.h>
@@ -480,7 +519,9 @@ __device__ float score_of(const Args &a, int k, double dot, double sum, double s
 
 // Reference k's ranking key for a pixel (its score when rule images are
 // asked for, which it writes), offered to the pixel's best. `s`, `s2`: the
-// pixel's sums, scaled; `finite`: whether they are.
+// pixel's sums, scaled; `finite`: whether they are. (Kept inline: a call
+// would put the kernel's arguments in local memory, which the hot loop then
+// reads: 0.80 against 0.72 ms per cube on an H200.)
 template <Method M>
 __device__ __forceinline__ void offer_reference(const Args &a, int k, double dot, bool finite, double s, double s2,
                                                 size_t pixel, Candidate &best) {
@@ -1063,8 +1104,9 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
             const int k = group * kGroupReferences + n * kColumnReferences + 2 * t + c;
             const double2 terms = key_terms[k];
             const double key = fma(total[4 * n + 2 * half + c], terms.x, terms.y);
-            best_k = key > best_key ? k : best_k;
-            best_key = fmax(key, best_key);
+            const bool better = key > best_key;
+            best_k = better ? k : best_k;
+            best_key = better ? key : best_key;
           }
         for (int mask = 1; mask <= 2; mask <<= 1) {
           const double other_key = __shfl_xor_sync(0xffffffffu, best_key, mask);

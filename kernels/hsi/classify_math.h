@@ -51,7 +51,10 @@
 //          bounds. By default that kernel splits into fp16
 //          high and low parts instead (11 significant bits each, as TF32),
 //          operands scaled by powers of two into fp16's range, float sums
-//          per chunk of 32 bands: the same bounds. The BIP kernel, when no rule images are
+//          per chunk of 32 bands (on Hopper as warp-group instructions):
+//          the same bounds; its pixel sums (|x|^2, and sum x for
+//          correlation) are float over 8 samples, double beyond, as fast.
+//          The BIP kernel, when no rule images are
 //          asked for, picks each pixel's class by a key that orders the
 //          references as the score does (the dot product for sam, dot /
 //          sqrt(reference constant) for correlation, 2 dot - |r|^2 for
