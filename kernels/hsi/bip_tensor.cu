@@ -124,17 +124,17 @@
 // fp16x3 products, scales, staging and double folds on the warp-group
 // instructions, which take the products' operand traffic off the issue
 // slots:
-//   - two independent warp groups per block (one block of 256 threads per
-//     SM), each walking its own 64-pixel tiles with its own staging ring
-//     and a named barrier; every group of references' high and low tables
-//     resident in shared memory for the whole kernel (57 KB per group of 64
-//     x 224 bands), in the instructions' operand layout (bip_tensor.h);
+//   - three independent warp groups per block (one block of 384 threads per
+//     SM, 168 registers), each walking its own 64-pixel tiles with its own
+//     staging ring and a named barrier; every group of references' high and
+//     low tables resident in shared memory for the whole kernel (57 KB per
+//     group of 64 x 224 bands), in the instructions' operand layout
+//     (bip_tensor.h);
 //   - per chunk a thread splits its fragment of the staged rows (rows g and
 //     g + 8 of its warp's 16, as mma.m16n8k16's A operand: split_chunk, the
-//     code the fp16x3 kernel runs) and issues 6 wgmma.m64n64k16 (lo x hi, hi
-//     x lo, hi x hi per 16 bands) into one of two sets of 32 accumulators;
-//     after waiting for the previous chunk's products it folds that set into
-//     double totals, so a chunk's products run while the next is split;
+//     code the fp16x3 kernel runs), issues 6 wgmma.m64n64k16 (lo x hi, hi x
+//     lo, hi x hi per 16 bands) into its 32 accumulators, waits for them and
+//     folds them into double totals; the other warp groups fill the wait;
 //   - a warp's accumulators hold all 64 references of its 16 rows: the
 //     epilogue ranks them with a quad of shuffles (no cross-warp merge),
 //     from a key factor and offset per reference in shared memory, and
@@ -143,23 +143,23 @@
 // instructions of products (each moves its own 2 KB of references from
 // shared memory) instead of 21 mma.sync and 14 fragment loads; the same
 // split, sums and folds, no longer repeated for two warp columns.
-// Measured on an H200 (2026-11-30, same cube): 1206-1343 GB/s of f32,
-// 641-690 of i16 (0.68-0.78 ms per cube; fp16x3 with this file's shared
-// staging and sums, in the same run as the best: 942-988 and 476-518). Nsight Compute (f32 sam, 0.72 ms): 250-254 registers, so 2
-// warps per scheduler; issue slots 36% busy, 0.48 eligible warps per
-// scheduler; 239 M warp instructions, 228 per pixel: per warp and chunk
-// ~210 to split and issue, 63 to stage, 62 of loop, 64 to fold; per warp
-// and tile 775 of epilogue (48 per pixel). Top stalls: fixed-latency
+// Measured on an H200 (2026-11-30, same cube): 1296-1418 GB/s of f32,
+// 691-722 of i16 (0.65-0.72 ms per cube). Its first form kept two
+// accumulator sets, folding one chunk's while the next multiplied (254
+// registers, two warp groups): 1206-1343 and 641-690, 5% slower in the same
+// run, because ptxas waits for a warp group's products where the two sets'
+// paths join (so nothing overlapped) and the 48 extra registers held the
+// SM to 8 warps. Nsight Compute on that form (f32 sam, 0.72 ms): issue
+// slots 36% busy, 0.48 eligible warps per scheduler; 239 M warp
+// instructions, 228 per pixel: per warp and chunk ~210 to split and issue,
+// 63 to stage, 62 of loop, 64 to fold; per warp and tile 775 of epilogue
+// (48 per pixel; ranking 32 references per thread costs ~15 instructions
+// each at that register pressure). Top stalls: fixed-latency
 // dependencies, short scoreboard (conversions to double, shared loads,
-// shuffles), instruction fetch (12k instructions of code). ptxas waits for
-// the warp group's products where the two accumulator parities' paths
-// join, so a warp group's products overlap the other warp group's work
-// rather than its own next chunk; the wait holds 1% of the stall samples.
-// Tried and slower: the rule-image scoring as a call, halving the code
-// (0.80 ms: the kernel's arguments then live in local memory). 3 TB/s of
-// f32 needs 3.35 G pixels/s: ~2.4 times fewer instructions per pixel, or
-// twice the warps (registers: 64 for the double totals, 64 for the two
-// accumulator sets).
+// shuffles), instruction fetch. Tried and slower: the rule-image scoring
+// as a call, halving the code (0.80 ms: the kernel's arguments then live in
+// local memory). 3 TB/s of f32 needs 3.35 G pixels/s: about 2.3 times
+// fewer instructions per pixel.
 #include "hsi/bip_tensor.h"
 
 #include <cuda_fp16.h>
@@ -171,7 +171,6 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 
 #include "common/cuda_check.h"
 #include "common/cuda_runtime.h"
@@ -988,29 +987,17 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
     commit_copies();
   }
 
-  float acc[2][kWgmmaAccumulators];  // by the chunk's parity
+  float acc[kWgmmaAccumulators];
   double total[kWgmmaAccumulators];
-  uint32_t a_hi[2][2][4] = {}, a_lo[2][2][4] = {};  // [parity][span][register]: read by wgmma until it finishes
-  double unscale[2][2];                   // [parity][row]
   double sum[2] = {0, 0}, sum2[2] = {0, 0};
   float shift[2] = {0, 0};
   Candidate running[2];
   running[0].clear();
   running[1].clear();
 
-  // Accumulator j: rows g (j % 4 < 2) or g + 8, reference 8 (j / 4) + 2t + j % 2.
-  auto fold = [&](const float (&chunk_sums)[kWgmmaAccumulators], const double (&row_unscale)[2]) {
-#pragma unroll
-    for (int j = 0; j < kWgmmaAccumulators; ++j) {
-      if constexpr (T == DataType::f32)
-        total[j] = fma(double(chunk_sums[j]), row_unscale[(j % 4) / 2], total[j]);
-      else
-        total[j] += chunk_sums[j];
-    }
-  };
-
-  auto step = [&](auto parity) {
-    constexpr int p = decltype(parity)::value, q = 1 - p;
+  // One chunk: its products, then its float sums folded into the totals.
+  // Returns whether it ended a group of references for its tile.
+  auto step = [&]() {
     stage_next();  // step + ahead, into the buffer read two steps ago
     commit_copies();
     if (ahead == 2)
@@ -1028,8 +1015,10 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
       shift[1] = M == Method::correlation ? load_first<T>(a, tile, row1) : 0.0f;
       if (summing) sum[0] = sum[1] = sum2[0] = sum2[1] = 0;
     }
+    uint32_t a_hi[2][4], a_lo[2][4];  // [span][register]: read by the products until they finish
+    double unscale[2];
     split_chunk<T, M>(a, tile, row0, row1, t, min(kChunkBands, a.bands - chunk * kChunkBands), shift, summing, sum,
-                      sum2, a_hi[p], a_lo[p], unscale[p]);
+                      sum2, a_hi, a_lo, unscale);
     const uint32_t high = table_address + uint32_t(group) * 2 * part_bytes + uint32_t(chunk) * 512;
     wgmma_fence();
 #pragma unroll
@@ -1037,32 +1026,26 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
       const uint64_t b_hi = matrix_descriptor(high + span * 256, 128, stride_bytes);
       const uint64_t b_lo = matrix_descriptor(high + part_bytes + span * 256, 128, stride_bytes);
       if (span == 0)
-        wgmma_f16<true>(acc[p], a_lo[p][span], b_hi);  // small terms first
+        wgmma_f16<true>(acc, a_lo[span], b_hi);  // small terms first
       else
-        wgmma_f16<false>(acc[p], a_lo[p][span], b_hi);
-      wgmma_f16<false>(acc[p], a_hi[p][span], b_lo);
-      wgmma_f16<false>(acc[p], a_hi[p][span], b_hi);
+        wgmma_f16<false>(acc, a_lo[span], b_hi);
+      wgmma_f16<false>(acc, a_hi[span], b_lo);
+      wgmma_f16<false>(acc, a_hi[span], b_hi);
     }
     wgmma_commit();
-    auto release = [&](auto finished) {
-      constexpr int f = decltype(finished)::value;
-      hold(acc[f]);
-      hold(a_hi[f]);
-      hold(a_lo[f]);
-    };
-    if (chunk < a.chunks - 1) {
-      wgmma_wait<1>();  // the previous chunk's products are done
-      release(std::integral_constant<int, q>());
-      if (chunk > 0) fold(acc[q], unscale[q]);
-      return false;
-    }
     wgmma_wait<0>();
-    release(std::integral_constant<int, q>());
-    release(std::integral_constant<int, p>());
-    if (chunk > 0) fold(acc[q], unscale[q]);
-    fold(acc[p], unscale[p]);
-
-    return true;
+    hold(acc);
+    hold(a_hi);
+    hold(a_lo);
+    // Accumulator j: rows g (j % 4 < 2) or g + 8, reference 8 (j / 4) + 2t + j % 2.
+#pragma unroll
+    for (int j = 0; j < kWgmmaAccumulators; ++j) {
+      if constexpr (T == DataType::f32)
+        total[j] = fma(double(acc[j]), unscale[(j % 4) / 2], total[j]);
+      else
+        total[j] += acc[j];
+    }
+    return chunk == a.chunks - 1;
   };
 
   // End of a group of references for the tile: scores, best per pixel.
@@ -1130,11 +1113,8 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
       running[1].clear();
     }
   };
-  for (int s = 0; s < total_steps; ++s, current.advance(a)) {
-    const bool finished =
-        s % 2 == 0 ? step(std::integral_constant<int, 0>()) : step(std::integral_constant<int, 1>());
-    if (finished) finish_group();
-  }
+  for (int s = 0; s < total_steps; ++s, current.advance(a))
+    if (step()) finish_group();
 #endif
 }
 

@@ -168,7 +168,7 @@ CS_HD size_t fragment_index(int group, int chunk, int chunks, int step, int colu
 // contiguous bytes), the core matrices of a row of 8 references along the
 // padded bands (chunks x 32) one after another.
 inline constexpr int kWarpgroupPixels = 64;
-inline constexpr int kWarpgroupsPerBlock = 2;
+inline constexpr int kWarpgroupsPerBlock = 3;  // at 168 registers a thread, the register file's limit
 CS_HD constexpr int wgmma_span_band(int j) { return j < 8 ? 4 * (j / 2) + j % 2 : 4 * ((j - 8) / 2) + 2 + j % 2; }
 CS_HD size_t wgmma_reference_index(int group, int part, int reference, int position, int padded_bands) {
   return (size_t(group) * 2 + part) * kGroupReferences * padded_bands + size_t(reference / 8) * 8 * padded_bands +
