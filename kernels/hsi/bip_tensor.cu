@@ -149,17 +149,17 @@
 // registers, two warp groups): 1206-1343 and 641-690, 5% slower in the same
 // run, because ptxas waits for a warp group's products where the two sets'
 // paths join (so nothing overlapped) and the 48 extra registers held the
-// SM to 8 warps. Nsight Compute on that form (f32 sam, 0.72 ms): issue
-// slots 36% busy, 0.48 eligible warps per scheduler; 239 M warp
-// instructions, 228 per pixel: per warp and chunk ~210 to split and issue,
-// 63 to stage, 62 of loop, 64 to fold; per warp and tile 775 of epilogue
-// (48 per pixel; ranking 32 references per thread costs ~15 instructions
-// each at that register pressure). Top stalls: fixed-latency
-// dependencies, short scoreboard (conversions to double, shared loads,
-// shuffles), instruction fetch. Tried and slower: the rule-image scoring
-// as a call, halving the code (0.80 ms: the kernel's arguments then live in
-// local memory). 3 TB/s of f32 needs 3.35 G pixels/s: about 2.3 times
-// fewer instructions per pixel.
+// SM to 8 warps. Nsight Compute on this form (f32 sam, one launch: 567 us at
+// 1.78 GHz; the benchmark's median of back-to-back launches is 0.67 ms):
+// 12 warps per SM, issue slots 43% busy, 0.78 eligible warps per
+// scheduler; 229 M warp instructions, 219 per pixel: per warp and chunk 407
+// (split and issue ~210, stage 63, loop ~70, fold 64), per warp and tile
+// 639 of epilogue (40 per pixel: ranking 32 references per thread, then
+// one score per pixel). Top stalls: fixed-latency dependencies, shared
+// loads and shuffles, the warp group's barrier. Tried and slower: the
+// rule-image scoring as a call, halving the code (0.80 against 0.72 ms: the
+// kernel's arguments then live in local memory). 3 TB/s of f32 needs 3.35
+// G pixels/s: about twice fewer instructions per pixel.
 #include "hsi/bip_tensor.h"
 
 #include <cuda_fp16.h>
