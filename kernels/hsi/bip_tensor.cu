@@ -144,7 +144,9 @@
 // shared memory) instead of 21 mma.sync and 14 fragment loads; the same
 // split, sums and folds, no longer repeated for two warp columns.
 // Measured on an H200 (2026-11-30, same cube): 1296-1418 GB/s of f32,
-// 691-722 of i16 (0.65-0.72 ms per cube). Its first form kept two
+// 691-722 of i16 (0.65-0.72 ms per cube); on another H200 the same day
+// 1569-1691 and 829-884 (the lent machines differ by up to 20%: compare
+// within a run). Its first form kept two
 // accumulator sets, folding one chunk's while the next multiplied (254
 // registers, two warp groups): 1206-1343 and 641-690, 5% slower in the same
 // run, because ptxas waits for a warp group's products where the two sets'
@@ -158,7 +160,9 @@
 // one score per pixel). Top stalls: fixed-latency dependencies, shared
 // loads and shuffles, the warp group's barrier. Tried and slower: the
 // rule-image scoring as a call, halving the code (0.80 against 0.72 ms: the
-// kernel's arguments then live in local memory). 3 TB/s of f32 needs 3.35
+// kernel's arguments then live in local memory); each thread staging just
+// the samples it splits, with no barrier per chunk (1458-1619 against
+// 1569-1691 GB/s of f32 in one run: more, narrower copies). 3 TB/s of f32 needs 3.35
 // G pixels/s: about twice fewer instructions per pixel.
 #include "hsi/bip_tensor.h"
 
