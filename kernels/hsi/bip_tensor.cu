@@ -847,7 +847,8 @@ __global__ void __launch_bounds__(kThreadsOf<P>, 1) classify_bip_tensor_kernel(c
                         candidate_index[column * kTilePixels + row]);
         const size_t pixel = first_pixel + row;
         if (group == a.groups - 1) {
-          if (pixel < a.pixels) write_label<M>(a, pixel, running, pixel_sum[row] * scale, pixel_sum2[row] * scale * scale);
+          if (pixel < a.pixels)
+            write_label<M>(a, pixel, running, pixel_sum[row] * scale, pixel_sum2[row] * scale * scale);
           running.clear();
         }
       }
@@ -883,18 +884,26 @@ __device__ __forceinline__ uint64_t matrix_descriptor(uint32_t address, uint32_t
 // pixel registers; b, the references' descriptor. kFirst: d = a x b (d is
 // then only written, so the compiler keeps nothing in it before).
 #define CS_WGMMA_ACCUMULATORS(c) \
-  c(d[0]), c(d[1]), c(d[2]), c(d[3]), c(d[4]), c(d[5]), c(d[6]), c(d[7]), c(d[8]), c(d[9]), c(d[10]), c(d[11]), c(d[12]), c(d[13]), c(d[14]), c(d[15]), c(d[16]), c(d[17]), c(d[18]), c(d[19]), c(d[20]), c(d[21]), c(d[22]), c(d[23]), c(d[24]), c(d[25]), c(d[26]), c(d[27]), c(d[28]), c(d[29]), c(d[30]), c(d[31])
+  c(d[0]), c(d[1]), c(d[2]), c(d[3]), c(d[4]), c(d[5]), c(d[6]), c(d[7]), \
+  c(d[8]), c(d[9]), c(d[10]), c(d[11]), c(d[12]), c(d[13]), c(d[14]), c(d[15]), \
+  c(d[16]), c(d[17]), c(d[18]), c(d[19]), c(d[20]), c(d[21]), c(d[22]), c(d[23]), \
+  c(d[24]), c(d[25]), c(d[26]), c(d[27]), c(d[28]), c(d[29]), c(d[30]), c(d[31])
 #define CS_WGMMA_INSTRUCTION \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n" \
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " \
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31},\n" \
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15," \
+      " %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31},\n" \
       " {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
 template <bool kFirst>
 __device__ __forceinline__ void wgmma_f16(float (&d)[kWgmmaAccumulators], const uint32_t (&a)[4], uint64_t b) {
   if constexpr (kFirst)
-    asm volatile(CS_WGMMA_INSTRUCTION : CS_WGMMA_ACCUMULATORS("=f") : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(0));
+    asm volatile(CS_WGMMA_INSTRUCTION
+                 : CS_WGMMA_ACCUMULATORS("=f")
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(0));
   else
-    asm volatile(CS_WGMMA_INSTRUCTION : CS_WGMMA_ACCUMULATORS("+f") : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(1));
+    asm volatile(CS_WGMMA_INSTRUCTION
+                 : CS_WGMMA_ACCUMULATORS("+f")
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(1));
 }
 #undef CS_WGMMA_ACCUMULATORS
 #undef CS_WGMMA_INSTRUCTION
@@ -1098,7 +1107,10 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
         for (int mask = 1; mask <= 2; mask <<= 1) {
           const double other_key = __shfl_xor_sync(0xffffffffu, best_key, mask);
           const int other_k = __shfl_xor_sync(0xffffffffu, best_k, mask);
-          if (other_key > best_key || (other_key == best_key && other_k < best_k)) best_key = other_key, best_k = other_k;
+          if (other_key > best_key || (other_key == best_key && other_k < best_k)) {
+            best_key = other_key;
+            best_k = other_k;
+          }
         }
         if (finite && best_k >= 0)  // after the shuffles: every lane of the quad takes part in them
           running[half].offer(best_key, (best_key - key_terms[best_k].y) * dot_per_key[best_k], best_k);
@@ -1112,7 +1124,8 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
       mine.dot = half ? running[1].dot : running[0].dot;
       mine.k = half ? running[1].k : running[0].k;
       if (t < 2 && pixel < a.pixels)
-        write_label<M>(a, pixel, mine, (half ? sum[1] : sum[0]) * a.scale, (half ? sum2[1] : sum2[0]) * a.scale * a.scale);
+        write_label<M>(a, pixel, mine, (half ? sum[1] : sum[0]) * a.scale,
+                       (half ? sum2[1] : sum2[0]) * a.scale * a.scale);
       running[0].clear();
       running[1].clear();
     }

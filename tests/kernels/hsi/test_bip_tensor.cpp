@@ -368,8 +368,8 @@ void visit_half_fragments(const bt::Tables &t, int chunk, Visit &&visit) {
     for (int step = 0; step < bt::kHalfStepsPerChunk; ++step)
       for (int column = 0; column < bt::kColumnsPerGroup; ++column)
         for (int lane = 0; lane < bt::kLanes; ++lane) {
-          const uint32_t *entry =
-              &t.half_fragments[4 * bt::fragment_index(group, chunk, t.chunks, step, column, lane, bt::kHalfStepsPerChunk)];
+          const uint32_t *entry = &t.half_fragments[4 * bt::fragment_index(group, chunk, t.chunks, step, column,
+                                                                            lane, bt::kHalfStepsPerChunk)];
           for (int j = 0; j < 4; ++j)
             visit(group * 64 + bt::fragment_reference(column, lane), chunk * 32 + bt::half_fragment_band(step, lane, j),
                   uint16_t(entry[j / 2] >> (16 * (j % 2))), uint16_t(entry[2 + j / 2] >> (16 * (j % 2))));
