@@ -302,9 +302,16 @@ __global__ void __launch_bounds__(kGemmThreads, 3) classify_gemm_kernel(const Ke
           TensorB rh, rl;
           wmma::load_matrix_sync(rh, r_tile + (column + j * 16) * kGemmLd + step, kGemmLd);
           split_tf32(rh, rl);
-          wmma::mma_sync(acc[j], xl, rh, acc[j]);  // small terms first
-          wmma::mma_sync(acc[j], xh, rl, acc[j]);
-          wmma::mma_sync(acc[j], xh, rh, acc[j]);
+          // The tensor cores truncate when they add into an accumulator:
+          // over a chunk's 12 products of all-positive terms that biased
+          // dot products by up to ~1.3e-6 (H200). Each step's three products
+          // go into a fresh fragment and are added with rounding instead.
+          TensorAcc step_sum;
+          wmma::fill_fragment(step_sum, 0.0f);
+          wmma::mma_sync(step_sum, xl, rh, step_sum);  // small terms first
+          wmma::mma_sync(step_sum, xh, rl, step_sum);
+          wmma::mma_sync(step_sum, xh, rh, step_sum);
+          for (int i = 0; i < TensorAcc::num_elements; ++i) acc[j].x[i] += step_sum.x[i];
         }
       }
       for (int j = 0; j < kGemmFragments; ++j)  // chunk sums in double, as Sum<float>

@@ -36,8 +36,10 @@
 //          (pixels x bands times bands x references) on the tensor cores:
 //          TF32 with each operand split into a high and a low TF32 part
 //          (three products; what the two parts leave out is ~2^-22 of each
-//          operand), float accumulation within a chunk of kBandChunk bands,
-//          chunk sums in double, then rounded to float once: dot products
+//          operand), float accumulation within a chunk of kBandChunk bands
+//          (the tensor cores truncate when they add into an accumulator, so
+//          the generic kernel adds each 8-band step's products with
+//          rounding), chunk sums in double, then rounded to float once: dot products
 //          within ~5e-7 relative of exact. An angle is then good to ~5e-7 /
 //          sin(angle) rad (1e-5 rad for angles above ~0.05 rad; ENVI's
 //          threshold is 0.1). Euclidean distances are formed from norms,
