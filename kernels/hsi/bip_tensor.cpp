@@ -26,6 +26,14 @@ const char *product_name(Product product) {
   }
 }
 
+bool screen_from_environment() {
+  static const bool on = [] {
+    const char *v = std::getenv("CS_HSI_BIP_SCREEN");
+    return !(v && std::strcmp(v, "0") == 0);
+  }();
+  return on;
+}
+
 Product product_from_environment() {
   static const Product product = [] {
     const char *v = std::getenv("CS_HSI_BIP_KERNEL");
@@ -123,6 +131,65 @@ void make_wgmma_references(Tables &t, const PointerTable &refs, const ReferenceT
       }
 }
 
+// TF32 as the tensor cores may read a float: its bits truncated, or rounded.
+float tf32_truncated(float x) { return bits_float(float_bits(x) & 0xffffe000u); }
+
+// The screen's table (bip_tensor.h) and the bounds of its error in each key
+// (classify_math.h, kScreenOperandError); after the keys.
+void make_screen_references(Tables &t, const PointerTable &refs, const ReferenceTableShape &shape) {
+  const int padded_bands = screen_padded_bands(shape.bands), steps = padded_bands / kStepBands;
+  t.screen_references.assign(size_t(kScreenRows) * padded_bands, 0.0f);
+  t.screen_weight.assign(kGroupReferences, 0.0);
+  t.screen_offset_slack.assign(kGroupReferences, 0.0);
+  for (int k = 0; k < shape.references; ++k)
+    for (int u = 0; u < shape.bands; ++u) t.screen_references[screen_index(k, u)] = refs.ref(0, k, u);
+  std::vector<int> usable;
+  for (int k = 0; k < shape.references; ++k)
+    if (std::isfinite(t.key_scale[k])) usable.push_back(k);
+  // Per reference and reading (truncated, rounded): 2^-10 |r_hk - c| + |d_k - e|.
+  std::vector<double> operand(size_t(shape.references), 0.0);
+  for (float (*read)(float) : {&tf32_truncated, &tf32_round}) {
+    std::vector<double> c(size_t(shape.bands), 0.0), e(size_t(shape.bands), 0.0);
+    for (int k : usable)
+      for (int u = 0; u < shape.bands; ++u) {
+        const float r = refs.ref(0, k, u);
+        c[u] += read(r);
+        e[u] += double(r) - read(r);
+      }
+    for (int u = 0; u < shape.bands; ++u) c[u] /= double(usable.size()), e[u] /= double(usable.size());
+    for (int k : usable) {
+      double spread2 = 0, residual2 = 0;
+      for (int u = 0; u < shape.bands; ++u) {
+        const float r = refs.ref(0, k, u);
+        spread2 += (read(r) - c[u]) * (read(r) - c[u]);
+        residual2 += (double(r) - read(r) - e[u]) * (double(r) - read(r) - e[u]);
+      }
+      operand[k] = std::max(operand[k], kScreenOperandError * std::sqrt(spread2) + std::sqrt(residual2));
+    }
+  }
+  for (int k : usable) {
+    double norm2 = 0;
+    for (int u = 0; u < shape.bands; ++u) norm2 += double(refs.ref(0, k, u)) * refs.ref(0, k, u);
+    // Per |x|: the operands' part, the steps' accumulation, and the kernel's
+    // float keys (2^-21 |key scale| |x| |r|; 2^-22 |offset| apart), with a
+    // margin for the rounding of all these sums.
+    const double weight = std::fabs(t.key_scale[k]) *
+                          (operand[k] + (steps * kScreenStepError + 0x1p-21) * std::sqrt(norm2)) * (1 + 0x1p-8);
+    t.screen_weight[k] = std::isfinite(weight) ? weight : 0.0;
+    t.screen_largest_norm2 = std::max(t.screen_largest_norm2, norm2);
+    t.screen_offset_slack[k] = 0x1p-22 * std::fabs(t.key_offset[k]);
+  }
+  t.screen_terms.assign(4 * size_t(kGroupReferences), 0.0f);
+  for (int k = 0; k < kGroupReferences; ++k) {
+    const bool usable = k < shape.references && std::isfinite(t.key_scale[k]);
+    float *terms = &t.screen_terms[4 * size_t(k)];
+    terms[0] = usable ? float(t.key_scale[k]) : 0.0f;
+    terms[1] = usable ? float(t.key_offset[k]) : -std::numeric_limits<float>::infinity();
+    terms[2] = float(t.screen_weight[k]);
+    terms[3] = float(t.screen_offset_slack[k]);
+  }
+}
+
 }  // namespace
 
 Tables make_tables(Method method, const std::vector<float> &table, const ReferenceTableShape &shape,
@@ -161,6 +228,8 @@ Tables make_tables(Method method, const std::vector<float> &table, const Referen
         if (!std::isfinite(refs.ref(0, k, 0))) t.key_scale[k] = nan;
     }
   }
+  if (product == Product::wgmma && t.groups == 1 && method != Method::correlation)
+    make_screen_references(t, refs, shape);
   return t;
 }
 
@@ -201,6 +270,17 @@ size_t shared_bytes(DataType type, int chunks, int stages, Product product, int 
 int stages_for(DataType type, int chunks, size_t max_shared_bytes, Product product, int groups) {
   for (int stages = kMostStages; stages >= kFewestStages; --stages)
     if (shared_bytes(type, chunks, stages, product, groups) <= max_shared_bytes) return stages;
+  return 0;
+}
+
+size_t screen_shared_bytes(int bands, int warpgroups) {
+  const size_t operand = size_t(screen_padded_bands(bands)) * kScreenRows * sizeof(float);
+  return operand + kGroupReferences * 4 * sizeof(float) + 1024 + size_t(warpgroups) * operand;
+}
+
+int screen_warpgroups_for(int bands, size_t max_shared_bytes) {
+  for (int warpgroups = kScreenMostWarpgroups; warpgroups > 0; --warpgroups)
+    if (screen_shared_bytes(bands, warpgroups) <= max_shared_bytes) return warpgroups;
   return 0;
 }
 

@@ -245,6 +245,8 @@ struct Args {
   const double *key_scale, *key_offset;
   const float *table;
   ReferenceTableShape shape;
+  const float *screen_references, *screen_terms;  // the screen's table and key terms (bip_tensor.h)
+  double screen_largest_norm2;                      // of the usable references
   bool has_ignore;
   float ignore_value;
   double scale;  // decoded value = scale x stored value
@@ -905,6 +907,23 @@ __device__ __forceinline__ void wgmma_f16(float (&d)[kWgmmaAccumulators], const 
                  : CS_WGMMA_ACCUMULATORS("+f")
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(1));
 }
+// d += a x b, 64 pixels x 64 references x 8 bands, TF32 (the operands'
+// float bits, of which the instruction reads the TF32 part), both from
+// shared memory.
+#define CS_WGMMA_TF32_INSTRUCTION \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
+      "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 " \
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15," \
+      " %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31},\n" \
+      " %32, %33, p, 1, 1;\n}\n"
+template <bool kFirst>
+__device__ __forceinline__ void wgmma_tf32(float (&d)[kWgmmaAccumulators], uint64_t a, uint64_t b) {
+  if constexpr (kFirst)
+    asm volatile(CS_WGMMA_TF32_INSTRUCTION : CS_WGMMA_ACCUMULATORS("=f") : "l"(a), "l"(b), "n"(0));
+  else
+    asm volatile(CS_WGMMA_TF32_INSTRUCTION : CS_WGMMA_ACCUMULATORS("+f") : "l"(a), "l"(b), "n"(1));
+}
+#undef CS_WGMMA_TF32_INSTRUCTION
 #undef CS_WGMMA_ACCUMULATORS
 #undef CS_WGMMA_INSTRUCTION
 __device__ __forceinline__ void wgmma_fence() {
@@ -1135,6 +1154,340 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
 #endif
 }
 
+// --- the screen (bip_tensor.h; sm_90a) ---
+#if defined(CS_HSI_WGMMA_BUILT)
+
+// A tile's pixel rows (every selected band) into the screen's swizzled tile
+// layout (bip_tensor.h), zeros past the last band and the last pixel. Warp w
+// copies rows 16w .. 16w + 15, four rows (lane / 8) of one slab's 128 bytes
+// (block lane % 8) per instruction.
+template <int kBytes>
+__device__ void stage_screen_rows(const Args &a, float *tile, size_t first_pixel, int slabs, int thread) {
+  const int lane = thread % 32, warp = thread / 32, q = lane % 8;
+  const int valid_bytes = a.bands * int(sizeof(float));
+  const unsigned char *src[4];
+  uint32_t dst[4];
+  size_t pixel[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int m = 16 * warp + lane / 8 + 4 * i;
+    pixel[i] = first_pixel + m;
+    src[i] = a.data + (pixel[i] < a.pixels ? pixel[i] : 0) * a.pixel_stride + q * 16;
+    dst[i] = shared_address(tile) + m * 128 + ((q ^ (m % 8)) * 16);
+  }
+  if (kBytes == 16 && first_pixel + kScreenRows <= a.pixels && valid_bytes == slabs * 128) {
+    // The common case: no bounds, no zero fill.
+    for (int slab = 0; slab < slabs; ++slab)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) copy_async<16>(dst[i] + slab * kScreenSlabBytes, src[i] + slab * 128, 16);
+    return;
+  }
+  for (int slab = 0; slab < slabs; ++slab)
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int part = 0; part < 16 / kBytes; ++part) {
+        const int offset = slab * 128 + q * 16 + part * kBytes;
+        const int bytes = pixel[i] < a.pixels ? max(0, min(kBytes, valid_bytes - offset)) : 0;
+        copy_async<kBytes>(dst[i] + slab * kScreenSlabBytes + part * kBytes,
+                           bytes > 0 ? src[i] + slab * 128 + part * kBytes : a.data, bytes);
+      }
+}
+
+// Asks L2 for a tile's rows ahead of their staging (one bulk prefetch of
+// the rows' whole span; 16-byte multiples, as 16-byte staging copies imply).
+__device__ __forceinline__ void prefetch_screen_tile(const Args &a, size_t first_pixel) {
+  if (first_pixel >= a.pixels) return;
+  const size_t rows = min(size_t(kScreenRows), a.pixels - first_pixel);
+  const size_t bytes = ((rows - 1) * a.pixel_stride + a.bands * sizeof(float) + 15) / 16 * 16;
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(a.data + first_pixel * a.pixel_stride),
+               "r"(uint32_t(min(bytes, size_t(0xfffffff0u)))) : "memory");
+}
+
+// Shared-memory matrix descriptor, 128-byte swizzle, K-major: 8-row groups
+// `stride_bytes` apart (the leading offset is unused).
+__device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32_t stride_bytes) {
+  return uint64_t((address & 0x3ffffu) >> 4) | uint64_t(1) << 16 | uint64_t(stride_bytes >> 4) << 32 |
+         uint64_t(1) << 62;
+}
+
+#endif  // CS_HSI_WGMMA_BUILT
+
+// One warp group per tile of 64 pixels, every selected band of the tile
+// staged at once in the swizzled tile layout (bip_tensor.h); per tile:
+//  1. the screen's product: bands / 8 wgmma.m64n64k8 TF32, one commit;
+//  2. meanwhile each pixel's |x|^2 from the staged samples, two threads a
+//     pixel (blocks 0-3 or 4-7 of every slab; float over 16 bands, double
+//     beyond; a pixel whose float sums would leave float's range is scaled
+//     by a power of two, exactly);
+//  3. per pixel and reference the key from the product, in float, and its
+//     bound e_k = |x| w_k + s_k (bip_tensor.cpp, make_screen_references):
+//     the references whose key + e_k reaches the largest key - e_j are the
+//     candidates (the exact best is one of them; all usable references
+//     when the product could overflow);
+//  4. the candidates scored again from the staged samples by the same two
+//     threads (up to four per pass over the bands), in the fast precision;
+//     the best key wins, ties to the lower index; the class map written.
+// Shared memory: the references (57 KB for 224 bands), their terms, and one
+// tile per warp group (57 KB): three warp groups per SM at 224 bands.
+// Measured on an H200 (2026-11-30, 1024 x 1024 x 224, K = 64): 0.52 ms per
+// f32 cube for sam, 0.47 for euclidean (the wgmma kernel: 0.56-0.57).
+// Nsight Compute (sam): 161 warp instructions per pixel at 8.3 cycles each
+// (staging 13, |x|^2 and the product ~37, selection 25, rescoring ~51),
+// issue slots 34% busy. The stalls are short dependencies, shared-memory
+// latency and the barriers around a tile, which is staged, screened and
+// scored in turn.
+// Staged with blocks 1 KB apart (no swizzle), every copy took one
+// shared-memory wavefront per lane (0.82 against 0.64 ms). Staging and
+// screening slab by slab as the slabs arrived was no faster (0.54 against
+// 0.53 ms).
+template <Method M>
+__global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
+    classify_bip_screen_kernel(const Args a, const int copy_bytes) {
+#if defined(CS_HSI_WGMMA_BUILT)
+  extern __shared__ __align__(16) unsigned char smem[];
+  constexpr unsigned kAll = 0xffffffffu;
+  constexpr int kBlockFloats = kScreenRows * kScreenBlockBands;  // the table's blocks: 1 KB
+  constexpr int kSlabFloats = kScreenSlabBytes / sizeof(float);  // a tile's 32 bands: 8 KB
+  const int slabs = screen_padded_bands(a.bands) / 32;
+  const size_t table_floats = size_t(slabs) * kSlabFloats, tile_floats = table_floats;
+  float *const table = reinterpret_cast<float *>(smem);
+  // Per reference: key factor (the block's scale applied), key offset
+  // (-infinity: unusable), bound weight and slack (bip_tensor.h, screen_terms).
+  float4 *const terms = reinterpret_cast<float4 *>(table + table_floats);
+  const int warpgroups = int(blockDim.x) / kWarpgroupThreads;
+  {
+    const float4 *src = reinterpret_cast<const float4 *>(a.screen_references);
+    float4 *dst = reinterpret_cast<float4 *>(table);
+    for (size_t i = threadIdx.x; i < table_floats / 4; i += blockDim.x) dst[i] = __ldg(src + i);
+    for (int k = threadIdx.x; k < kGroupReferences; k += blockDim.x) {
+      const float4 v = __ldg(reinterpret_cast<const float4 *>(a.screen_terms) + k);
+      terms[k] = make_float4(v.x * float(a.scale), v.y, v.z, v.w);
+    }
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the table, visible to the wgmma reads
+    __syncthreads();
+  }
+  uint64_t usable = 0;
+  for (int k = 0; k < kGroupReferences; ++k) usable |= uint64_t(terms[k].y != -CUDART_INF_F) << k;
+  const int warpgroup = int(threadIdx.x) / kWarpgroupThreads, thread = int(threadIdx.x) % kWarpgroupThreads;
+  const int warp = thread / 32, lane = thread % 32, g = lane / 4, t = lane % 4;
+  // The tiles from the 1 KB boundary after the terms (the swizzle's period).
+  float *const first_tile =
+      reinterpret_cast<float *>(terms + kGroupReferences) +
+      (1024 - (shared_address(terms + kGroupReferences) & 1023u)) % 1024 / sizeof(float);
+  float *const tile = first_tile + warpgroup * tile_floats;
+  const uint32_t table_address = shared_address(table), tile_address = shared_address(tile);
+  // The pixel this thread sums and scores again (its row of the tile) and
+  // its half of each slab: blocks 4 h .. 4 h + 3, at own + 4 (q ^ row % 8).
+  const int own_row = warp * 16 + lane % 16, h = lane / 16;
+  const float *const own = tile + own_row * 32;
+  int x_offset[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) x_offset[i] = 4 * ((4 * h + i) ^ (own_row % 8));
+  const unsigned pair = (1u << lane) | (1u << (lane ^ 16));
+  auto sync_warpgroup = [&] {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(warpgroup + 1), "n"(kWarpgroupThreads) : "memory");
+  };
+  // The own pixel's 16 samples of this thread's half of slab s (times `scale` when scaled).
+  auto load_sixteen = [&](int s, float (&x)[16], auto scaled, float scale) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float4 v = *reinterpret_cast<const float4 *>(own + s * kSlabFloats + x_offset[i]);
+      x[4 * i] = v.x, x[4 * i + 1] = v.y, x[4 * i + 2] = v.z, x[4 * i + 3] = v.w;
+    }
+    if constexpr (decltype(scaled)::value)
+      for (float &e : x) e *= scale;
+  };
+  // This thread's half of sum x^2 over slab s, in float (four chains of four:
+  // shared-memory latency, not the adds, bounds the loop), and over the
+  // tile, the slabs' sums in double.
+  auto slab_norm2 = [&](int s, auto scaled, float scale) {
+    float x[16];
+    load_sixteen(s, x, scaled, scale);
+    float part[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int i = 0; i < 16; ++i) part[i / 4] = fmaf(x[i], x[i], part[i / 4]);
+    return double((part[0] + part[1]) + (part[2] + part[3]));
+  };
+  auto half_norm2 = [&](auto scaled, float scale) {
+    double total = 0;
+    for (int s = 0; s < slabs; ++s) total += slab_norm2(s, scaled, scale);
+    return total;
+  };
+  auto half_ignored = [&] {
+    bool found = false;
+    for (int s = 0; s < slabs; ++s) {
+      float x[16];
+      load_sixteen(s, x, std::false_type{}, 1.0f);
+      for (float v : x) found |= v == a.ignore_value;
+    }
+    return found;
+  };
+  auto half_largest = [&] {
+    float largest = 0;
+    for (int s = 0; s < slabs; ++s) {
+      float x[16];
+      load_sixteen(s, x, std::false_type{}, 1.0f);
+      for (float v : x) largest = fmaxf(largest, fabsf(v));
+    }
+    return largest;
+  };
+  // This thread's half of x . r_k for n <= 4 candidates ks, into dot (float
+  // over 16 bands in four chains, double beyond).
+  auto half_dots = [&](auto scaled, float scale, const int (&ks)[4], int n, double (&dot)[4]) {
+#pragma unroll 2
+    for (int s = 0; s < slabs; ++s) {
+      float x[16];
+      load_sixteen(s, x, scaled, scale);
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        if (c >= n) break;
+        const float *r = table + s * kSlabFloats + 4 * h * kBlockFloats + ks[c] * kScreenBlockBands;
+        float part[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float4 v = *reinterpret_cast<const float4 *>(r + i * kBlockFloats);
+          part[i] = x[4 * i] * v.x;
+          part[i] = fmaf(x[4 * i + 1], v.y, part[i]);
+          part[i] = fmaf(x[4 * i + 2], v.z, part[i]);
+          part[i] = fmaf(x[4 * i + 3], v.w, part[i]);
+        }
+        dot[c] += (part[0] + part[1]) + (part[2] + part[3]);
+      }
+    }
+  };
+  const size_t tiles = (a.pixels + kScreenRows - 1) / kScreenRows;
+  const size_t tile_step = size_t(gridDim.x) * warpgroups;
+  const uint64_t tile_descriptor = swizzled_descriptor(tile_address, 1024);
+  const uint64_t table_descriptor = matrix_descriptor(table_address, 1024, 128);
+  for (size_t tile_index = size_t(blockIdx.x) * warpgroups + warpgroup; tile_index < tiles;
+       tile_index += tile_step) {
+    const size_t first_pixel = tile_index * kScreenRows;
+    if (copy_bytes == 16)
+      stage_screen_rows<16>(a, tile, first_pixel, slabs, thread);
+    else if (copy_bytes == 8)
+      stage_screen_rows<8>(a, tile, first_pixel, slabs, thread);
+    else
+      stage_screen_rows<4>(a, tile, first_pixel, slabs, thread);
+    commit_copies();
+    // The warp group's next tile into L2 while this one is scored.
+    if (thread == 0 && copy_bytes == 16) prefetch_screen_tile(a, first_pixel + tile_step * kScreenRows);
+    wait_copies<0>();
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the copies, visible to the wgmma reads
+    sync_warpgroup();
+
+    // 1. The product, 8 bands a step: the tile's slab s / 4, 32 bytes into
+    // its rows per step (descriptor units of 16 bytes); two table blocks.
+    float acc[kWgmmaAccumulators];
+#pragma unroll
+    for (float &v : acc) v = 0;
+    wgmma_fence();
+    for (int s = 0; s < slabs; ++s)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        wgmma_tf32<false>(acc, tile_descriptor + s * (kScreenSlabBytes >> 4) + i * (32 >> 4),
+                          table_descriptor + (4 * s + i) * (2 * kBlockFloats * sizeof(float) >> 4));
+    wgmma_commit();
+
+    // 2. |x|^2 meanwhile.
+    double norm2 = half_norm2(std::false_type{}, 1.0f);
+    norm2 += __shfl_xor_sync(kAll, norm2, 16);
+    // Float sums near the ends of float's range, or all zero: the pixel
+    // times 2^e, its largest magnitude into [2^14, 2^15) (finite samples).
+    const bool check = norm2 == norm2 && !(norm2 >= 0x1p-90 && norm2 <= 0x1p100);
+    const bool any_scaled = __any_sync(kAll, check);
+    float pixel_scale = 1.0f;
+    if (any_scaled) {
+      float largest = half_largest();
+      largest = fmaxf(largest, __shfl_xor_sync(kAll, largest, 16));
+      if (check && isfinite(largest) && largest > 0) pixel_scale = power_of_two(half_scale_exponent(largest));
+      norm2 = half_norm2(std::true_type{}, pixel_scale);
+      norm2 += __shfl_xor_sync(kAll, norm2, 16);
+    }
+    bool ignored = false;
+    if (a.has_ignore) {
+      ignored = half_ignored();
+      ignored = __shfl_xor_sync(kAll, int(ignored), 16) || ignored;
+    }
+    const double unscale = 1.0 / double(pixel_scale);  // a power of two: exact
+    const double raw_norm2 = ignored ? quiet_nan() : norm2 * unscale * unscale;
+    // The product cannot overflow: |x.r_k| <= |x| |r_k| well inside float.
+    const bool bounded = raw_norm2 * a.screen_largest_norm2 < 0x1p250;
+
+    // 3. Candidates. Accumulator 4j + 2h + c: row g (h = 0) or g + 8, reference 8j + 2t + c.
+    wgmma_wait<0>();
+    hold(acc);
+    uint64_t candidates[2];
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const double n2 = __shfl_sync(kAll, raw_norm2, g + 8 * half) * a.scale * a.scale;
+      const bool row_bounded = __shfl_sync(kAll, int(bounded), g + 8 * half);
+      const float norm = sqrtf(float(n2));
+      float key[16], bound[16], lower = -CUDART_INF_F;
+#pragma unroll
+      for (int i = 0; i < 16; ++i) {
+        const float4 r = terms[8 * (i / 2) + 2 * t + i % 2];
+        key[i] = fmaf(acc[4 * (i / 2) + 2 * half + i % 2], r.x, r.y);
+        bound[i] = fmaf(norm, r.z, r.w);
+        lower = fmaxf(lower, key[i] - bound[i]);
+      }
+      lower = fmaxf(lower, __shfl_xor_sync(kAll, lower, 1));
+      lower = fmaxf(lower, __shfl_xor_sync(kAll, lower, 2));
+      uint32_t low = 0, high = 0;  // references 0-31 and 32-63: bits 8j + 2t + c
+#pragma unroll
+      for (int i = 0; i < 16; ++i) {
+        const uint32_t bit = uint32_t(key[i] + bound[i] >= lower) << (8 * (i / 2) % 32 + 2 * t + i % 2);
+        if (i < 8)
+          low |= bit;
+        else
+          high |= bit;
+      }
+      uint64_t mine = (uint64_t(high) << 32 | low) & usable;
+      mine |= __shfl_xor_sync(kAll, mine, 1);
+      mine |= __shfl_xor_sync(kAll, mine, 2);
+      if (!isfinite(n2))
+        mine = 0;  // no-data: class 0
+      else if (!row_bounded)
+        mine = usable;  // the screen says nothing
+      else if (M == Method::sam && n2 == 0)
+        mine &= ~(mine - 1);  // no angle to any reference: one candidate gives class 0
+      candidates[half] = mine;
+    }
+
+    // 4. The candidates again, from the staged samples.
+    const int local = lane % 16;
+    const uint64_t from_first = __shfl_sync(kAll, candidates[0], 4 * (local % 8));
+    const uint64_t from_second = __shfl_sync(kAll, candidates[1], 4 * (local % 8));
+    uint64_t rest = local < 8 ? from_first : from_second;
+    Candidate best;
+    best.clear();
+    while (rest) {
+      int ks[4], n = 0;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {  // registers, not an indexed array in local memory
+        ks[c] = rest ? __ffsll(static_cast<long long>(rest)) - 1 : ks[0];
+        n += rest ? 1 : 0;
+        rest &= rest - 1;
+      }
+      double dot[4] = {0, 0, 0, 0};
+      if (any_scaled)
+        half_dots(std::true_type{}, pixel_scale, ks, n, dot);
+      else
+        half_dots(std::false_type{}, 1.0f, ks, n, dot);
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        if (c >= n) break;
+        const double dot_k = (dot[c] + __shfl_xor_sync(pair, dot[c], 16)) * unscale * a.scale;
+        best.offer(fma(dot_k, __ldg(a.key_scale + ks[c]), __ldg(a.key_offset + ks[c])), dot_k, ks[c]);
+      }
+    }
+    const size_t pixel = first_pixel + own_row;
+    if (lane < 16 && pixel < a.pixels) write_label<M>(a, pixel, best, 0.0, raw_norm2 * a.scale * a.scale);
+    sync_warpgroup();  // every read of the tile done before it is staged again
+  }
+#endif
+}
+
 __global__ void wgmma_probe_kernel(int *built) {
 #if defined(CS_HSI_WGMMA_BUILT)
   *built = 1;
@@ -1165,6 +1518,19 @@ void launch_typed(const Args &args, int copy_bytes, int sm_count, StreamHandle s
     classify_bip_tensor_kernel<P, M, T><<<grid, kThreadsOf<P>, bytes, stream>>>(args, copy_bytes);
     cs::check_cuda(cudaGetLastError(), "classify (tensor, BIP) kernel launch");
   }
+}
+
+template <Method M>
+void launch_screen(const Args &args, int copy_bytes, int warpgroups, int sm_count, StreamHandle stream) {
+  const size_t bytes = screen_shared_bytes(args.bands, warpgroups);
+  cs::check_cuda(cudaFuncSetAttribute(classify_bip_screen_kernel<M>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      int(bytes)),
+                 "allow the BIP screen kernel's shared memory");
+  const size_t tiles = (args.pixels + kScreenRows - 1) / kScreenRows;
+  const size_t blocks = (tiles + warpgroups - 1) / warpgroups;
+  const unsigned grid = unsigned(blocks < size_t(sm_count) ? blocks : size_t(sm_count));
+  classify_bip_screen_kernel<M><<<grid, warpgroups * kWarpgroupThreads, bytes, stream>>>(args, copy_bytes);
+  cs::check_cuda(cudaGetLastError(), "classify (screen, BIP) kernel launch");
 }
 
 template <Product P, Method M>
@@ -1215,6 +1581,12 @@ bool wgmma_available(int device) {
   return built;
 }
 
+bool uses_screen(Method method, const DeviceTables &tables, DataType type, const ClassificationOutput &output) {
+  return tables.screen_warpgroups > 0 && tables.screen_references && type == DataType::f32 &&
+         !output.rule_images &&
+         (method == Method::sam || method == Method::euclidean);
+}
+
 void classify(Method method, const DeviceTables &tables, const CubeBlock &block, int first_band, int copy_bytes,
               int stages, float threshold, const ClassificationOutput &output, size_t class_map_stride, int sm_count,
               StreamHandle stream) {
@@ -1244,6 +1616,16 @@ void classify(Method method, const DeviceTables &tables, const CubeBlock &block,
   args.class_map_16bit = output.class_map_format == ClassMapFormat::gray16;
   args.rule_images = output.rule_images;
   if (args.pixels == 0) return;
+  if (uses_screen(method, tables, block.format.type, output)) {
+    args.screen_references = tables.screen_references;
+    args.screen_terms = tables.screen_terms;
+    args.screen_largest_norm2 = tables.screen_largest_norm2;
+    if (method == Method::sam)
+      launch_screen<Method::sam>(args, copy_bytes, tables.screen_warpgroups, sm_count, stream);
+    else
+      launch_screen<Method::euclidean>(args, copy_bytes, tables.screen_warpgroups, sm_count, stream);
+    return;
+  }
   if (tables.product == Product::wgmma)
     launch_product<Product::wgmma>(method, args, block.format.type, copy_bytes, sm_count, stream);
   else if (tables.product == Product::fp16x3)

@@ -25,6 +25,8 @@
 //                             645-716 GB/s of f32 cube against fp16's 835-902).
 // All split each operand into two 11-bit parts: the same precision contract
 // (classify_math.h, "tensor"); bip_tensor.cu's top comment has the figures.
+// With wgmma, f32 class maps of sam and euclidean take the screen below
+// instead (one TF32 product, then the candidates scored exactly).
 #pragma once
 
 #include <cstddef>
@@ -176,6 +178,40 @@ CS_HD size_t wgmma_reference_index(int group, int part, int reference, int posit
 }
 
 // What the kernel needs about the references, prepared once per classifier.
+// The screen (wgmma builds, f32 blocks, sam and euclidean, K <= 64, no rule
+// images): one TF32 product per term on the warp-group instructions, both
+// operands read from shared memory, then every reference the product
+// cannot rule out (classify_math.h, kScreenOperandError) scored again from
+// the staged samples in the fast precision. Its operands, a tile's 64 pixel
+// rows and the 64 references, share one layout: 16-byte blocks of 4
+// consecutive bands, the 64 rows' blocks of bands 4j..4j+3 together (1 KB),
+// so that one wgmma.k8 step reads two such blocks (core matrices of 8 rows
+// x 16 B, 128 B apart along the rows, 1 KB apart along k). The staged tiles
+// use the instruction's 128-byte swizzle instead: per slab of 32 bands, row
+// m's 128 bytes at 128 m, its 16-byte block q at (q xor m % 8): a pixel
+// row's bytes stay together, as the asynchronous copies write them (blocks
+// 1 KB apart made every copy take one shared-memory wavefront per lane).
+// Bands are padded with zeros to a multiple of 32.
+inline constexpr int kScreenRows = 64;
+inline constexpr int kScreenBlockBands = 4;
+CS_HD constexpr int screen_padded_bands(int bands) { return (bands + 31) / 32 * 32; }
+CS_HD constexpr size_t screen_index(int row, int band) {
+  return size_t(band / kScreenBlockBands) * kScreenRows * kScreenBlockBands + size_t(row) * kScreenBlockBands +
+         band % kScreenBlockBands;
+}
+inline constexpr int kScreenSlabBytes = kScreenRows * 128;  // a tile's 32 bands
+inline constexpr int kScreenMostWarpgroups = 3;
+// Shared memory of the screen with `warpgroups` tiles of f32 rows: the
+// references, their key terms, the tiles and 1 KB to align them (the
+// swizzle's period).
+size_t screen_shared_bytes(int bands, int warpgroups);
+// Warp groups (tiles) per block that fit in `max_shared_bytes`, at most
+// kScreenMostWarpgroups; 0 when not even one does.
+int screen_warpgroups_for(int bands, size_t max_shared_bytes);
+// CS_HSI_BIP_SCREEN=0 turns the screen off (the wgmma kernel then scores
+// every reference), for comparison.
+bool screen_from_environment();
+
 struct Tables {
   Product product = Product::tf32x3;
   int groups = 0;  // passes of kGroupReferences references
@@ -203,6 +239,18 @@ struct Tables {
   // / sqrt(reference constant); euclidean: 2 dot - |r|^2, so |r|^2 =
   // -key_offset). NaN for unusable references.
   std::vector<double> key_scale, key_offset;
+  // The screen's references (wgmma, one group, sam or euclidean; else
+  // empty): values at screen_index(k, u), zeros beyond the last band or
+  // reference; per reference the bound of the screen's error in its key,
+  // |x| screen_weight[k] + screen_offset_slack[k] (classify_math.h,
+  // kScreenOperandError; 0 for unusable references).
+  std::vector<float> screen_references;
+  std::vector<double> screen_weight, screen_offset_slack;
+  // Per reference, what the screen's kernel reads: key_scale, key_offset
+  // (-infinity for unusable references), screen_weight and
+  // screen_offset_slack, as 4 floats.
+  std::vector<float> screen_terms;
+  double screen_largest_norm2 = 0;  // the largest |r_k|^2 of the usable references
 };
 
 // Reference groups and band chunks of a table (what Tables holds).
@@ -248,12 +296,18 @@ struct DeviceTables {
   const float *table = nullptr;  // the classifier's prepared table (per-reference constants)
   ReferenceTableShape shape;
   int groups = 0, chunks = 0;
+  const float *screen_references = nullptr, *screen_terms = nullptr;
+  double screen_largest_norm2 = 0;
+  int screen_warpgroups = 0;  // 0: no screen
 };
 
 // Queues the classification of `block` on `stream`. The caller checked the
 // block with copy_bytes_for (returned `copy_bytes`) and chose `stages` with
 // stages_for. `sm_count`: the device's multiprocessors (one persistent block
 // each).
+// Whether classify() runs the screen for this method, sample type and output.
+bool uses_screen(Method method, const DeviceTables &tables, DataType type, const ClassificationOutput &output);
+
 void classify(Method method, const DeviceTables &tables, const CubeBlock &block, int first_band, int copy_bytes,
               int stages, float threshold, const ClassificationOutput &output, size_t class_map_stride, int sm_count,
               StreamHandle stream);

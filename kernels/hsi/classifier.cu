@@ -423,7 +423,9 @@ struct CudaSpectralClassifier::Impl {
   void free_device_memory() {
     for (const void *p : {static_cast<const void *>(table), static_cast<const void *>(bands),
                           bip.fragments, static_cast<const void *>(bip.dot_scale),
-                          static_cast<const void *>(bip.key_scale), static_cast<const void *>(bip.key_offset)})
+                          static_cast<const void *>(bip.key_scale), static_cast<const void *>(bip.key_offset),
+                          static_cast<const void *>(bip.screen_references),
+                          static_cast<const void *>(bip.screen_terms)})
       if (p) device_free(const_cast<void *>(p), device);
   }
 
@@ -473,6 +475,17 @@ struct CudaSpectralClassifier::Impl {
         upload(t.key_scale.data(), t.key_scale.size() * sizeof(double), "upload BIP tensor keys"));
     bip.key_offset = static_cast<const double *>(
         upload(t.key_offset.data(), t.key_offset.size() * sizeof(double), "upload BIP tensor keys"));
+    // The screen: f32 tiles of every selected band next to the references.
+    if (!t.screen_references.empty() && bip_tensor::screen_from_environment()) {
+      bip.screen_warpgroups = bip_tensor::screen_warpgroups_for(host.table_shape().bands, max_shared_bytes);
+      if (bip.screen_warpgroups > 0) {
+        bip.screen_references = static_cast<const float *>(upload(
+            t.screen_references.data(), t.screen_references.size() * sizeof(float), "upload BIP screen references"));
+        bip.screen_largest_norm2 = t.screen_largest_norm2;
+        bip.screen_terms = static_cast<const float *>(
+            upload(t.screen_terms.data(), t.screen_terms.size() * sizeof(float), "upload BIP screen terms"));
+      }
+    }
     bip.table = table;
     bip.shape = host.table_shape();
     bip.groups = t.groups;
@@ -528,6 +541,11 @@ void CudaSpectralClassifier::set_bip_tensor_enabled(bool enabled) { impl_->bip_e
 
 const char *CudaSpectralClassifier::bip_tensor_product() const {
   return impl_->first_band < 0 ? "" : bip_tensor::product_name(impl_->bip.product);
+}
+
+bool CudaSpectralClassifier::screens(const CubeBlock &block, const ClassificationOutput &output) const {
+  return kernel_for(block) == Kernel::tensor_bip &&
+         bip_tensor::uses_screen(impl_->host.method(), impl_->bip, block.format.type, output);
 }
 
 bool CudaSpectralClassifier::table_in_constant_memory() const { return impl_->in_constant; }

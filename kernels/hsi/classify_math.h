@@ -56,6 +56,10 @@
 //          per chunk of 32 bands (on Hopper as warp-group instructions):
 //          the same bounds; its pixel sums (|x|^2, and sum x for
 //          correlation) are float over 8 samples, double beyond, as fast.
+//          On Hopper, f32 class maps of sam and euclidean (K <= 64) are
+//          screened instead: one TF32 product per term rules references
+//          out within a rigorous bound (kScreenOperandError below), and
+//          the remaining ones are scored in the fast precision.
 //          The BIP kernel, when no rule images are
 //          asked for, picks each pixel's class by a key that orders the
 //          references as the score does (the dot product for sam, dot /
@@ -343,6 +347,22 @@ CS_HD float bits_float(uint32_t u) {
 CS_HD float tf32_round(float x) { return bits_float((float_bits(x) + 0x1000u) & 0xffffe000u); }
 // lo part of x once hi = tf32_round(x) is known.
 CS_HD float tf32_low(float x, float hi) { return tf32_round(x - hi); }
+
+// The BIP screen (bip_tensor.h) forms x_h.r_h with one TF32 product per
+// term, x_h and r_h the pixel and reference as the tensor cores read their
+// float bits (TF32 keeps 10 of float's 23 fraction bits, truncated or
+// rounded: within 2^-10 of each value). With dx = x - x_h, d_k = r_k - r_hk,
+// c and e the usable references' means of r_h and d, exactly
+//   x.r_k = x_h.r_hk + dx.c + x.e + dx.(r_hk - c) + x.(d_k - e),
+// where dx.c + x.e is the same for every reference, so it orders them as
+// x.r_k does; the rest is at most |x| (2^-10 |r_hk - c| + |d_k - e|); and
+// each 8-band step's sum into the float accumulator errs by at most
+// kScreenStepError sum |x_h r_h| (products exact, additions truncating:
+// counted generously). For similar references both norms are small
+// fractions of |r_k|: the screen separates them far better than a bound on
+// x.r_k itself would.
+inline constexpr double kScreenOperandError = 0x1p-10;
+inline constexpr double kScreenStepError = 0x1p-19;
 
 // The best reference so far. Ties keep the lower index; NaN never wins.
 struct BestMatch {

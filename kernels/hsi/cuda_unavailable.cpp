@@ -30,5 +30,6 @@ CudaSpectralClassifier::Kernel CudaSpectralClassifier::kernel_for(const CubeBloc
 }
 void CudaSpectralClassifier::set_bip_tensor_enabled(bool) {}
 const char *CudaSpectralClassifier::bip_tensor_product() const { return ""; }
+bool CudaSpectralClassifier::screens(const CubeBlock &, const ClassificationOutput &) const { return false; }
 
 }  // namespace cs::hsi

@@ -525,3 +525,130 @@ TEST(BipTensor, WgmmaSharedMemory) {
   EXPECT_EQ(bt::groups_for(ReferenceTableShape{70, 224, 1}), 2);
   EXPECT_EQ(bt::chunks_for(ReferenceTableShape{70, 224, 1}), 7);
 }
+
+// The screen's table: every reference's value at screen_index (the layout
+// its wgmma steps and its rescoring read), zeros elsewhere.
+TEST(BipTensor, ScreenTableHoldsEveryReferenceValueOnce) {
+  std::mt19937_64 rng(cs_test::fresh_seed());
+  for (Method method : {Method::sam, Method::euclidean, Method::correlation})
+    for (const auto &[K, bands] : {std::pair<size_t, size_t>{1, 7}, {37, 45}, {64, 224}, {100, 70}}) {
+      SCOPED_TRACE(std::string(method_name(method)) + " K=" + std::to_string(K) + " bands=" + std::to_string(bands));
+      hsi_test::Scene scene = hsi_test::random_scene(rng, 1, 4, bands, K);
+      ClassifierConfig config;
+      config.method = method;
+      config.precision = Precision::tensor;
+      const SpectralClassifier c(config, scene.references, select_bands(bands, {}));
+      const bt::Tables t = bt::make_tables(c.method(), c.table(), c.table_shape(), bt::Product::wgmma);
+      if (K > 64 || method == Method::correlation) {  // more than one group, or a shifted product: no screen
+        EXPECT_TRUE(t.screen_references.empty());
+        continue;
+      }
+      const int padded = bt::screen_padded_bands(int(bands));
+      ASSERT_EQ(padded % 32, 0);
+      ASSERT_EQ(t.screen_references.size(), size_t(bt::kScreenRows) * padded);
+      ASSERT_EQ(t.screen_weight.size(), size_t(bt::kGroupReferences));
+      ASSERT_EQ(t.screen_offset_slack.size(), size_t(bt::kGroupReferences));
+      const PointerTable refs{c.table().data(), c.table_shape()};
+      std::vector<int> seen(t.screen_references.size(), 0);
+      for (int k = 0; k < bt::kScreenRows; ++k)
+        for (int u = 0; u < padded; ++u) {
+          const size_t at = bt::screen_index(k, u);
+          ASSERT_LT(at, t.screen_references.size());
+          ++seen[at];
+          EXPECT_EQ(t.screen_references[at], k < int(K) && u < int(bands) ? refs.ref(0, k, u) : 0.0f) << k << " " << u;
+        }
+      for (int n : seen) ASSERT_EQ(n, 1);
+      for (int k = 0; k < bt::kGroupReferences; ++k) EXPECT_EQ(t.screen_weight[k] > 0, k < int(K)) << k;
+      // Adjacent bands of a row share 16 bytes; rows 128 B apart within 8;
+      // a wgmma.k8 step's two blocks 1 KB apart.
+      EXPECT_EQ(bt::screen_index(0, 1) - bt::screen_index(0, 0), 1u);
+      EXPECT_EQ(bt::screen_index(8, 0) - bt::screen_index(0, 0), 32u);
+      EXPECT_EQ(bt::screen_index(0, 4) - bt::screen_index(0, 0), 256u);
+    }
+}
+
+// The screen's bounds against an emulation of its product (the pixel's and
+// the references' float bits read as TF32 by truncation, or the
+// references' by rounding; products exact; each 8-band step added to a
+// float accumulator truncating; keys in float as the kernel forms them):
+// for every pair of references the screen's key difference is within
+// their bounds' sum of the exact one, so the exact best is always a
+// candidate. Similar and near-duplicate references (what makes the bound
+// matter), pixels over many decades, some negative samples.
+TEST(BipTensor, ScreenBoundsCoverTf32Products) {
+  std::mt19937_64 rng(cs_test::fresh_seed());
+  auto truncated = [](float x) { return bits_float(float_bits(x) & 0xffffe000u); };
+  auto truncate_float = [](double v) {  // toward zero
+    float f = float(v);
+    if (std::fabs(double(f)) > std::fabs(v)) f = std::nextafter(f, 0.0f);
+    return f;
+  };
+  for (Method method : {Method::sam, Method::euclidean})
+    for (const auto &[K, bands] : {std::pair<size_t, size_t>{64, 224}, {20, 53}, {9, 425}})
+      for (bool rounded_references : {false, true}) {
+        SCOPED_TRACE(std::string(method_name(method)) + " K=" + std::to_string(K) + " bands=" + std::to_string(bands) +
+                     (rounded_references ? " references rounded" : " references truncated"));
+        hsi_test::Scene scene = hsi_test::random_scene(rng, 1, 300, bands, K);
+        std::vector<float> &spectra = scene.references.spectra;
+        for (size_t k = 1; k < K; k += 4)
+          for (size_t b = 0; b < bands; ++b)
+            spectra[k * bands + b] =
+                spectra[(k - 1) * bands + b] * float(1 + 1e-5 * (double(rng() % 2001) / 1000 - 1));
+        ClassifierConfig config;
+        config.method = method;
+        config.precision = Precision::tensor;
+        const SpectralClassifier c(config, scene.references, select_bands(bands, {}));
+        const bt::Tables t = bt::make_tables(c.method(), c.table(), c.table_shape(), bt::Product::wgmma);
+        const int padded = bt::screen_padded_bands(int(bands));
+        double worst = 0, candidates = 0;
+        for (size_t p = 0; p < 300; ++p) {
+          std::vector<float> x(scene.pixels.begin() + p * bands, scene.pixels.begin() + (p + 1) * bands);
+          const double magnitude = std::pow(10.0, double(rng() % 21) - 10.0);
+          for (float &v : x) v = float(v * magnitude * (rng() % 10 == 0 ? -1 : 1));
+          double norm2 = 0;
+          for (float v : x) norm2 += double(v) * v;
+          const float norm = std::sqrt(float(norm2));
+          std::vector<double> exact(K), screened(K), bound(K);
+          for (size_t k = 0; k < K; ++k) {
+            double dot = 0, step = 0;
+            float accumulator = 0;
+            for (int u = 0; u < padded; ++u) {
+              const float xu = u < int(bands) ? x[u] : 0.0f, r = t.screen_references[bt::screen_index(int(k), u)];
+              dot += double(xu) * r;
+              step += double(truncated(xu)) * (rounded_references ? tf32_round(r) : truncated(r));
+              if (u % 8 == 7) accumulator = truncate_float(step), step = accumulator;
+            }
+            exact[k] = t.key_scale[k] * dot + t.key_offset[k];
+            screened[k] = std::fma(accumulator, float(t.key_scale[k]), float(t.key_offset[k]));
+            bound[k] = std::fma(norm, float(t.screen_weight[k]), float(t.screen_offset_slack[k]));
+          }
+          size_t best = 0;
+          for (size_t k = 1; k < K; ++k) best = exact[k] > exact[best] ? k : best;
+          double lower = -INFINITY;
+          for (size_t k = 0; k < K; ++k) lower = std::max(lower, screened[k] - bound[k]);
+          for (size_t k = 0; k < K; ++k) {
+            candidates += screened[k] + bound[k] >= lower;
+            for (size_t j = 0; j < K; ++j) {
+              const double error = std::fabs((exact[k] - exact[j]) - (screened[k] - screened[j]));
+              ASSERT_LE(error, bound[k] + bound[j]) << "pixel " << p << " references " << k << ", " << j;
+              if (bound[k] + bound[j] > 0) worst = std::max(worst, error / (bound[k] + bound[j]));
+            }
+          }
+          ASSERT_GE(screened[best] + bound[best], lower) << "pixel " << p;
+        }
+        std::printf("[ info     ] %s K=%zu bands=%zu%s: worst error %.3g of its bound, %.2f candidates per pixel\n",
+                    method_name(method), K, bands, rounded_references ? " (rounded)" : "", worst, candidates / 300);
+      }
+}
+
+TEST(BipTensor, ScreenSharedMemory) {
+  const size_t hopper = 227 * 1024;
+  // The references and per warp group a tile, each 64 rows of the bands
+  // padded to 32, 64 x 4 floats of key terms and 1 KB of alignment.
+  EXPECT_EQ(bt::screen_shared_bytes(224, 3), size_t(4 * 64 * 224 * 4 + 1024 + 1024));
+  EXPECT_EQ(bt::screen_shared_bytes(225, 1), size_t(2 * 64 * 256 * 4 + 1024 + 1024));
+  EXPECT_EQ(bt::screen_warpgroups_for(224, hopper), 3);  // the benchmark's cube: three tiles per SM
+  EXPECT_EQ(bt::screen_warpgroups_for(288, hopper), 2);
+  EXPECT_EQ(bt::screen_warpgroups_for(448, hopper), 1);
+  EXPECT_EQ(bt::screen_warpgroups_for(464, hopper), 0);
+}

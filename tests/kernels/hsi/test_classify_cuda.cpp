@@ -252,9 +252,12 @@ TEST(GpuClassify, MatchesCpuForEveryMethodTypeAndInterleave) {
   for (Method method : kAllMethods)
     for (Precision precision : {Precision::exact, Precision::fast})
     for (bool large_table : {false, true}) {
-      // Large: the prepared table exceeds the constant bank (shared tiles).
+      // Large: the prepared table exceeds the constant bank (shared tiles):
+      // at least 200 references, since a sixth of the bands marked bad can
+      // leave 120 references of 150 bands under its 15872 floats (seed
+      // 2100362584 gave 15749).
       const size_t bands = large_table ? 150 + rng() % 100 : 20 + rng() % 150;
-      const size_t K = large_table ? 120 + rng() % 200 : 1 + rng() % 40;
+      const size_t K = large_table ? 200 + rng() % 120 : 1 + rng() % 40;
       // Enough pixels for several thread blocks; fewer with large tables to
       // keep the CPU side of 27 comparisons quick.
       const size_t lines = 2 + rng() % (large_table ? 4 : 12), samples = 5 + rng() % (large_table ? 100 : 200);
@@ -491,6 +494,66 @@ TEST(GpuClassify, TensorBipKernelWideDynamicRange) {
           std::printf("[ info     ] %s %s BIP tensor, K=%zu bands=%d: worst |exact - tensor| %.3g\n",
                       method_name(method), data_type_name(type), K, band_count, worst);
         }
+      }
+}
+
+// The BIP kernel's screen (f32, sam and euclidean, K <= 64, class maps only;
+// bip_tensor.h) on what makes screening hard: references that differ from
+// another one by ~1e-6 (the TF32 product cannot tell them apart, so both
+// are scored again), pixels equal to a reference, zero pixels, NaN pixels,
+// pixels with the ignore value, pixels from 1e-30 to 1e30 (scaled sums),
+// and a band range with a partial slab (bands padded to 32). Class maps
+// within the tensor bounds of the exact CPU ones.
+TEST(GpuClassify, TensorBipScreenCandidates) {
+  CS_REQUIRE_GPU();
+  std::mt19937_64 rng(cs_test::fresh_seed());
+  cs::Stream stream(kDevice);
+  const size_t lines = 4, samples = 83, pixels = lines * samples;
+  for (Method method : {Method::sam, Method::euclidean})
+    for (const auto &[bands, first_band, band_count] : {std::tuple<size_t, int, int>{224, 0, 224}, {61, 4, 53}})
+      for (size_t K : {size_t(17), size_t(64)}) {
+        SCOPED_TRACE(std::string(method_name(method)) + " K=" + std::to_string(K) + " bands " +
+                     std::to_string(first_band) + "+" + std::to_string(band_count));
+        hsi_test::Scene scene = hsi_test::random_scene(rng, lines, samples, bands, K);
+        std::vector<float> &refs = scene.references.spectra;
+        for (size_t k = 1; k < K; k += 3)  // reference k: reference k - 1 within ~1e-6
+          for (size_t b = 0; b < bands; ++b)
+            refs[k * bands + b] = refs[(k - 1) * bands + b] * float(1 + 1e-6 * (double(rng() % 2001) / 1000 - 1));
+        for (size_t p = 0; p < pixels; ++p) {
+          float *px = &scene.pixels[p * bands];
+          switch (p % 9) {
+            case 0: std::copy(&refs[(p % K) * bands], &refs[(p % K + 1) * bands], px); break;  // a reference
+            case 1: std::fill(px, px + bands, 0.0f); break;
+            case 2: px[rng() % bands] = NAN; break;
+            case 3:
+              for (size_t b = 0; b < bands; ++b) px[b] *= float(std::pow(10.0, double(rng() % 61) - 30.0));
+              break;
+            case 4: px[size_t(first_band) + rng() % size_t(band_count)] = -9999.0f; break;  // no-data
+            default: break;
+          }
+        }
+        std::vector<int> selected(static_cast<size_t>(band_count));
+        for (int u = 0; u < band_count; ++u) selected[size_t(u)] = first_band + u;
+        const auto [tensor, exact] = tensor_and_exact(method, default_threshold(method), scene, selected);
+        CudaSpectralClassifier gpu(tensor, kDevice);
+        const auto bytes = hsi_test::encode_block(scene.pixels, lines, samples, bands, DataType::f32,
+                                                  Interleave::bip, host_byte_order(), 1.0);
+        const CubeBlock block = hsi_test::block_of(bytes, lines, samples, bands, DataType::f32, Interleave::bip,
+                                                   host_byte_order(), -9999.0, std::nullopt);
+        if (bip_tensor::product_from_environment() == bip_tensor::Product::wgmma &&
+            bip_tensor::screen_from_environment() && cs::compute_capability(kDevice) == 90) {
+          ClassificationOutput class_map_only;
+          EXPECT_TRUE(gpu.screens(block, class_map_only));
+        }
+        const hsi_test::Result want = hsi_test::classify_cpu(exact, block);
+        const hsi_test::Result got = classify_gpu(gpu, tensor, bytes, block, stream, false);
+        const auto [x2, r2] = largest_squared_norms(scene);
+        const double worst =
+            expect_within_tensor_bounds(method, want, got, pixels, K, x2, r2, tensor.threshold());
+        size_t same = 0;
+        for (size_t p = 0; p < pixels; ++p) same += want.labels[p] == got.labels[p];
+        std::printf("[ info     ] %s screen, K=%zu bands=%d: %zu of %zu labels as exact, worst %.3g\n",
+                    method_name(method), K, band_count, same, pixels, worst);
       }
 }
 
