@@ -1236,7 +1236,9 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
 // (staging 13, |x|^2 and the product ~37, selection 25, rescoring ~51),
 // issue slots 34% busy. The stalls are short dependencies, shared-memory
 // latency and the barriers around a tile, which is staged, screened and
-// scored in turn.
+// scored in turn (since then the barrier at a tile's end is gone: within
+// the runs' spread). With two or one tiles per SM (288 or 425 bands) it was
+// slower than the wgmma kernel; the classifier takes it only with three.
 // Staged with blocks 1 KB apart (no swizzle), every copy took one
 // shared-memory wavefront per lane (0.82 against 0.64 ms). Staging and
 // screening slab by slab as the slabs arrived was no faster (0.54 against
@@ -1483,7 +1485,9 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     }
     const size_t pixel = first_pixel + own_row;
     if (lane < 16 && pixel < a.pixels) write_label<M>(a, pixel, best, 0.0, raw_norm2 * a.scale * a.scale);
-    sync_warpgroup();  // every read of the tile done before it is staged again
+    // No barrier before the next staging: a warp copies and reads only its
+    // own 16 rows, which feed only its own accumulators (complete at its
+    // wait above), so it restages them while the other warps still score.
   }
 #endif
 }

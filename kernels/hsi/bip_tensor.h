@@ -26,7 +26,8 @@
 // All split each operand into two 11-bit parts: the same precision contract
 // (classify_math.h, "tensor"); bip_tensor.cu's top comment has the figures.
 // With wgmma, f32 class maps of sam and euclidean take the screen below
-// instead (one TF32 product, then the candidates scored exactly).
+// instead where three tiles fit per SM (one TF32 product, then the
+// candidates scored exactly).
 #pragma once
 
 #include <cstddef>

@@ -476,8 +476,12 @@ struct CudaSpectralClassifier::Impl {
     bip.key_offset = static_cast<const double *>(
         upload(t.key_offset.data(), t.key_offset.size() * sizeof(double), "upload BIP tensor keys"));
     // The screen: f32 tiles of every selected band next to the references.
+    // Only with three tiles per SM (up to 224 bands): with two (288 bands)
+    // and one (425) it was slower than the wgmma kernel on an H200 (1533
+    // against 1709 GB/s, 786 against 1202, sam).
     if (!t.screen_references.empty() && bip_tensor::screen_from_environment()) {
       bip.screen_warpgroups = bip_tensor::screen_warpgroups_for(host.table_shape().bands, max_shared_bytes);
+      if (bip.screen_warpgroups < bip_tensor::kScreenMostWarpgroups) bip.screen_warpgroups = 0;
       if (bip.screen_warpgroups > 0) {
         bip.screen_references = static_cast<const float *>(upload(
             t.screen_references.data(), t.screen_references.size() * sizeof(float), "upload BIP screen references"));
