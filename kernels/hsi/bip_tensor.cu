@@ -1,4 +1,7 @@
-// The contiguous-BIP tensor kernel (bip_tensor.h says when it is used).
+// The contiguous-BIP tensor kernels (bip_tensor.h says when they are used):
+// the kernel below in its three product forms, and the screen for f32
+// class maps on Hopper (classify_bip_screen_kernel, further down, with its
+// own figures).
 //
 // Shape. One persistent thread block per multiprocessor (256 threads, 8
 // warps) walks tiles of kTilePixels = 128 pixels. For each tile and each group

@@ -183,16 +183,17 @@ CS_HD size_t wgmma_reference_index(int group, int part, int reference, int posit
 // images): one TF32 product per term on the warp-group instructions, both
 // operands read from shared memory, then every reference the product
 // cannot rule out (classify_math.h, kScreenOperandError) scored again from
-// the staged samples in the fast precision. Its operands, a tile's 64 pixel
-// rows and the 64 references, share one layout: 16-byte blocks of 4
-// consecutive bands, the 64 rows' blocks of bands 4j..4j+3 together (1 KB),
-// so that one wgmma.k8 step reads two such blocks (core matrices of 8 rows
-// x 16 B, 128 B apart along the rows, 1 KB apart along k). The staged tiles
-// use the instruction's 128-byte swizzle instead: per slab of 32 bands, row
-// m's 128 bytes at 128 m, its 16-byte block q at (q xor m % 8): a pixel
-// row's bytes stay together, as the asynchronous copies write them (blocks
-// 1 KB apart made every copy take one shared-memory wavefront per lane).
-// Bands are padded with zeros to a multiple of 32.
+// the staged samples in the fast precision. Layouts, bands padded with
+// zeros to a multiple of 32:
+//   references (screen_index): 16-byte blocks of 4 consecutive bands, the
+//     64 references' blocks of bands 4j..4j+3 together (1 KB), so that one
+//     wgmma.k8 step reads two such blocks (core matrices of 8 rows x 16 B,
+//     128 B apart along the rows, 1 KB apart along k);
+//   a tile of 64 pixels: the instruction's 128-byte swizzle, per slab of 32
+//     bands (8 KB) row m's 128 bytes at 128 m, its 16-byte block q at
+//     (q xor m % 8): a pixel row's bytes stay together, as the asynchronous
+//     copies write them (blocks 1 KB apart made every copy take one
+//     shared-memory wavefront per lane).
 inline constexpr int kScreenRows = 64;
 inline constexpr int kScreenBlockBands = 4;
 CS_HD constexpr int screen_padded_bands(int bands) { return (bands + 31) / 32 * 32; }
