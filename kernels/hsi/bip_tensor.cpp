@@ -131,9 +131,6 @@ void make_wgmma_references(Tables &t, const PointerTable &refs, const ReferenceT
       }
 }
 
-// TF32 as the tensor cores may read a float: its bits truncated, or rounded.
-float tf32_truncated(float x) { return bits_float(float_bits(x) & 0xffffe000u); }
-
 // The screen's table (bip_tensor.h) and the bounds of its error in each key
 // (classify_math.h, kScreenOperandError); after the keys.
 void make_screen_references(Tables &t, const PointerTable &refs, const ReferenceTableShape &shape) {
@@ -148,7 +145,7 @@ void make_screen_references(Tables &t, const PointerTable &refs, const Reference
     if (std::isfinite(t.key_scale[k])) usable.push_back(k);
   // Per reference and reading (truncated, rounded): 2^-10 |r_hk - c| + |d_k - e|.
   std::vector<double> operand(size_t(shape.references), 0.0);
-  for (float (*read)(float) : {&tf32_truncated, &tf32_round}) {
+  for (float (*read)(float) : {&tf32_truncate, &tf32_round}) {  // the tensor cores' two possible readings
     std::vector<double> c(size_t(shape.bands), 0.0), e(size_t(shape.bands), 0.0);
     for (int k : usable)
       for (int u = 0; u < shape.bands; ++u) {

@@ -345,6 +345,9 @@ CS_HD float bits_float(uint32_t u) {
 // Nearest TF32 value, ties away from zero (as cvt.rna.tf32.f32); NaN and
 // infinities stay what they are.
 CS_HD float tf32_round(float x) { return bits_float((float_bits(x) + 0x1000u) & 0xffffe000u); }
+// TF32 by dropping float's 13 low fraction bits (how the tensor cores may
+// read a float operand; the screen's bound covers this and tf32_round).
+CS_HD float tf32_truncate(float x) { return bits_float(float_bits(x) & 0xffffe000u); }
 // lo part of x once hi = tf32_round(x) is known.
 CS_HD float tf32_low(float x, float hi) { return tf32_round(x - hi); }
 

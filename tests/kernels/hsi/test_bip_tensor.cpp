@@ -577,7 +577,6 @@ TEST(BipTensor, ScreenTableHoldsEveryReferenceValueOnce) {
 // matter), pixels over many decades, some negative samples.
 TEST(BipTensor, ScreenBoundsCoverTf32Products) {
   std::mt19937_64 rng(cs_test::fresh_seed());
-  auto truncated = [](float x) { return bits_float(float_bits(x) & 0xffffe000u); };
   auto truncate_float = [](double v) {  // toward zero
     float f = float(v);
     if (std::fabs(double(f)) > std::fabs(v)) f = std::nextafter(f, 0.0f);
@@ -615,7 +614,7 @@ TEST(BipTensor, ScreenBoundsCoverTf32Products) {
             for (int u = 0; u < padded; ++u) {
               const float xu = u < int(bands) ? x[u] : 0.0f, r = t.screen_references[bt::screen_index(int(k), u)];
               dot += double(xu) * r;
-              step += double(truncated(xu)) * (rounded_references ? tf32_round(r) : truncated(r));
+              step += double(tf32_truncate(xu)) * (rounded_references ? tf32_round(r) : tf32_truncate(r));
               if (u % 8 == 7) accumulator = truncate_float(step), step = accumulator;
             }
             exact[k] = t.key_scale[k] * dot + t.key_offset[k];
