@@ -30,7 +30,18 @@ fi
 
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
 builddir=build
-if [ ! -f "$builddir/build.ninja" ]; then meson setup "$builddir"; fi
+if [ ! -f "$builddir/build.ninja" ]; then
+  setup_args=()
+  # With nvcc, tools/cuda/nvcc is the CUDA compiler: it writes the dependency
+  # files meson 1.0 does not ask nvcc for (see the script). The machine file
+  # stays in the build folder: meson reads it again when it regenerates.
+  if command -v nvcc >/dev/null; then
+    mkdir -p "$builddir"
+    printf "[binaries]\ncuda = '%s'\n" "$PWD/tools/cuda/nvcc" > "$builddir/cuda.ini"
+    setup_args=(--native-file "$builddir/cuda.ini")
+  fi
+  meson setup "$builddir" "${setup_args[@]}"
+fi
 meson compile -C "$builddir"
 
 case "$action" in
