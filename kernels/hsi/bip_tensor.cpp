@@ -209,6 +209,7 @@ Tables make_tables(Method method, const std::vector<float> &table, const Referen
   for (int k = 0; k < shape.references; ++k) {
     switch (method) {
       case Method::correlation:
+      case Method::bandfit:
         t.key_scale[k] = 1.0 / std::sqrt(double(refs.constant(k)));  // NaN for unusable references
         t.key_offset[k] = 0;
         break;
@@ -225,7 +226,11 @@ Tables make_tables(Method method, const std::vector<float> &table, const Referen
         if (!std::isfinite(refs.ref(0, k, 0))) t.key_scale[k] = nan;
     }
   }
-  if (product == Product::wgmma && t.groups == 1 && method != Method::correlation)
+  if (method == Method::bandfit) {
+    t.positions.assign(size_t(t.chunks) * kChunkBands, 0.0f);
+    for (int u = 0; u < shape.bands; ++u) t.positions[size_t(u)] = refs.position(u);
+  }
+  if (product == Product::wgmma && t.groups == 1 && (method == Method::sam || method == Method::euclidean))
     make_screen_references(t, refs, shape);
   return t;
 }

@@ -249,6 +249,7 @@ struct Args {
   const float *table;
   ReferenceTableShape shape;
   const float *screen_references, *screen_terms;  // the screen's table and key terms (bip_tensor.h)
+  const float *positions;                          // bandfit's continuum abscissae (Tables::positions)
   double screen_largest_norm2;                      // of the usable references
   bool has_ignore;
   float ignore_value;
@@ -364,14 +365,22 @@ __device__ __forceinline__ void widen_pair(uint32_t pair, float &first, float &s
   second = __uint_as_float(__byte_perm(pair, 0x4Bu, 0x4532)) - kOffset;  // bytes 2, 3, then 0x00, 0x4B
 }
 
-// Samples 4t..4t+3 of a span of 16 in staged row `row`, as floats (stored
-// values: the scale is applied to the sums), the ignore value as NaN, minus
-// `shift` (correlation). `valid`: selected bands in this chunk; the staged
-// zeros past them must stay zeros (no NaN from a zero ignore value, no
-// shifted values in correlation's sums).
-template <DataType T, bool kShifted>
+// Whether the values a kernel multiplies are fractions: f32 samples, and
+// bandfit's continuum-removed values whatever the samples (integer samples
+// are otherwise multiplied exactly, as integers, and scaled afterwards).
+template <DataType T, Method M>
+constexpr bool kFractionalValues = T == DataType::f32 || M == Method::bandfit;
+
+// Samples 4t..4t+3 of a span of 16 in staged row `row` of the chunk from
+// selected band `chunk_band`, as floats (stored values: the scale is applied
+// to the sums; bandfit's values do not depend on it), the ignore value as
+// NaN; correlation and bandfit: the value summed (band_value) minus the
+// row's shift (`px`, row_context). `valid`: selected bands in this chunk;
+// the staged zeros past them must stay zeros (no NaN from a zero ignore
+// value, no shifted values in the sums).
+template <DataType T, Method M>
 __device__ __forceinline__ void load_four(const Args &a, const unsigned char *tile, int row, int span, int t,
-                                          int valid, float shift, float (&x)[4]) {
+                                          int chunk_band, int valid, const PixelContext &px, float (&x)[4]) {
   const int band = span * 16 + 4 * t;
   if constexpr (T == DataType::f32) {
     const float4 v = *reinterpret_cast<const float4 *>(tile + row * kRowBytes<T> + band * 4);
@@ -383,8 +392,13 @@ __device__ __forceinline__ void load_four(const Args &a, const unsigned char *ti
   }
   if (a.has_ignore)
     for (float &v : x) v = v == a.ignore_value ? quiet_nan() : v;
-  if constexpr (kShifted)
-    for (float &v : x) v -= shift;
+  if constexpr (M == Method::bandfit) {
+    const float4 p = __ldg(reinterpret_cast<const float4 *>(a.positions + chunk_band + band));
+    const float position[4] = {p.x, p.y, p.z, p.w};
+    for (int i = 0; i < 4; ++i) x[i] = band_value<M>(x[i], position[i], px) - px.shift;
+  } else if constexpr (M == Method::correlation) {
+    for (float &v : x) v -= px.shift;
+  }
   if (valid < kChunkBands)  // the last chunk only
     for (int i = 0; i < 4; ++i) x[i] = band + i < valid ? x[i] : 0.0f;
 }
@@ -402,13 +416,43 @@ __device__ __forceinline__ float load_first(const Args &a, const unsigned char *
   return a.has_ignore && v == a.ignore_value ? quiet_nan() : v;
 }
 
+// The pixel's last selected band, from global memory (only chunk 0 of a
+// tile is staged when its rows' contexts are formed); 0 past the block.
+template <DataType T>
+__device__ __forceinline__ float load_last(const Args &a, size_t pixel) {
+  if (pixel >= a.pixels) return 0.0f;
+  const unsigned char *at = a.data + pixel * a.pixel_stride + size_t(a.bands - 1) * Sample<T>::kBytes;
+  float v;
+  if constexpr (T == DataType::f32) {
+    v = __ldg(reinterpret_cast<const float *>(at));
+  } else {
+    float unused;
+    widen_pair<T>(__ldg(reinterpret_cast<const uint16_t *>(at)), v, unused);
+  }
+  return a.has_ignore && v == a.ignore_value ? quiet_nan() : v;
+}
+
+// What load_four needs to know about a row (pixel `pixel`, staged row `row`
+// of chunk 0): correlation's shift, bandfit's continuum (NaN where band fit
+// is undefined, so that every value and the pixel's sums are: no class).
+template <DataType T, Method M>
+__device__ __forceinline__ PixelContext row_context(const Args &a, const unsigned char *tile, int row, size_t pixel) {
+  PixelContext px;
+  if constexpr (correlation_like(M)) {
+    const float first = load_first<T>(a, tile, row);
+    px = pixel_context<M>(first, M == Method::bandfit ? load_last<T>(a, pixel) : first, 0.0);
+    if (!px.defined) px.continuum_start = quiet_nan();
+  }
+  return px;
+}
+
 // x = hi + lo, both TF32. Integer samples (and their differences) have at
 // most 17 significant bits: lo is then exact and needs no rounding.
-template <DataType T>
+template <bool kFractional>
 __device__ __forceinline__ void split(float x, uint32_t &hi, uint32_t &lo) {
   const float h = tf32_round(x);
   hi = __float_as_uint(h);
-  lo = __float_as_uint(T == DataType::f32 ? tf32_low(x, h) : x - h);
+  lo = __float_as_uint(kFractional ? tf32_low(x, h) : x - h);
 }
 
 // fp16x3: x0, x1 (already scaled) = hi + lo, each an fp16 pair (x0 in the
@@ -438,7 +482,8 @@ __device__ __forceinline__ double inverse_power_of_two(int e) { return __hiloint
 // double (as the fast precision sums).
 template <DataType T, Method M>
 __device__ __forceinline__ void split_chunk(const Args &a, const unsigned char *tile, int row0, int row1, int t,
-                                            int valid, const float (&shift)[2], bool summing, double (&sum)[2],
+                                            int chunk_band, int valid, const PixelContext (&px)[2], bool summing,
+                                            double (&sum)[2],
                                             double (&sum2)[2], uint32_t (&hi)[2][4], uint32_t (&lo)[2][4],
                                             double (&unscale)[2]) {
   const int rows[2] = {row0, row1};
@@ -447,11 +492,11 @@ __device__ __forceinline__ void split_chunk(const Args &a, const unsigned char *
   for (int span = 0; span < 2; ++span)
 #pragma unroll
     for (int half = 0; half < 2; ++half)
-      load_four<T, M == Method::correlation>(a, tile, rows[half], span, t, valid, shift[half], x[span][half]);
+      load_four<T, M>(a, tile, rows[half], span, t, chunk_band, valid, px[half], x[span][half]);
   float scale[2];
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
-    if constexpr (T == DataType::f32) {
+    if constexpr (kFractionalValues<T, M>) {
       // NaN samples leave it alone (their pixel is no-data); a tree, not a chain
       const auto &v = x;
       float largest = fmaxf(fmaxf(fmaxf(fabsf(v[0][half][0]), fabsf(v[0][half][1])),
@@ -476,11 +521,11 @@ __device__ __forceinline__ void split_chunk(const Args &a, const unsigned char *
       for (int span = 0; span < 2; ++span)
         for (float v : x[span][half]) {
           v *= scale[half];
-          if constexpr (M == Method::correlation) part[span] += v;
+          if constexpr (correlation_like(M)) part[span] += v;
           part2[span] = fmaf(v, v, part2[span]);
         }
-      const double back = T == DataType::f32 ? unscale[half] : 1.0 / kHalfIntegerScale;
-      if constexpr (M == Method::correlation) sum[half] += double(part[0] + part[1]) * back;
+      const double back = kFractionalValues<T, M> ? unscale[half] : 1.0 / kHalfIntegerScale;
+      if constexpr (correlation_like(M)) sum[half] += double(part[0] + part[1]) * back;
       sum2[half] += double(part2[0] + part2[1]) * back * back;
     }
 #pragma unroll
@@ -519,7 +564,7 @@ template <Method M>
 __device__ float score_of(const Args &a, int k, double dot, double sum, double sum2) {
   if constexpr (M == Method::sam)
     return sam_score(dot, sum2);
-  else if constexpr (M == Method::correlation)
+  else if constexpr (correlation_like(M))
     return correlation_score(dot, sum, sum2, a.bands, __ldg(a.table + a.shape.constant_index(k)));
   else
     return euclidean_score(sum2 - 2 * dot - __ldg(a.key_offset + k));  // key_offset = -|r|^2
@@ -537,7 +582,7 @@ __device__ __forceinline__ void offer_reference(const Args &a, int k, double dot
   if (a.rule_images) {
     const float score = finite ? score_of<M>(a, k, dot, s, s2) : quiet_nan();
     if (pixel < a.pixels) a.rule_images[size_t(k) * a.pixels + pixel] = score;
-    key = M == Method::correlation ? score : -double(score);  // higher is better
+    key = higher_is_better(M) ? score : -double(score);  // higher is better
   } else {
     key = finite ? __ldg(a.key_scale + k) * dot + __ldg(a.key_offset + k) : quiet_nan();
   }
@@ -619,7 +664,7 @@ __global__ void __launch_bounds__(kThreadsOf<P>, 1) classify_bip_tensor_kernel(c
   float acc[kMmaRows][kMmaColumns][4];
   double total[kMmaRows][kMmaColumns][4];
   double sum[kMmaRows][2], sum2[kMmaRows][2];  // this thread's share of its rows' sums
-  float shift[kMmaRows][2];
+  PixelContext context[kMmaRows][2];
   Candidate running;  // threads < kTilePixels: pixel `threadIdx.x` of the tile, over groups
   running.clear();
 
@@ -678,7 +723,7 @@ __global__ void __launch_bounds__(kThreadsOf<P>, 1) classify_bip_tensor_kernel(c
       for (int m = 0; m < kMmaRows; ++m)
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
-          shift[m][half] = M == Method::correlation ? load_first<T>(a, tile, row_of(m, half)) : 0.0f;
+          context[m][half] = row_context<T, M>(a, tile, row_of(m, half), current.first_pixel + row_of(m, half));
           if (first_pass) sum[m][half] = sum2[m][half] = 0;
         }
     }
@@ -690,12 +735,12 @@ __global__ void __launch_bounds__(kThreadsOf<P>, 1) classify_bip_tensor_kernel(c
       for (int m = 0; m < kMmaRows; ++m)
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
-          load_four<T, M == Method::correlation>(a, tile, row_of(m, half), span, t, valid_bands, shift[m][half],
-                                                 x[m][half]);
+          load_four<T, M>(a, tile, row_of(m, half), span, t, chunk * kChunkBands, valid_bands, context[m][half],
+                          x[m][half]);
           if (summing)
             for (float v : x[m][half]) {
               const double d = v;
-              if constexpr (M == Method::correlation) sum[m][half] += d;
+              if constexpr (correlation_like(M)) sum[m][half] += d;
               sum2[m][half] = fma(d, d, sum2[m][half]);
             }
         }
@@ -712,10 +757,11 @@ __global__ void __launch_bounds__(kThreadsOf<P>, 1) classify_bip_tensor_kernel(c
           uint32_t a_hi[kMmaRows][4], a_lo[kMmaRows][4];
 #pragma unroll
           for (int m = 0; m < kMmaRows; ++m) {
-            split<T>(x[m][0][2 * h], a_hi[m][0], a_lo[m][0]);      // row g,     k = t
-            split<T>(x[m][1][2 * h], a_hi[m][1], a_lo[m][1]);      // row g + 8, k = t
-            split<T>(x[m][0][2 * h + 1], a_hi[m][2], a_lo[m][2]);  // row g,     k = t + 4
-            split<T>(x[m][1][2 * h + 1], a_hi[m][3], a_lo[m][3]);  // row g + 8, k = t + 4
+            constexpr bool kFractional = kFractionalValues<T, M>;
+            split<kFractional>(x[m][0][2 * h], a_hi[m][0], a_lo[m][0]);      // row g,     k = t
+            split<kFractional>(x[m][1][2 * h], a_hi[m][1], a_lo[m][1]);      // row g + 8, k = t
+            split<kFractional>(x[m][0][2 * h + 1], a_hi[m][2], a_lo[m][2]);  // row g,     k = t + 4
+            split<kFractional>(x[m][1][2 * h + 1], a_hi[m][3], a_lo[m][3]);  // row g + 8, k = t + 4
           }
           const int step_in_chunk = span * 2 + h;
 #pragma unroll
@@ -749,7 +795,8 @@ __global__ void __launch_bounds__(kThreadsOf<P>, 1) classify_bip_tensor_kernel(c
       static_assert(kMmaRowsOf<Product::fp16x3> == 1, "fp16x3: one m-tile per warp");
       uint32_t a_hi[2][4], a_lo[2][4];
       double row_unscale[2];
-      split_chunk<T, M>(a, tile, row_of(0, 0), row_of(0, 1), t, valid_bands, shift[0], summing, sum[0], sum2[0],
+      split_chunk<T, M>(a, tile, row_of(0, 0), row_of(0, 1), t, chunk * kChunkBands, valid_bands, context[0],
+                        summing, sum[0], sum2[0],
                         a_hi, a_lo, row_unscale);
       // The chunk's float sums of column n into double, the row's scale
       // undone (the scales change from chunk to chunk: the windows are the
@@ -758,7 +805,7 @@ __global__ void __launch_bounds__(kThreadsOf<P>, 1) classify_bip_tensor_kernel(c
       auto fold = [&](int n) {
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          if constexpr (T == DataType::f32)
+          if constexpr (kFractionalValues<T, M>)
             total[0][n][i] = fma(double(acc[0][n][i]), row_unscale[i / 2], total[0][n][i]);
           else
             total[0][n][i] += acc[0][n][i];
@@ -814,7 +861,7 @@ __global__ void __launch_bounds__(kThreadsOf<P>, 1) classify_bip_tensor_kernel(c
       // fp16x3: the dot products also carry the references' scales and, for
       // integer samples, the pixels' 1/2 (powers of two: exact).
       const double dot_unscale =
-          P == Product::fp16x3 && T != DataType::f32 ? scale / double(kHalfIntegerScale) : scale;
+          P == Product::fp16x3 && !kFractionalValues<T, M> ? scale / double(kHalfIntegerScale) : scale;
       // Fully unrolled: `total` stays in registers.
 #pragma unroll
       for (int m = 0; m < kMmaRows; ++m)
@@ -974,7 +1021,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
   // dot = (key - offset) x dot_per_key.
   double2 *const key_terms = reinterpret_cast<double2 *>(smem + table_bytes);
   double *const dot_per_key = reinterpret_cast<double *>(key_terms + a.groups * kGroupReferences);
-  const double dot_unscale = T == DataType::f32 ? a.scale : a.scale / double(kHalfIntegerScale);
+  const double dot_unscale = kFractionalValues<T, M> ? a.scale : a.scale / double(kHalfIntegerScale);
   {
     const uint4 *src = static_cast<const uint4 *>(a.fragments);
     uint4 *dst = reinterpret_cast<uint4 *>(smem);
@@ -1025,7 +1072,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
   float acc[kWgmmaAccumulators];
   double total[kWgmmaAccumulators];
   double sum[2] = {0, 0}, sum2[2] = {0, 0};
-  float shift[2] = {0, 0};
+  PixelContext context[2];
   Candidate running[2];
   running[0].clear();
   running[1].clear();
@@ -1046,13 +1093,14 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
     if (chunk == 0) {
 #pragma unroll
       for (double &v : total) v = 0;
-      shift[0] = M == Method::correlation ? load_first<T>(a, tile, row0) : 0.0f;
-      shift[1] = M == Method::correlation ? load_first<T>(a, tile, row1) : 0.0f;
+      context[0] = row_context<T, M>(a, tile, row0, current.first_pixel + row0);
+      context[1] = row_context<T, M>(a, tile, row1, current.first_pixel + row1);
       if (summing) sum[0] = sum[1] = sum2[0] = sum2[1] = 0;
     }
     uint32_t a_hi[2][4], a_lo[2][4];  // [span][register]: read by the products until they finish
     double unscale[2];
-    split_chunk<T, M>(a, tile, row0, row1, t, min(kChunkBands, a.bands - chunk * kChunkBands), shift, summing, sum,
+    split_chunk<T, M>(a, tile, row0, row1, t, chunk * kChunkBands, min(kChunkBands, a.bands - chunk * kChunkBands),
+                      context, summing, sum,
                       sum2, a_hi, a_lo, unscale);
     const uint32_t high = table_address + uint32_t(group) * 2 * part_bytes + uint32_t(chunk) * 512;
     wgmma_fence();
@@ -1075,7 +1123,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
     // Accumulator j: rows g (j % 4 < 2) or g + 8, reference 8 (j / 4) + 2t + j % 2.
 #pragma unroll
     for (int j = 0; j < kWgmmaAccumulators; ++j) {
-      if constexpr (T == DataType::f32)
+      if constexpr (kFractionalValues<T, M>)
         total[j] = fma(double(acc[j]), unscale[(j % 4) / 2], total[j]);
       else
         total[j] += acc[j];
@@ -1556,6 +1604,7 @@ void launch_product(Method method, const Args &args, DataType type, int copy_byt
   switch (method) {
     case Method::sam: return launch_method<P, Method::sam>(args, type, copy_bytes, sm_count, stream);
     case Method::correlation: return launch_method<P, Method::correlation>(args, type, copy_bytes, sm_count, stream);
+    case Method::bandfit: return launch_method<P, Method::bandfit>(args, type, copy_bytes, sm_count, stream);
     case Method::euclidean: return launch_method<P, Method::euclidean>(args, type, copy_bytes, sm_count, stream);
     default: throw std::invalid_argument("BIP tensor kernel: not a dot-product method");
   }
@@ -1614,9 +1663,11 @@ void classify(Method method, const DeviceTables &tables, const CubeBlock &block,
   args.key_offset = tables.key_offset;
   args.table = tables.table;
   args.shape = tables.shape;
+  args.positions = tables.positions;
   args.has_ignore = block.format.has_ignore;
   args.ignore_value = float(block.format.ignore_value);
-  args.scale = block.format.has_scale ? block.format.scale : 1.0;
+  // Continuum-removed values do not depend on the samples' scale.
+  args.scale = block.format.has_scale && method != Method::bandfit ? block.format.scale : 1.0;
   args.threshold = threshold;
   args.class_map = output.class_map;
   args.class_map_stride = class_map_stride;

@@ -253,6 +253,9 @@ struct Tables {
   // screen_offset_slack, as 4 floats.
   std::vector<float> screen_terms;
   double screen_largest_norm2 = 0;  // the largest |r_k|^2 of the usable references
+  // Bandfit: each selected band's continuum abscissa (the table's positions),
+  // zeros to chunks x kChunkBands, so that a kernel reads 4 at once; else empty.
+  std::vector<float> positions;
 };
 
 // Reference groups and band chunks of a table (what Tables holds).
@@ -301,6 +304,7 @@ struct DeviceTables {
   const float *screen_references = nullptr, *screen_terms = nullptr;
   double screen_largest_norm2 = 0;
   int screen_warpgroups = 0;  // 0: no screen
+  const float *positions = nullptr;  // Tables::positions (bandfit)
 };
 
 // Queues the classification of `block` on `stream`. The caller checked the

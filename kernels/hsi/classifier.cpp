@@ -95,7 +95,10 @@ std::string prepare_reference(Method method, const std::vector<double> &r, const
       const double start = r.front(), end = r.back();
       if (!(start > 0 && end > 0)) return "its continuum end points are not positive (band fit is undefined)";
       std::vector<double> removed(n);
-      for (int u = 0; u < n; ++u) removed[u] = r[u] / (start + (end - start) * double(positions[u]));
+      for (int u = 0; u < n; ++u) {  // as band_value: no cancellation
+        const double t = positions[u];
+        removed[u] = r[u] / (start * (1 - t) + end * t);
+      }
       return store_centred(removed);
     }
     case Method::sid: {

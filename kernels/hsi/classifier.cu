@@ -220,7 +220,8 @@ __global__ void __launch_bounds__(kGemmThreads, 3) classify_gemm_kernel(const Ke
   __shared__ __align__(32) float smem[kTileFloats > kOutFloats ? kTileFloats : kOutFloats];
   float *const x_tile = smem, *const r_tile = smem + kGemmPixels * kGemmLd, *const dots = smem;
   __shared__ size_t pixel_base[kGemmPixels];
-  __shared__ float shift[kGemmPixels];
+  // correlation's shift; bandfit's shift and continuum (PixelContext's fields)
+  __shared__ float shift[kGemmPixels], continuum_start[kGemmPixels], continuum_end[kGemmPixels];
   __shared__ double ref_norm2[kGemmRefs];
   // Per pixel: its sums (each of its threads' share, added in a fixed order)
   // and each thread's best match of the pass.
@@ -238,16 +239,25 @@ __global__ void __launch_bounds__(kGemmThreads, 3) classify_gemm_kernel(const Ke
   for (int p = tid; p < kGemmPixels; p += kGemmThreads) {
     const bool in_block = first_pixel + p < pixels;
     pixel_base[p] = in_block ? a.layout.pixel_offset(first_pixel + p) : 0;
-    // correlation sums the pixel shifted by its first band (classify_math.h)
-    shift[p] = M == Method::correlation && in_block
-                   ? decode_sample<T>(a.data, pixel_base[p] + size_t(__ldg(a.bands)) * a.layout.band_stride, a.format)
-                   : 0.0f;
+    // correlation sums the pixel shifted by its first band, bandfit its
+    // continuum-removed values shifted by 1 (classify_math.h)
+    PixelContext px;
+    if (correlation_like(M) && in_block) {
+      auto band_sample = [&](int u) {
+        return decode_sample<T>(a.data, pixel_base[p] + size_t(__ldg(a.bands + u)) * a.layout.band_stride, a.format);
+      };
+      px = pixel_context<M>(band_sample(0), band_sample(nb - 1), 0.0);
+      if (!px.defined) px.continuum_start = quiet_nan();  // every value NaN: no class
+    }
+    shift[p] = px.shift;
+    continuum_start[p] = px.continuum_start;
+    continuum_end[p] = px.continuum_end;
   }
   // Thread tid works for pixel `mine`, as its part `part` of kGemmPixelParts.
   const int mine = tid % kGemmPixels, part = tid / kGemmPixels;
   const size_t pixel = first_pixel + mine;
   const bool active = pixel < pixels;
-  double sum = 0, sum2 = 0;  // sam, euclidean: sum2 = |x|^2; correlation: sums of d and d^2
+  double sum = 0, sum2 = 0;  // sam, euclidean: sum2 = |x|^2; correlation, bandfit: sums of d and d^2
   bool finite = true;
   BestMatch best;
   for (int k0 = 0; k0 < K; k0 += kGemmRefs) {
@@ -274,9 +284,17 @@ __global__ void __launch_bounds__(kGemmThreads, 3) classify_gemm_kernel(const Ke
         const int p = bands_contiguous ? i / kBandChunk : i % kGemmPixels;
         const int uu = bands_contiguous ? i % kBandChunk : i / kGemmPixels;
         float x = 0.0f;  // bands beyond the last and pixels beyond the block add nothing
-        if (uu < n && first_pixel + p < pixels)
+        if (uu < n && first_pixel + p < pixels) {
           x = decode_sample<T>(a.data, pixel_base[p] + size_t(__ldg(a.bands + c0 + uu)) * a.layout.band_stride,
-                               a.format) - shift[p];
+                               a.format);
+          if constexpr (correlation_like(M)) {
+            PixelContext px;
+            px.continuum_start = continuum_start[p];
+            px.continuum_end = continuum_end[p];
+            const float position = M == Method::bandfit ? __ldg(a.table + a.shape.position_index(c0 + uu)) : 0.0f;
+            x = band_value<M>(x, position, px) - shift[p];
+          }
+        }
         x_tile[p * kGemmLd + uu] = x;
       }
       for (int i = tid; i < kGemmRefs * kBandChunk; i += kGemmThreads) {
@@ -351,7 +369,7 @@ __global__ void __launch_bounds__(kGemmThreads, 3) classify_gemm_kernel(const Ke
           score = quiet_nan();
         else if constexpr (M == Method::sam)
           score = sam_score(dot, sum2);
-        else if constexpr (M == Method::correlation)
+        else if constexpr (correlation_like(M))
           score = correlation_score(dot, sum, sum2, nb, __ldg(a.table + a.shape.constant_index(k)));
         else
           score = euclidean_score(sum2 - 2 * dot + ref_norm2[j]);
@@ -425,7 +443,7 @@ struct CudaSpectralClassifier::Impl {
                           bip.fragments, static_cast<const void *>(bip.dot_scale),
                           static_cast<const void *>(bip.key_scale), static_cast<const void *>(bip.key_offset),
                           static_cast<const void *>(bip.screen_references),
-                          static_cast<const void *>(bip.screen_terms)})
+                          static_cast<const void *>(bip.screen_terms), static_cast<const void *>(bip.positions)})
       if (p) device_free(const_cast<void *>(p), device);
   }
 
@@ -490,6 +508,9 @@ struct CudaSpectralClassifier::Impl {
             upload(t.screen_terms.data(), t.screen_terms.size() * sizeof(float), "upload BIP screen terms"));
       }
     }
+    if (!t.positions.empty())
+      bip.positions = static_cast<const float *>(
+          upload(t.positions.data(), t.positions.size() * sizeof(float), "upload BIP tensor band positions"));
     bip.table = table;
     bip.shape = host.table_shape();
     bip.groups = t.groups;
@@ -599,6 +620,9 @@ void CudaSpectralClassifier::classify(const CubeBlock &block, const Classificati
         case Method::correlation:
           classify_gemm_kernel<Method::correlation, decltype(type)::value>
               <<<gemm_grid, kGemmThreads, 0, stream>>>(args);
+          break;
+        case Method::bandfit:
+          classify_gemm_kernel<Method::bandfit, decltype(type)::value><<<gemm_grid, kGemmThreads, 0, stream>>>(args);
           break;
         default:
           classify_gemm_kernel<Method::euclidean, decltype(type)::value><<<gemm_grid, kGemmThreads, 0, stream>>>(args);

@@ -124,7 +124,7 @@ class CudaSpectralClassifier {
   int device() const;
 
   // Which kernel classify() runs for a block of this shape: the per-pixel
-  // kernel (exact, fast, and sid/bandfit in every precision), the generic
+  // kernel (exact, fast, and sid in every precision), the generic
   // tensor kernel (any type, byte order, interleave, band list), or the
   // tensor kernel specialised for BIP blocks of native f32/i16/u16 samples
   // and a contiguous band range (bip_tensor.h). Same results within the

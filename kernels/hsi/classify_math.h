@@ -26,14 +26,17 @@
 //   exact  every per-band term is accumulated in double. SAM angles then
 //          agree with float64 references to ~1e-7 rad even where acos is
 //          ill-conditioned (angles near 0 or pi); SID is limited by its float
-//          logarithms (~1e-6 relative). On the GPU a double add
+//          logarithms (~1e-6 relative); bandfit removes the continuum in
+//          double too (band_value says why). On the GPU a double add
 //          costs two float operations on data-centre parts (H100/H200) and far
 //          more on consumer parts.
 //   fast   terms are summed in float over a chunk of kBandChunk bands and the
 //          chunk sums in double: relative error of a sum ~1e-7, so an angle
 //          is good to ~1e-7 / sin(angle) rad.
-//   tensor on CUDA, sam, correlation and euclidean become one matrix product
-//          (pixels x bands times bands x references) on the tensor cores:
+//   tensor on CUDA, sam, correlation, bandfit and euclidean become one
+//          matrix product (pixels x bands times bands x references; bandfit's
+//          pixels continuum-removed in float first, as band_value does) on
+//          the tensor cores:
 //          TF32 with each operand split into a high and a low TF32 part
 //          (three products; what the two parts leave out is ~2^-22 of each
 //          operand), float accumulation within a chunk of kBandChunk bands
@@ -45,7 +48,11 @@
 //          threshold is 0.1). Euclidean distances are formed from norms,
 //          d^2 = |x|^2 - 2 x.r + |r|^2, so their absolute error is ~5e-7
 //          (|x|^2 + |r|^2) / d: small distances between bright spectra lose
-//          digits. SID, bandfit and the CPU run tensor as fast. Two CUDA
+//          digits. Bandfit's coefficients are correlation's, of the
+//          continuum-removed spectra, which are formed in float first (as
+//          fast does): their rounding adds up to ~2^-22 sqrt(sum v^2 / var v)
+//          (band_value), large for spectra that follow their continuum
+//          closely. SID and the CPU run tensor as fast. Two CUDA
 //          kernels compute this: a generic one (any block) and one for
 //          contiguous native BIP blocks (bip_tensor.h); same products,
 //          float sums over at most 32 consecutive bands (its windows are
@@ -145,7 +152,7 @@ struct PointerTable {
 struct PixelContext {
   float shift = 0;            // correlation, bandfit: subtracted before summing
   float continuum_start = 0;  // bandfit: continuum at position 0 ...
-  float continuum_rise = 0;   // ... and its rise to position 1
+  float continuum_end = 0;    // ... and at position 1
   float inv_sum = 0;          // sid: 1 / sum of floored values
   float log_sum = 0;          // sid: log of that sum
   bool defined = true;        // false: the method is undefined for this pixel
@@ -155,11 +162,14 @@ CS_HD float sid_floor(float x) { return x < kSidFloor ? kSidFloor : x; }  // NaN
 
 enum class Precision : int { exact = 0, fast = 1, tensor = 2 };
 
-// Methods whose sums are dot products of the pixel with each reference, so
-// that a block of pixels against the references is one matrix product.
-CS_HD constexpr bool dot_product_method(Method m) {
-  return m == Method::sam || m == Method::correlation || m == Method::euclidean;
-}
+// Methods whose sums are dot products of the pixel (bandfit: its
+// continuum-removed values) with each reference, so that a block of pixels
+// against the references is one matrix product.
+CS_HD constexpr bool dot_product_method(Method m) { return m != Method::sid; }
+// Methods scored as a correlation: of the pixel shifted by its first band
+// (correlation) or of its continuum-removed values shifted by 1 (bandfit),
+// with a centred reference; both sum the shifted values and their squares.
+CS_HD constexpr bool correlation_like(Method m) { return m == Method::correlation || m == Method::bandfit; }
 
 // Scores from finished sums: the one place of each formula, for the per-pixel
 // loops below and the CUDA matrix-product kernel.
@@ -221,7 +231,7 @@ CS_HD PixelContext pixel_context(float first, float last, double floored_sum) {
     px.shift = first;
   } else if constexpr (M == Method::bandfit) {
     px.continuum_start = first;
-    px.continuum_rise = last - first;
+    px.continuum_end = last;
     px.shift = 1.0f;  // continuum-removed spectra are 1 at both ends
     px.defined = first > 0 && last > 0;
   } else if constexpr (M == Method::sid) {
@@ -232,13 +242,36 @@ CS_HD PixelContext pixel_context(float first, float last, double floored_sum) {
   return px;
 }
 
-// The value summed for a band: sid floors it, bandfit removes the continuum.
-template <Method M>
-CS_HD float band_value(float x, float position, const PixelContext &px) {
+// The value summed for a band, in the accumulator's type: sid floors it,
+// bandfit removes the continuum (in double for the exact precision: a float
+// quotient's rounding, up to 2^-23 of each value with the continuum's, moves
+// a coefficient by up to ~2^-22 sqrt(sum v^2 / variance of v), 1e-5 and more
+// for spectra that follow their continuum closely).
+// The continuum start (1 - t) + end t: both terms are positive, so it never
+// cancels (start + (end - start) t lost all of a small end next to a large
+// start: a zero continuum at t = 1). Multiplied and added apart (no fused
+// multiply-add on the GPU), so that CPU and GPU round it alike.
+CS_HD float unfused_product(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+CS_HD double unfused_product(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+template <Method M, class Acc = float>
+CS_HD Acc band_value(float x, float position, const PixelContext &px) {
   if constexpr (M == Method::sid) {
     return sid_floor(x);
   } else if constexpr (M == Method::bandfit) {
-    return x / (px.continuum_start + px.continuum_rise * position);
+    const Acc start = px.continuum_start, end = px.continuum_end, t = position;
+    return Acc(x) / (unfused_product(start, Acc(1) - t) + unfused_product(end, t));
   } else {
     return x;
   }
@@ -264,7 +297,7 @@ struct ReferenceSums {
   // k0 .. k0 + count - 1.
   template <class Table>
   CS_HD void add_band(float x, int u, int k0, int count, const PixelContext &px, const Table &table) {
-    const Acc v = band_value<M>(x, table.position(u), px);
+    const Acc v = band_value<M, Acc>(x, table.position(u), px);
     finite = finite && is_finite(float(v));
     if constexpr (M == Method::sam) {
       pixel[0].add(v * v);
@@ -278,7 +311,7 @@ struct ReferenceSums {
           const Acc diff = v - Acc(table.ref(0, k0 + j, u));
           ref[j].add(diff * diff);
         }
-    } else if constexpr (M == Method::correlation || M == Method::bandfit) {
+    } else if constexpr (correlation_like(M)) {
       const Acc d = v - Acc(px.shift);
       pixel[0].add(d);
       pixel[1].add(d * d);
@@ -311,7 +344,7 @@ struct ReferenceSums {
       return sam_score(ref[j].total, pixel[0].total);
     } else if constexpr (M == Method::euclidean) {
       return euclidean_score(ref[j].total);
-    } else if constexpr (M == Method::correlation || M == Method::bandfit) {
+    } else if constexpr (correlation_like(M)) {
       return correlation_score(ref[j].total, pixel[0].total, pixel[1].total, bands, table.constant(k));
     } else {
       return float(ref[j].total);

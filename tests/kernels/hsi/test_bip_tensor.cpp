@@ -134,7 +134,7 @@ TEST(BipTensor, FragmentTableHoldsEveryReferenceValueOnce) {
 // but for references whose scores tie in float.
 TEST(BipTensor, RankingKeysPickTheBestScore) {
   std::mt19937_64 rng(cs_test::fresh_seed());
-  for (Method method : {Method::sam, Method::correlation, Method::euclidean}) {
+  for (Method method : {Method::sam, Method::correlation, Method::bandfit, Method::euclidean}) {
     SCOPED_TRACE(method_name(method));
     const size_t bands = 60, K = 23, pixels = 400;
     hsi_test::Scene scene = hsi_test::random_scene(rng, 1, pixels, bands, K);
@@ -147,12 +147,19 @@ TEST(BipTensor, RankingKeysPickTheBestScore) {
     size_t ties = 0;
     for (size_t p = 0; p < pixels; ++p) {
       const float *x = scene.pixels.data() + p * bands;
-      const float shift = method == Method::correlation ? x[0] : 0.0f;
+      // The values the kernels multiply: correlation's shifted pixel,
+      // bandfit's continuum-removed one (classify_math.h), else the pixel.
+      const PixelContext px = pixel_context<Method::bandfit>(x[0], x[bands - 1], 0.0);
+      if (method == Method::bandfit && !px.defined) continue;
+      std::vector<double> d(bands);
       double sum = 0, sum2 = 0;
       for (size_t u = 0; u < bands; ++u) {
-        const double d = double(x[u] - shift);
-        sum += d;
-        sum2 += d * d;
+        if (method == Method::bandfit)
+          d[u] = band_value<Method::bandfit>(x[u], table.position(int(u)), px) - px.shift;
+        else
+          d[u] = double(x[u] - (method == Method::correlation ? x[0] : 0.0f));
+        sum += d[u];
+        sum2 += d[u] * d[u];
       }
       BestMatch by_score;
       int by_key = -1;
@@ -160,11 +167,11 @@ TEST(BipTensor, RankingKeysPickTheBestScore) {
       std::vector<float> scores(K);
       for (size_t k = 0; k < K; ++k) {
         double dot = 0;
-        for (size_t u = 0; u < bands; ++u) dot += double(x[u] - shift) * table.ref(0, int(k), int(u));
+        for (size_t u = 0; u < bands; ++u) dot += d[u] * table.ref(0, int(k), int(u));
         float score;
         if (method == Method::sam)
           score = sam_score(dot, sum2);
-        else if (method == Method::correlation)
+        else if (correlation_like(method))
           score = correlation_score(dot, sum, sum2, int(bands), table.constant(int(k)));
         else
           score = euclidean_score(sum2 - 2 * dot - t.key_offset[k]);
@@ -181,6 +188,33 @@ TEST(BipTensor, RankingKeysPickTheBestScore) {
       EXPECT_NEAR(scores[by_key], scores[by_score.index], 1e-6) << "pixel " << p;
     }
     EXPECT_LE(ties, pixels / 100);
+  }
+}
+
+// Bandfit's tables carry the band positions (its continuum abscissae),
+// padded with zeros to whole chunks for the kernels' 16-byte loads; the
+// other methods' carry none.
+TEST(BipTensor, BandfitTablesHoldTheBandPositions) {
+  std::mt19937_64 rng(cs_test::fresh_seed());
+  const size_t bands = 70, K = 5;
+  hsi_test::Scene scene = hsi_test::random_scene(rng, 1, 2, bands, K);
+  for (Method method : {Method::bandfit, Method::correlation}) {
+    SCOPED_TRACE(method_name(method));
+    ClassifierConfig config;
+    config.method = method;
+    config.precision = Precision::tensor;
+    const SpectralClassifier c(config, scene.references, select_bands(bands, {}), scene.wavelengths_nm);
+    const bt::Tables t = bt::make_tables(method, c.table(), c.table_shape());
+    if (method != Method::bandfit) {
+      EXPECT_TRUE(t.positions.empty());
+      continue;
+    }
+    const PointerTable table{c.table().data(), c.table_shape()};
+    ASSERT_EQ(t.positions.size(), size_t(t.chunks) * bt::kChunkBands);
+    EXPECT_EQ(t.positions.front(), 0.0f);
+    EXPECT_EQ(t.positions[bands - 1], 1.0f);
+    for (size_t u = 0; u < t.positions.size(); ++u)
+      EXPECT_EQ(t.positions[u], u < bands ? table.position(int(u)) : 0.0f) << u;
   }
 }
 

@@ -83,7 +83,7 @@ hsi_test::Result classify_gpu(CudaSpectralClassifier &gpu, const SpectralClassif
 // logf/acos/sqrt (within 2 ulp): differences of a few float ulps of the sums.
 // Returns the largest rule-image difference.
 // Rule images element by element (`got` may be empty: class map only): NaN
-// must meet NaN, other values differ by at most allowed(wanted value).
+// must meet NaN, other values differ by at most allowed(wanted value, index).
 // Counts failures in *failures (the first five reported); returns the
 // largest difference.
 template <class Allowed>
@@ -98,7 +98,7 @@ double compare_rules(const std::vector<float> &want, const std::vector<float> &g
     }
     const double diff = std::fabs(double(a) - double(b));
     worst = std::max(worst, diff);
-    if (diff > allowed(a) && (*failures)++ < 5)
+    if (diff > allowed(a, i) && (*failures)++ < 5)
       ADD_FAILURE() << "rule " << i << ": " << want_name << " " << a << " " << got_name << " " << b;
   }
   return worst;
@@ -108,13 +108,10 @@ double expect_same(Method method, Precision precision, const hsi_test::Result &c
                    size_t pixels, size_t K) {
   size_t failures = 0, ties = 0;
   EXPECT_EQ(cpu.rules.size(), gpu.rules.size());
-  auto allowed = [&](float a) {
+  auto allowed = [&](float a, size_t = 0) {
     const bool relative = method == Method::sid || method == Method::euclidean;
     // exact: double sums, so only logf (SID) and float rounding of a term differ.
     double bound = precision == Precision::exact ? 1e-6 : 1e-5;
-    // bandfit divides by a float continuum per band before its sums, so FMA
-    // contraction differences reach a few float ulps of values near 0.5.
-    if (method == Method::bandfit) bound = std::max(bound, 4e-6);
     // fast SAM: float sums carry ~1e-7 relative error in cos(theta), which
     // acos amplifies by 1/sin(theta) at small angles.
     if (precision == Precision::fast && method == Method::sam)
@@ -178,11 +175,49 @@ TensorAndExact tensor_and_exact(Method method, std::optional<double> threshold, 
   return {std::move(tensor), SpectralClassifier(config, scene.references, selected, scene.wavelengths_nm)};
 }
 
+// Bandfit's conditioning per pixel of `values` ([pixel][band], as decoded),
+// v its continuum-removed values over `c`'s bands and d = v - 1, the values
+// it sums (0 where band fit is undefined): the sum of
+//   sqrt(sum v^2 / var), var = sum (v - mean v)^2: changing each v by a
+//     relative e moves a coefficient by up to ~2e times it; the float
+//     decoding and continuum removal of the tensor precision do, with e ~
+//     2^-24 each (the exact precision removes it in double);
+//   sum d^2 / var: the pixel's float partial sums (8 values, then double)
+//     err by ~2^-21 of sum d^2 each, and the variance from them by up to
+//     ~2^-19.4 sum d^2, which moves a coefficient by ~2^-20.4 times this.
+// Empty for the other methods.
+std::vector<double> bandfit_conditioning(const std::vector<float> &values, size_t bands,
+                                         const SpectralClassifier &c) {
+  if (c.method() != Method::bandfit) return {};
+  const PointerTable table{c.table().data(), c.table_shape()};
+  const std::vector<int> &selected = c.bands();
+  const double n = double(selected.size());
+  std::vector<double> conditioning(values.size() / bands, 0.0);
+  for (size_t p = 0; p < conditioning.size(); ++p) {
+    const float *x = values.data() + p * bands;
+    const double start = x[selected.front()], end = x[selected.back()];
+    if (!(start > 0 && end > 0)) continue;
+    double sum = 0, sum2 = 0;
+    for (size_t u = 0; u < selected.size(); ++u) {
+      const double t = table.position(int(u)), v = x[selected[u]] / (start * (1 - t) + end * t);
+      sum += v;
+      sum2 += v * v;
+    }
+    const double var = sum2 - sum * sum / n, d2 = sum2 - 2 * sum + n;  // sum (v - 1)^2
+    if (var > 0 && std::isfinite(sum2)) conditioning[p] = std::sqrt(sum2 / var) + d2 / var;
+  }
+  return conditioning;
+}
+
+// `conditioning` (bandfit_conditioning, may be empty) widens each pixel's
+// bound by 2^-20 times its value.
 double expect_within_tensor_bounds(Method method, const hsi_test::Result &want, const hsi_test::Result &got,
-                                   size_t pixels, size_t K, double x2, double r2, double threshold = NAN) {
-  auto allowed = [&](float a) {
+                                   size_t pixels, size_t K, double x2, double r2, double threshold = NAN,
+                                   const std::vector<double> &conditioning = {}) {
+  auto allowed = [&](float a, size_t i) {
+    const double pixel_term = conditioning.empty() ? 0.0 : 0x1p-20 * conditioning[i % pixels];
     if (method == Method::sam) return 1e-6 / std::max(std::sin(double(a)), 1e-3);
-    if (method == Method::correlation) return 1e-5;
+    if (correlation_like(method)) return 1e-5 + pixel_term;  // bandfit: of the continuum-removed spectra
     return 2e-6 * (x2 + r2) / std::max(2.0 * double(a), 1e-3);  // |a^2 - b^2| / (a + b)
   };
   size_t failures = 0, ties = 0;
@@ -192,14 +227,14 @@ double expect_within_tensor_bounds(Method method, const hsi_test::Result &want, 
     if (x == y) continue;
     if (x > 0 && y > 0 && y <= K) {
       const float sx = want.rules[(x - 1) * pixels + p], sy = want.rules[(y - 1) * pixels + p];
-      if (std::fabs(double(sx) - double(sy)) <= 2 * allowed(sx)) {
+      if (std::fabs(double(sx) - double(sy)) <= 2 * allowed(sx, p)) {
         ++ties;
         continue;
       }
     }
     if ((x == 0) != (y == 0) && !std::isnan(threshold) && std::max(x, y) <= K) {
       const float s = want.rules[(std::max(x, y) - 1) * pixels + p];
-      if (std::fabs(double(s) - threshold) <= 2 * allowed(s)) {
+      if (std::fabs(double(s) - threshold) <= 2 * allowed(s, p)) {
         ++ties;
         continue;
       }
@@ -297,14 +332,14 @@ TEST(GpuClassify, MatchesCpuForEveryMethodTypeAndInterleave) {
     }
 }
 
-// Precision::tensor: sam, correlation and euclidean as a TF32 matrix
-// product (operands split into high and low parts) against the CPU's exact
-// scores, within the bounds classify_math.h states with a margin of 2: dot
-// products within ~5e-7 relative, so angles within 1e-6 / sin(angle),
+// Precision::tensor: sam, correlation, bandfit and euclidean as a TF32
+// matrix product (operands split into high and low parts) against the CPU's
+// exact scores, within the bounds classify_math.h states with a margin of 2:
+// dot products within ~5e-7 relative, so angles within 1e-6 / sin(angle),
 // coefficients within 1e-5, squared distances within 2e-6 (|x|^2 + |r|^2).
 // Class maps equal but for pairs of classes whose exact scores lie within
-// those bounds. SID and bandfit under tensor run the fast loop: equal to the
-// CPU's fast results as in the test above. Several passes of 64 references,
+// those bounds. SID under tensor runs the fast loop: equal to the CPU's fast
+// results as in the test above. Several passes of 64 references,
 // band counts that are not multiples of a chunk, NaN pixels, every interleave.
 TEST(GpuClassify, TensorPrecisionWithinItsBounds) {
   CS_REQUIRE_GPU();
@@ -338,7 +373,8 @@ TEST(GpuClassify, TensorPrecisionWithinItsBounds) {
             continue;
           }
           const hsi_test::Result want = hsi_test::classify_cpu(exact, block);
-          worst = std::max(worst, expect_within_tensor_bounds(method, want, on_gpu, lines * samples, K, x2, r2));
+          worst = std::max(worst, expect_within_tensor_bounds(method, want, on_gpu, lines * samples, K, x2, r2, NAN,
+                                                              bandfit_conditioning(scene.pixels, bands, tensor)));
         }
       std::printf("[ info     ] %s tensor, K=%zu bands=%zu: worst |exact - tensor| %.3g\n", method_name(method), K,
                   bands, worst);
@@ -353,8 +389,9 @@ TEST(GpuClassify, TensorPrecisionWithinItsBounds) {
 // multiple of it; all bands (16-byte copies) and a band range from band 2
 // (8- and 4-byte copies, a partial last chunk); with rule images and with the
 // class map alone (the winner picked by ranking key, one score per pixel);
-// sam with ENVI's threshold. kernel_for must name the specialised kernel, and
-// with it disabled the generic tensor kernel must agree within the same bounds.
+// sam with ENVI's threshold; zeros at the last band (bandfit undefined).
+// kernel_for must name the specialised kernel, and with it disabled the
+// generic tensor kernel must agree within the same bounds.
 TEST(GpuClassify, TensorBipKernelWithinTensorBounds) {
   CS_REQUIRE_GPU();
   const uint32_t seed = cs_test::fresh_seed();
@@ -369,17 +406,22 @@ TEST(GpuClassify, TensorBipKernelWithinTensorBounds) {
       {37, 501, 96, 0, 96},   // 18537 pixels: 145 tiles
       {5, 77, 170, 2, 159},   // bands 2..160: 8-byte (f32) and 4-byte (16-bit) copies, partial chunk
   };
-  for (Method method : {Method::sam, Method::correlation, Method::euclidean})
+  for (Method method : {Method::sam, Method::correlation, Method::bandfit, Method::euclidean})
     for (const Case &c : cases)
       for (size_t K : {size_t(1 + rng() % 40), size_t(64), size_t(65 + rng() % 60)}) {
         hsi_test::Scene scene = hsi_test::random_scene(rng, c.lines, c.samples, c.bands, K);
         for (int i = 0; i < 5; ++i) scene.pixels[rng() % scene.pixels.size()] = NAN;
         for (float &v : scene.pixels) v = std::fabs(v);
+        // Zeros at the last selected band: bandfit is undefined there (for
+        // 16-bit samples, whose ignore value is 0, no data).
+        for (int i = 0; i < 3; ++i)
+          scene.pixels[(rng() % (c.lines * c.samples)) * c.bands + size_t(c.first_band + c.band_count - 1)] = 0;
         std::vector<int> selected(size_t(c.band_count));
         for (int u = 0; u < c.band_count; ++u) selected[size_t(u)] = c.first_band + u;
         const auto [tensor, exact] = tensor_and_exact(method, default_threshold(method), scene, selected);
         CudaSpectralClassifier gpu(tensor, kDevice);
         const auto [x2, r2] = largest_squared_norms(scene);
+        const std::vector<double> conditioning = bandfit_conditioning(scene.pixels, c.bands, tensor);
         const size_t pixels = c.lines * c.samples;
         double worst = 0;
         for (DataType type : {DataType::f32, DataType::i16, DataType::u16}) {
@@ -403,7 +445,7 @@ TEST(GpuClassify, TensorBipKernelWithinTensorBounds) {
               EXPECT_EQ(kernel, specialised ? CudaSpectralClassifier::Kernel::tensor_bip
                                             : CudaSpectralClassifier::Kernel::tensor);
               worst = std::max(worst, expect_within_tensor_bounds(method, want, got, pixels, K, x2, r2,
-                                                                  tensor.threshold()));
+                                                                  tensor.threshold(), conditioning));
             }
         }
         std::printf("[ info     ] %s tensor BIP, K=%zu pixels=%zu bands=%d: worst |exact - tensor| %.3g\n",
@@ -429,7 +471,7 @@ TEST(GpuClassify, TensorBipKernelWideDynamicRange) {
               bip_tensor::product_name(bip_tensor::product_from_environment()), cs::device_name(kDevice).c_str(),
               cs::compute_capability(kDevice));
   const size_t lines = 3, samples = 97, pixels = lines * samples;
-  for (Method method : {Method::sam, Method::correlation, Method::euclidean})
+  for (Method method : {Method::sam, Method::correlation, Method::bandfit, Method::euclidean})
     for (const auto &[bands, first_band, band_count] : {std::tuple<size_t, int, int>{224, 0, 224}, {60, 4, 50}})
       for (size_t K : {size_t(13), size_t(70)}) {
         hsi_test::Scene scene = hsi_test::random_scene(rng, lines, samples, bands, K);
@@ -480,6 +522,7 @@ TEST(GpuClassify, TensorBipKernelWideDynamicRange) {
               bytes, lines, samples, bands, type, Interleave::bip, host_byte_order(), std::nullopt,
               type == DataType::f32 ? std::nullopt : std::optional<double>(32768.0));
           const hsi_test::Result want = hsi_test::classify_cpu(exact, block);
+          const std::vector<double> conditioning = bandfit_conditioning(values, bands, tensor);
           double worst = 0;
           for (bool with_rules : {true, false}) {
             SCOPED_TRACE(std::string(method_name(method)) + " " + data_type_name(type) + " K=" + std::to_string(K) +
@@ -489,7 +532,7 @@ TEST(GpuClassify, TensorBipKernelWideDynamicRange) {
             const hsi_test::Result got = classify_gpu(gpu, tensor, bytes, block, stream, with_rules, &kernel);
             EXPECT_EQ(kernel, CudaSpectralClassifier::Kernel::tensor_bip);
             worst = std::max(worst, expect_within_tensor_bounds(method, want, got, pixels, K, x2, r2,
-                                                                tensor.threshold()));
+                                                                tensor.threshold(), conditioning));
           }
           std::printf("[ info     ] %s %s BIP tensor, K=%zu bands=%d: worst |exact - tensor| %.3g\n",
                       method_name(method), data_type_name(type), K, band_count, worst);
