@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 
 namespace cs::hsi::bip_tensor {
 
@@ -187,10 +188,57 @@ void make_screen_references(Tables &t, const PointerTable &refs, const Reference
   }
 }
 
+// Sid's tables (Tables::sid_terms): wgmma's table of a one-plane table whose
+// bands are q's, padded to whole chunks, then log q - c_k's likewise.
+Tables make_sid_tables(const std::vector<float> &table, const ReferenceTableShape &shape) {
+  const PointerTable refs{table.data(), shape};
+  const int half_bands = chunks_for(shape) * kChunkBands;
+  ReferenceTableShape products_shape;
+  products_shape.references = shape.references;
+  products_shape.bands = 2 * half_bands;
+  std::vector<float> products(products_shape.size(), 0.0f);
+  Tables t;
+  t.product = Product::wgmma;
+  t.groups = groups_for(shape);
+  t.chunks = product_chunks_for(Method::sid, shape);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const size_t padded = size_t(t.groups) * kGroupReferences;
+  t.sid_terms.assign(3 * padded, nan);
+  t.key_scale.assign(padded, nan);
+  t.key_offset.assign(padded, nan);
+  for (int k = 0; k < shape.references; ++k) {
+    double log_q_sum = 0, q_sum = 0, q_log_q = 0;
+    for (int u = 0; u < shape.bands; ++u) {
+      log_q_sum += refs.ref(1, k, u);
+      q_sum += refs.ref(0, k, u);
+      q_log_q += double(refs.ref(0, k, u)) * refs.ref(1, k, u);
+    }
+    const float centre = float(log_q_sum / shape.bands);
+    for (int u = 0; u < shape.bands; ++u) {
+      products[products_shape.index(0, k, u)] = refs.ref(0, k, u);
+      products[products_shape.index(0, k, half_bands + u)] = refs.ref(1, k, u) - centre;
+    }
+    t.sid_terms[3 * size_t(k)] = centre;
+    t.sid_terms[3 * size_t(k) + 1] = q_sum;
+    t.sid_terms[3 * size_t(k) + 2] = q_log_q;
+    const double offset = double(centre) - q_log_q;
+    if (std::isfinite(offset)) {  // else unusable: NaN key
+      t.key_scale[k] = 1;
+      t.key_offset[k] = offset;
+    }
+  }
+  make_wgmma_references(t, PointerTable{products.data(), products_shape}, products_shape);
+  return t;
+}
+
 }  // namespace
 
 Tables make_tables(Method method, const std::vector<float> &table, const ReferenceTableShape &shape,
                    Product product) {
+  if (method == Method::sid) {
+    if (product != Product::wgmma) throw std::invalid_argument("sid's BIP tensor tables are wgmma's only");
+    return make_sid_tables(table, shape);
+  }
   Tables t;
   t.product = product;
   t.groups = groups_for(shape);

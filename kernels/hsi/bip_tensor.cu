@@ -250,6 +250,9 @@ struct Args {
   ReferenceTableShape shape;
   const float *screen_references, *screen_terms;  // the screen's table and key terms (bip_tensor.h)
   const float *positions;                          // bandfit's continuum abscissae (Tables::positions)
+  const double *sid_terms;                         // sid's per-reference terms (Tables::sid_terms)
+  int band_chunks;  // chunks of the bands (chunks: of the products, twice as many for sid)
+  float sid_floor;  // sid's floor for the stored values (kSidFloor / scale)
   double screen_largest_norm2;                      // of the usable references
   bool has_ignore;
   float ignore_value;
@@ -366,10 +369,11 @@ __device__ __forceinline__ void widen_pair(uint32_t pair, float &first, float &s
 }
 
 // Whether the values a kernel multiplies are fractions: f32 samples, and
-// bandfit's continuum-removed values whatever the samples (integer samples
-// are otherwise multiplied exactly, as integers, and scaled afterwards).
+// bandfit's continuum-removed values and sid's logs and p whatever the
+// samples (integer samples are otherwise multiplied exactly, as integers,
+// and scaled afterwards).
 template <DataType T, Method M>
-constexpr bool kFractionalValues = T == DataType::f32 || M == Method::bandfit;
+constexpr bool kFractionalValues = T == DataType::f32 || M == Method::bandfit || M == Method::sid;
 
 // Samples 4t..4t+3 of a span of 16 in staged row `row` of the chunk from
 // selected band `chunk_band`, as floats (stored values: the scale is applied
@@ -434,7 +438,8 @@ __device__ __forceinline__ float load_last(const Args &a, size_t pixel) {
 
 // What load_four needs to know about a row (pixel `pixel`, staged row `row`
 // of chunk 0): correlation's shift, bandfit's continuum (NaN where band fit
-// is undefined, so that every value and the pixel's sums are: no class).
+// is undefined, so that every value and the pixel's sums are: no class),
+// sid's log at the first band.
 template <DataType T, Method M>
 __device__ __forceinline__ PixelContext row_context(const Args &a, const unsigned char *tile, int row, size_t pixel) {
   PixelContext px;
@@ -442,6 +447,9 @@ __device__ __forceinline__ PixelContext row_context(const Args &a, const unsigne
     const float first = load_first<T>(a, tile, row);
     px = pixel_context<M>(first, M == Method::bandfit ? load_last<T>(a, pixel) : first, 0.0);
     if (!px.defined) px.continuum_start = quiet_nan();
+  } else if constexpr (M == Method::sid) {  // the centre of its logs (inv_sum, log_sum: after the first half)
+    const float first = load_first<T>(a, tile, row);
+    px.shift = logf(first < a.sid_floor ? a.sid_floor : first);
   }
   return px;
 }
@@ -482,8 +490,8 @@ __device__ __forceinline__ double inverse_power_of_two(int e) { return __hiloint
 // double (as the fast precision sums).
 template <DataType T, Method M>
 __device__ __forceinline__ void split_chunk(const Args &a, const unsigned char *tile, int row0, int row1, int t,
-                                            int chunk_band, int valid, const PixelContext (&px)[2], bool summing,
-                                            double (&sum)[2],
+                                            int chunk_band, int valid, bool second_half,
+                                            const PixelContext (&px)[2], bool summing, double (&sum)[2],
                                             double (&sum2)[2], uint32_t (&hi)[2][4], uint32_t (&lo)[2][4],
                                             double (&unscale)[2]) {
   const int rows[2] = {row0, row1};
@@ -493,6 +501,37 @@ __device__ __forceinline__ void split_chunk(const Args &a, const unsigned char *
 #pragma unroll
     for (int half = 0; half < 2; ++half)
       load_four<T, M>(a, tile, rows[half], span, t, chunk_band, valid, px[half], x[span][half]);
+  if constexpr (M == Method::sid) {
+    // The first half's values: log v - m, summing v and v log v; the
+    // second's: p = v inv_sum (classify_math.h, sid_score). v floored.
+    // The sums in double: sum p log p = (sum v log v - log_sum sum v) /
+    // sum v cancels (float partial sums made errors of 5e-6 in SID ~0.45 for
+    // pixels spanning 12 decades).
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      double part = 0, part2 = 0;
+#pragma unroll
+      for (int span = 0; span < 2; ++span)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          float &value = x[span][half][i];
+          const bool selected = span * 16 + 4 * t + i < valid;
+          const float v = value < a.sid_floor ? a.sid_floor : value;  // NaN stays NaN
+          if (second_half) {
+            value = selected ? v * px[half].inv_sum : 0.0f;
+          } else {
+            const float log_v = logf(v);
+            value = selected ? log_v - px[half].shift : 0.0f;
+            part += selected ? v : 0.0f;
+            part2 += selected ? double(v) * log_v : 0.0;
+          }
+        }
+      if (summing && !second_half) {
+        sum[half] += part;
+        sum2[half] += part2;
+      }
+    }
+  }
   float scale[2];
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
@@ -513,7 +552,7 @@ __device__ __forceinline__ void split_chunk(const Args &a, const unsigned char *
       unscale[half] = 1;
     }
   }
-  if (summing)  // of the scaled samples (no float overflow), unscaled in double
+  if (summing && M != Method::sid)  // of the scaled samples (no float overflow), unscaled in double
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       float part[2] = {0, 0}, part2[2] = {0, 0};  // per span: two independent chains
@@ -559,10 +598,14 @@ struct Candidate {
   }
 };
 
-// The score of reference k from the scaled dot product and pixel sums.
+// The score of reference k from the scaled dot product, pixel sums and (sid)
+// the pixel's context.
 template <Method M>
-__device__ float score_of(const Args &a, int k, double dot, double sum, double sum2) {
-  if constexpr (M == Method::sam)
+__device__ float score_of(const Args &a, int k, double dot, double sum, double sum2, const PixelContext &px) {
+  if constexpr (M == Method::sid)
+    return sid_score(dot, sum, sum2, px.inv_sum, px.log_sum, px.shift, float(__ldg(a.sid_terms + 3 * k)),
+                     __ldg(a.sid_terms + 3 * k + 1), __ldg(a.sid_terms + 3 * k + 2));
+  else if constexpr (M == Method::sam)
     return sam_score(dot, sum2);
   else if constexpr (correlation_like(M))
     return correlation_score(dot, sum, sum2, a.bands, __ldg(a.table + a.shape.constant_index(k)));
@@ -577,10 +620,10 @@ __device__ float score_of(const Args &a, int k, double dot, double sum, double s
 // reads: 0.80 against 0.72 ms per cube on an H200.)
 template <Method M>
 __device__ __forceinline__ void offer_reference(const Args &a, int k, double dot, bool finite, double s, double s2,
-                                                size_t pixel, Candidate &best) {
+                                                const PixelContext &px, size_t pixel, Candidate &best) {
   double key;
   if (a.rule_images) {
-    const float score = finite ? score_of<M>(a, k, dot, s, s2) : quiet_nan();
+    const float score = finite ? score_of<M>(a, k, dot, s, s2, px) : quiet_nan();
     if (pixel < a.pixels) a.rule_images[size_t(k) * a.pixels + pixel] = score;
     key = higher_is_better(M) ? score : -double(score);  // higher is better
   } else {
@@ -600,13 +643,15 @@ __device__ __forceinline__ void quad_best(Candidate &best) {
   }
 }
 
+
 // The pixel's class from its best reference over every group: the winner's
 // score against the threshold.
 template <Method M>
-__device__ void write_label(const Args &a, size_t pixel, const Candidate &best, double s, double s2) {
+__device__ void write_label(const Args &a, size_t pixel, const Candidate &best, double s, double s2,
+                            const PixelContext &px = PixelContext()) {
   BestMatch match;
   if (best.k >= 0 && isfinite(s) && isfinite(s2))
-    match.offer(score_of<M>(a, best.k, best.dot, s, s2), best.k, higher_is_better(M));
+    match.offer(score_of<M>(a, best.k, best.dot, s, s2, px), best.k, higher_is_better(M));
   const int label = match.label(a.threshold, higher_is_better(M));
   auto *line = static_cast<unsigned char *>(a.class_map) + (pixel / a.samples) * a.class_map_stride;
   if (a.class_map_16bit)
@@ -795,8 +840,8 @@ __global__ void __launch_bounds__(kThreadsOf<P>, 1) classify_bip_tensor_kernel(c
       static_assert(kMmaRowsOf<Product::fp16x3> == 1, "fp16x3: one m-tile per warp");
       uint32_t a_hi[2][4], a_lo[2][4];
       double row_unscale[2];
-      split_chunk<T, M>(a, tile, row_of(0, 0), row_of(0, 1), t, chunk * kChunkBands, valid_bands, context[0],
-                        summing, sum[0], sum2[0],
+      split_chunk<T, M>(a, tile, row_of(0, 0), row_of(0, 1), t, chunk * kChunkBands, valid_bands, false,
+                        context[0], summing, sum[0], sum2[0],
                         a_hi, a_lo, row_unscale);
       // The chunk's float sums of column n into double, the row's scale
       // undone (the scales change from chunk to chunk: the windows are the
@@ -882,7 +927,7 @@ __global__ void __launch_bounds__(kThreadsOf<P>, 1) classify_bip_tensor_kernel(c
               if (k >= a.references) continue;
               double dot = total[m][n][half * 2 + c] * dot_unscale;
               if constexpr (P == Product::fp16x3) dot *= __ldg(a.dot_scale + k);
-              offer_reference<M>(a, k, dot, finite, s, s2, pixel, best);
+              offer_reference<M>(a, k, dot, finite, s, s2, context[m][half], pixel, best);
             }
           quad_best(best);
           if (t == 0) {
@@ -1000,6 +1045,16 @@ __device__ __forceinline__ void hold(uint32_t (&r)[2][4]) {
   for (auto &span : r)
     for (uint32_t &v : span) asm volatile("" : "+r"(v)::"memory");
 }
+// A row's sums over the quad's four threads, which hold its bands between
+// them (every lane of the quad gets the totals).
+__device__ __forceinline__ void add_over_quad(double (&sum)[2], double (&sum2)[2]) {
+#pragma unroll
+  for (int half = 0; half < 2; ++half)
+    for (int mask = 1; mask <= 2; mask <<= 1) {
+      sum[half] += __shfl_xor_sync(0xffffffffu, sum[half], mask);
+      sum2[half] += __shfl_xor_sync(0xffffffffu, sum2[half], mask);
+    }
+}
 #endif  // CS_HSI_WGMMA_BUILT
 
 // One warp group per 64-pixel tile (two per block, one block per SM), all
@@ -1059,9 +1114,10 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
   StepCursor current = staged;
   int staged_steps = 0;
   auto stage_next = [&]() {
-    if (staged_steps++ < total_steps)
-      stage_chunk<T, kWarpgroupPixels, kWarpgroupThreads>(a, copy_bytes, buffer(staged.buffer),
-                                                          staged.first_pixel, staged.chunk, thread);
+    if (staged_steps++ < total_steps)  // sid's second half reads the bands again
+      stage_chunk<T, kWarpgroupPixels, kWarpgroupThreads>(
+          a, copy_bytes, buffer(staged.buffer), staged.first_pixel,
+          staged.chunk < a.band_chunks ? staged.chunk : staged.chunk - a.band_chunks, thread);
     staged.advance(a);
   };
   for (int s = 0; s < ahead; ++s) {
@@ -1089,19 +1145,31 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
     sync_warpgroup();
     const unsigned char *tile = buffer(current.buffer);
     const int group = current.group, chunk = current.chunk;
-    const bool summing = group == 0;
+    const bool summing = group == 0, second_half = chunk >= a.band_chunks;
+    const int band_chunk = second_half ? chunk - a.band_chunks : chunk;
     if (chunk == 0) {
 #pragma unroll
       for (double &v : total) v = 0;
-      context[0] = row_context<T, M>(a, tile, row0, current.first_pixel + row0);
-      context[1] = row_context<T, M>(a, tile, row1, current.first_pixel + row1);
-      if (summing) sum[0] = sum[1] = sum2[0] = sum2[1] = 0;
+      if (summing) {  // the rows' contexts and sums serve every group
+        context[0] = row_context<T, M>(a, tile, row0, current.first_pixel + row0);
+        context[1] = row_context<T, M>(a, tile, row1, current.first_pixel + row1);
+        sum[0] = sum[1] = sum2[0] = sum2[1] = 0;
+      }
+    }
+    if (M == Method::sid && summing && chunk == a.band_chunks) {  // the rows' sums are done: p's 1 / sum
+      add_over_quad(sum, sum2);
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const PixelContext px = pixel_context<Method::sid>(0.0f, 0.0f, sum[half]);
+        context[half].inv_sum = px.inv_sum;
+        context[half].log_sum = px.log_sum;
+      }
     }
     uint32_t a_hi[2][4], a_lo[2][4];  // [span][register]: read by the products until they finish
     double unscale[2];
-    split_chunk<T, M>(a, tile, row0, row1, t, chunk * kChunkBands, min(kChunkBands, a.bands - chunk * kChunkBands),
-                      context, summing, sum,
-                      sum2, a_hi, a_lo, unscale);
+    split_chunk<T, M>(a, tile, row0, row1, t, band_chunk * kChunkBands,
+                      min(kChunkBands, a.bands - band_chunk * kChunkBands), second_half, context, summing, sum, sum2,
+                      a_hi, a_lo, unscale);
     const uint32_t high = table_address + uint32_t(group) * 2 * part_bytes + uint32_t(chunk) * 512;
     wgmma_fence();
 #pragma unroll
@@ -1134,13 +1202,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
   // End of a group of references for the tile: scores, best per pixel.
   auto finish_group = [&]() {
     const int group = current.group;
-    if (group == 0)  // the quad's four threads hold a row's bands between them
-#pragma unroll
-      for (int half = 0; half < 2; ++half)
-        for (int mask = 1; mask <= 2; mask <<= 1) {
-          sum[half] += __shfl_xor_sync(0xffffffffu, sum[half], mask);
-          sum2[half] += __shfl_xor_sync(0xffffffffu, sum2[half], mask);
-        }
+    if (group == 0 && M != Method::sid) add_over_quad(sum, sum2);  // sid: at its second half
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const size_t pixel = current.first_pixel + (half ? row1 : row0);
@@ -1156,7 +1218,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
             const int k = group * kGroupReferences + n * kColumnReferences + 2 * t + c;
             if (k >= a.references) continue;
             const double dot = total[4 * n + 2 * half + c] * dot_unscale * __ldg(a.dot_scale + k);
-            offer_reference<M>(a, k, dot, finite, s, s2, pixel, best);
+            offer_reference<M>(a, k, dot, finite, s, s2, context[half], pixel, best);
           }
         quad_best(best);
         running[half].offer(best.key, best.dot, best.k);
@@ -1195,7 +1257,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
       mine.k = half ? running[1].k : running[0].k;
       if (t < 2 && pixel < a.pixels)
         write_label<M>(a, pixel, mine, (half ? sum[1] : sum[0]) * a.scale,
-                       (half ? sum2[1] : sum2[0]) * a.scale * a.scale);
+                       (half ? sum2[1] : sum2[0]) * a.scale * a.scale, half ? context[1] : context[0]);
       running[0].clear();
       running[1].clear();
     }
@@ -1605,9 +1667,12 @@ void launch_product(Method method, const Args &args, DataType type, int copy_byt
     case Method::sam: return launch_method<P, Method::sam>(args, type, copy_bytes, sm_count, stream);
     case Method::correlation: return launch_method<P, Method::correlation>(args, type, copy_bytes, sm_count, stream);
     case Method::bandfit: return launch_method<P, Method::bandfit>(args, type, copy_bytes, sm_count, stream);
+    case Method::sid:
+      if constexpr (P == Product::wgmma) return launch_method<P, Method::sid>(args, type, copy_bytes, sm_count, stream);
+      break;
     case Method::euclidean: return launch_method<P, Method::euclidean>(args, type, copy_bytes, sm_count, stream);
-    default: throw std::invalid_argument("BIP tensor kernel: not a dot-product method");
   }
+  throw std::invalid_argument("BIP tensor kernel: no such method for this product form");
 }
 
 }  // namespace
@@ -1666,8 +1731,13 @@ void classify(Method method, const DeviceTables &tables, const CubeBlock &block,
   args.positions = tables.positions;
   args.has_ignore = block.format.has_ignore;
   args.ignore_value = float(block.format.ignore_value);
-  // Continuum-removed values do not depend on the samples' scale.
-  args.scale = block.format.has_scale && method != Method::bandfit ? block.format.scale : 1.0;
+  // Continuum-removed values and sid's p and log p (its floor excepted) do
+  // not depend on the samples' scale: those kernels take the stored values.
+  const double scale = block.format.has_scale ? block.format.scale : 1.0;
+  args.scale = method == Method::bandfit || method == Method::sid ? 1.0 : scale;
+  args.sid_floor = float(double(kSidFloor) / scale);
+  args.sid_terms = tables.sid_terms;
+  args.band_chunks = chunks_for(tables.shape);
   args.threshold = threshold;
   args.class_map = output.class_map;
   args.class_map_stride = class_map_stride;

@@ -256,6 +256,12 @@ struct Tables {
   // Bandfit: each selected band's continuum abscissa (the table's positions),
   // zeros to chunks x kChunkBands, so that a kernel reads 4 at once; else empty.
   std::vector<float> positions;
+  // Sid (wgmma): chunks is product_chunks_for, the table holds q over the
+  // first half (chunks_for chunks, zeros past the last band) and log q - c_k
+  // over the second, c_k the mean of log q_k; per reference (groups x
+  // kGroupReferences) c_k, sum q_k and sum q_k log q_k (sid_score), NaN for
+  // unusable references; its ranking key is dot + c_k - sum q_k log q_k.
+  std::vector<double> sid_terms;
 };
 
 // Reference groups and band chunks of a table (what Tables holds).
@@ -263,6 +269,12 @@ inline int groups_for(const ReferenceTableShape &shape) {
   return (shape.references + kGroupReferences - 1) / kGroupReferences;
 }
 inline int chunks_for(const ReferenceTableShape &shape) { return (shape.bands + kChunkBands - 1) / kChunkBands; }
+// Chunks of a method's products: sid's two products (the pixel's logs with
+// q, then p with log q; classify_math.h, sid_score) run one after the other
+// over the bands, as twice the chunks (wgmma only).
+inline int product_chunks_for(Method method, const ReferenceTableShape &shape) {
+  return chunks_for(shape) * (method == Method::sid ? 2 : 1);
+}
 
 Tables make_tables(Method method, const std::vector<float> &table, const ReferenceTableShape &shape,
                    Product product = Product::tf32x3);
@@ -305,6 +317,7 @@ struct DeviceTables {
   double screen_largest_norm2 = 0;
   int screen_warpgroups = 0;  // 0: no screen
   const float *positions = nullptr;  // Tables::positions (bandfit)
+  const double *sid_terms = nullptr; // Tables::sid_terms (sid)
 };
 
 // Queues the classification of `block` on `stream`. The caller checked the

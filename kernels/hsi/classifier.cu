@@ -212,17 +212,27 @@ __device__ void split_tf32(Fragment &hi, Fragment &lo) {
 
 template <Method M, DataType T>
 __global__ void __launch_bounds__(kGemmThreads, 3) classify_gemm_kernel(const KernelArgs a) {
-  static_assert(dot_product_method(M), "only dot-product methods are a matrix product");
+  static_assert(dot_product_method(M) || M == Method::sid, "every method has a matrix-product form");
   using namespace nvcuda;
+  // sid: two products over the bands, one after the other (classify_math.h,
+  // sid_score): the pixel's centred logs times q, then p times the centred
+  // log q; p needs the pixel's sum, which the first half finishes.
+  constexpr int kHalves = M == Method::sid ? 2 : 1;
   // The pixel and reference tiles while the bands are summed; the pass's
   // dot products (kGemmPixels x kGemmRefs) over them afterwards.
   constexpr int kTileFloats = (kGemmPixels + kGemmRefs) * kGemmLd, kOutFloats = kGemmPixels * kGemmOutLd;
   __shared__ __align__(32) float smem[kTileFloats > kOutFloats ? kTileFloats : kOutFloats];
   float *const x_tile = smem, *const r_tile = smem + kGemmPixels * kGemmLd, *const dots = smem;
   __shared__ size_t pixel_base[kGemmPixels];
-  // correlation's shift; bandfit's shift and continuum (PixelContext's fields)
+  // correlation's shift; bandfit's shift and continuum (PixelContext's
+  // fields); sid: the log at the first band (the centre of the pixel's logs),
+  // 1 / sum and log sum (once the first half is done)
   __shared__ float shift[kGemmPixels], continuum_start[kGemmPixels], continuum_end[kGemmPixels];
-  __shared__ double ref_norm2[kGemmRefs];
+  __shared__ float inv_sum[kGemmPixels], log_sum[kGemmPixels];
+  // Per reference of the pass: euclidean |r|^2; sid: sum q log q, sum q and
+  // the mean of log q (the centre of its logs)
+  __shared__ double ref_norm2[kGemmRefs], ref_q_sum[kGemmRefs];
+  __shared__ float ref_log_centre[kGemmRefs];
   // Per pixel: its sums (each of its threads' share, added in a fixed order)
   // and each thread's best match of the pass.
   __shared__ double part_sum[kGemmPixelParts][kGemmPixels], part_sum2[kGemmPixelParts][kGemmPixels];
@@ -249,6 +259,9 @@ __global__ void __launch_bounds__(kGemmThreads, 3) classify_gemm_kernel(const Ke
       px = pixel_context<M>(band_sample(0), band_sample(nb - 1), 0.0);
       if (!px.defined) px.continuum_start = quiet_nan();  // every value NaN: no class
     }
+    if (M == Method::sid && in_block)
+      px.shift = logf(sid_floor(
+          decode_sample<T>(a.data, pixel_base[p] + size_t(__ldg(a.bands)) * a.layout.band_stride, a.format)));
     shift[p] = px.shift;
     continuum_start[p] = px.continuum_start;
     continuum_end[p] = px.continuum_end;
@@ -257,7 +270,9 @@ __global__ void __launch_bounds__(kGemmThreads, 3) classify_gemm_kernel(const Ke
   const int mine = tid % kGemmPixels, part = tid / kGemmPixels;
   const size_t pixel = first_pixel + mine;
   const bool active = pixel < pixels;
-  double sum = 0, sum2 = 0;  // sam, euclidean: sum2 = |x|^2; correlation, bandfit: sums of d and d^2
+  // sam, euclidean: sum2 = |x|^2; correlation, bandfit: sums of d and d^2;
+  // sid: sum v and sum v log v of the floored values v
+  double sum = 0, sum2 = 0;
   bool finite = true;
   BestMatch best;
   for (int k0 = 0; k0 < K; k0 += kGemmRefs) {
@@ -273,13 +288,40 @@ __global__ void __launch_bounds__(kGemmThreads, 3) classify_gemm_kernel(const Ke
         ref_norm2[k] = n2;
       }
     }
+    if constexpr (M == Method::sid) {
+      for (int k = tid; k < count; k += kGemmThreads) {
+        double q_log_q = 0, q_sum = 0, log_q_sum = 0;
+        for (int u = 0; u < nb; ++u) {
+          const double q = __ldg(a.table + a.shape.index(0, k0 + k, u)), log_q = __ldg(a.table + a.shape.index(1, k0 + k, u));
+          q_log_q += q * log_q;
+          q_sum += q;
+          log_q_sum += log_q;
+        }
+        ref_norm2[k] = q_log_q;
+        ref_q_sum[k] = q_sum;
+        ref_log_centre[k] = float(log_q_sum / nb);
+      }
+    }
     TensorAcc acc[kGemmFragments];
     double total[kGemmFragments][TensorAcc::num_elements];
     for (auto &t : total)
       for (double &v : t) v = 0;
-    for (int c0 = 0; c0 < nb; c0 += kBandChunk) {
+    const int chunks = (nb + kBandChunk - 1) / kBandChunk;
+    for (int c = 0; c < kHalves * chunks; ++c) {
+      const int half = c / chunks, c0 = (c % chunks) * kBandChunk;
       const int n = min(kBandChunk, nb - c0);
-      __syncthreads();  // the previous chunk is consumed
+      if (M == Method::sid && k0 == 0 && c == chunks) {  // the pixel's sum, for p
+        part_sum[part][mine] = sum;
+        __syncthreads();
+        if (part == 0) {
+          double total_sum = 0;
+          for (int q = 0; q < kGemmPixelParts; ++q) total_sum += part_sum[q][mine];
+          const PixelContext px = pixel_context<Method::sid>(0.0f, 0.0f, total_sum);
+          inv_sum[mine] = px.inv_sum;
+          log_sum[mine] = px.log_sum;
+        }
+      }
+      __syncthreads();  // the previous chunk is consumed (and sid's sums are in)
       for (int i = tid; i < kBandChunk * kGemmPixels; i += kGemmThreads) {
         const int p = bands_contiguous ? i / kBandChunk : i % kGemmPixels;
         const int uu = bands_contiguous ? i % kBandChunk : i / kGemmPixels;
@@ -287,7 +329,10 @@ __global__ void __launch_bounds__(kGemmThreads, 3) classify_gemm_kernel(const Ke
         if (uu < n && first_pixel + p < pixels) {
           x = decode_sample<T>(a.data, pixel_base[p] + size_t(__ldg(a.bands + c0 + uu)) * a.layout.band_stride,
                                a.format);
-          if constexpr (correlation_like(M)) {
+          if constexpr (M == Method::sid) {
+            const float v = sid_floor(x);
+            x = half == 0 ? logf(v) - shift[p] : v * inv_sum[p];
+          } else if constexpr (correlation_like(M)) {
             PixelContext px;
             px.continuum_start = continuum_start[p];
             px.continuum_end = continuum_end[p];
@@ -299,16 +344,28 @@ __global__ void __launch_bounds__(kGemmThreads, 3) classify_gemm_kernel(const Ke
       }
       for (int i = tid; i < kGemmRefs * kBandChunk; i += kGemmThreads) {
         const int k = i / kBandChunk, uu = i % kBandChunk;
-        r_tile[k * kGemmLd + uu] = k < count && uu < n ? __ldg(a.table + a.shape.index(0, k0 + k, c0 + uu)) : 0.0f;
+        float r = 0.0f;
+        if (k < count && uu < n) {
+          r = __ldg(a.table + a.shape.index(half, k0 + k, c0 + uu));  // sid: q, then log q
+          if (half == 1) r -= ref_log_centre[k];
+        }
+        r_tile[k * kGemmLd + uu] = r;
       }
       __syncthreads();
-      if (k0 == 0) {  // this thread's share of its pixel's bands
+      if (k0 == 0 && half == 0) {  // this thread's share of its pixel's bands
         constexpr int kShare = kBandChunk / kGemmPixelParts;
         for (int uu = part * kShare; uu < min(n, (part + 1) * kShare); ++uu) {
           const float d = x_tile[mine * kGemmLd + uu];
           finite = finite && is_finite(d);
-          sum += d;
-          sum2 += double(d) * d;
+          if constexpr (M == Method::sid) {  // d is log v - shift
+            const float v = sid_floor(decode_sample<T>(
+                a.data, pixel_base[mine] + size_t(__ldg(a.bands + c0 + uu)) * a.layout.band_stride, a.format));
+            sum += v;
+            sum2 += double(v) * logf(v);
+          } else {
+            sum += d;
+            sum2 += double(d) * d;
+          }
         }
       }
       for (auto &f : acc) wmma::fill_fragment(f, 0.0f);
@@ -371,6 +428,9 @@ __global__ void __launch_bounds__(kGemmThreads, 3) classify_gemm_kernel(const Ke
           score = sam_score(dot, sum2);
         else if constexpr (correlation_like(M))
           score = correlation_score(dot, sum, sum2, nb, __ldg(a.table + a.shape.constant_index(k)));
+        else if constexpr (M == Method::sid)
+          score = sid_score(dot, sum, sum2, inv_sum[mine], log_sum[mine], shift[mine], ref_log_centre[j],
+                            ref_q_sum[j], ref_norm2[j]);
         else
           score = euclidean_score(sum2 - 2 * dot + ref_norm2[j]);
         if (a.rule_images) a.rule_images[size_t(k) * pixels + pixel] = score;
@@ -443,13 +503,14 @@ struct CudaSpectralClassifier::Impl {
                           bip.fragments, static_cast<const void *>(bip.dot_scale),
                           static_cast<const void *>(bip.key_scale), static_cast<const void *>(bip.key_offset),
                           static_cast<const void *>(bip.screen_references),
-                          static_cast<const void *>(bip.screen_terms), static_cast<const void *>(bip.positions)})
+                          static_cast<const void *>(bip.screen_terms), static_cast<const void *>(bip.positions),
+                          static_cast<const void *>(bip.sid_terms)})
       if (p) device_free(const_cast<void *>(p), device);
   }
 
   // Uploads the BIP tensor kernel's tables when the classifier can use it.
   void prepare_bip_tensor() {
-    if (host.precision() != Precision::tensor || !dot_product_method(host.method())) return;
+    if (host.precision() != Precision::tensor) return;
     const int first = bip_tensor::contiguous_first_band(host.bands());
     if (first < 0) return;
     int shared_optin = 0;
@@ -462,9 +523,11 @@ struct CudaSpectralClassifier::Impl {
     // references in shared memory next to f32 staging; else the fp16 form.
     if (product == bip_tensor::Product::wgmma &&
         (!bip_tensor::wgmma_available(device) ||
-         !bip_tensor::stages_for(DataType::f32, bip_tensor::chunks_for(host.table_shape()), max_shared_bytes,
-                                 product, bip_tensor::groups_for(host.table_shape()))))
+         !bip_tensor::stages_for(DataType::f32, bip_tensor::product_chunks_for(host.method(), host.table_shape()),
+                                 max_shared_bytes, product, bip_tensor::groups_for(host.table_shape()))))
       product = bip_tensor::Product::fp16x3;
+    // sid's two products run on wgmma only: elsewhere the generic kernel.
+    if (!dot_product_method(host.method()) && product != bip_tensor::Product::wgmma) return;
     const bip_tensor::Tables t = bip_tensor::make_tables(host.method(), host.table(), host.table_shape(), product);
     // Too many bands for the references to stay in shared memory even with
     // 16-bit samples: the generic kernel.
@@ -511,6 +574,9 @@ struct CudaSpectralClassifier::Impl {
     if (!t.positions.empty())
       bip.positions = static_cast<const float *>(
           upload(t.positions.data(), t.positions.size() * sizeof(float), "upload BIP tensor band positions"));
+    if (!t.sid_terms.empty())
+      bip.sid_terms = static_cast<const double *>(
+          upload(t.sid_terms.data(), t.sid_terms.size() * sizeof(double), "upload BIP tensor sid terms"));
     bip.table = table;
     bip.shape = host.table_shape();
     bip.groups = t.groups;
@@ -558,7 +624,7 @@ CudaSpectralClassifier::~CudaSpectralClassifier() {
 
 CudaSpectralClassifier::Kernel CudaSpectralClassifier::kernel_for(const CubeBlock &block) const {
   const SpectralClassifier &host = impl_->host;
-  if (host.precision() != Precision::tensor || !dot_product_method(host.method())) return Kernel::per_pixel;
+  if (host.precision() != Precision::tensor) return Kernel::per_pixel;
   return impl_->bip_plan(block).copy_bytes ? Kernel::tensor_bip : Kernel::tensor;
 }
 
@@ -604,7 +670,7 @@ void CudaSpectralClassifier::classify(const CubeBlock &block, const Classificati
   args.rule_images = output.rule_images;
   const unsigned grid = unsigned((pixels + kPixelsPerBlock - 1) / kPixelsPerBlock);
 
-  if (host.precision() == Precision::tensor && dot_product_method(host.method())) {
+  if (host.precision() == Precision::tensor) {
     if (const Impl::BipPlan plan = impl_->bip_plan(block); plan.copy_bytes) {
       bip_tensor::classify(host.method(), impl_->bip, block, impl_->first_band, plan.copy_bytes, plan.stages,
                            args.threshold, output, args.class_map_stride, impl_->sm_count, stream);
@@ -623,6 +689,9 @@ void CudaSpectralClassifier::classify(const CubeBlock &block, const Classificati
           break;
         case Method::bandfit:
           classify_gemm_kernel<Method::bandfit, decltype(type)::value><<<gemm_grid, kGemmThreads, 0, stream>>>(args);
+          break;
+        case Method::sid:
+          classify_gemm_kernel<Method::sid, decltype(type)::value><<<gemm_grid, kGemmThreads, 0, stream>>>(args);
           break;
         default:
           classify_gemm_kernel<Method::euclidean, decltype(type)::value><<<gemm_grid, kGemmThreads, 0, stream>>>(args);

@@ -52,7 +52,11 @@
 //          continuum-removed spectra, which are formed in float first (as
 //          fast does): their rounding adds up to ~2^-22 sqrt(sum v^2 / var v)
 //          (band_value), large for spectra that follow their continuum
-//          closely. SID and the CPU run tensor as fast. Two CUDA
+//          closely. SID becomes two products, the pixel's logs times q and
+//          p times log q, each centred (sid_score; the generic kernel
+//          only): its scores are differences of sums of size ~|log|, so
+//          they err by ~2^-21 times the logs' spread (a few 1e-6) rather
+//          than relative to themselves. The CPU runs tensor as fast. Two CUDA
 //          kernels compute this: a generic one (any block) and one for
 //          contiguous native BIP blocks (bip_tensor.h); same products,
 //          float sums over at most 32 consecutive bands (its windows are
@@ -194,6 +198,22 @@ CS_HD float correlation_score(double dot, double sum, double sum2, int bands, fl
 // euclidean: the squared distance (negative only by rounding when it is
 // formed from norms).
 CS_HD float euclidean_score(double distance2) { return float(sqrt(distance2 > 0 ? distance2 : 0.0)); }
+
+// sid from its matrix-product form (the tensor precision). With p = v
+// inv_sum and log p = log v - log_sum as the per-pixel loops form them,
+//   SID_k = sum p log p - sum p log q_k - sum q_k log p + sum q_k log q_k.
+// The kernels' `total` is T0 + T1, T0 = sum (log v - m) q_k and T1 = sum p
+// (log q_k - c_k), m the pixel's log at its first band and c_k the mean of
+// log q_k: centred, so that the products' error scales with the logs'
+// spread, not their size. Then sum p log q_k = T1 + c_k sum p and sum q_k
+// log p = T0 + (m - log_sum) Q_k, Q_k = sum q_k (1 but for rounding).
+// `sum`, `sum_v_log_v`: the pixel's sum v and sum v log v (v floored);
+// `q_log_q`: sum q_k log q_k.
+CS_HD float sid_score(double total, double sum, double sum_v_log_v, float inv_sum, float log_sum, float m,
+                      float c_k, double q_sum, double q_log_q) {
+  const double p_log_p = inv_sum * (sum_v_log_v - double(log_sum) * sum), p_sum = inv_sum * sum;
+  return float(p_log_p - total - double(c_k) * p_sum - (double(m) - double(log_sum)) * q_sum + q_log_q);
+}
 
 // A running sum. Sum<double> adds every term in double; Sum<float> adds in
 // float and folds into a double at the end of each chunk of bands.

@@ -254,8 +254,8 @@ static GType gst_hsi_precision_get_type(void) {
       {GST_HSI_PRECISION_FAST, "Float sums within chunks of 32 bands, chunk sums in double (~1e-7 relative)",
        "fast"},
       {GST_HSI_PRECISION_TENSOR,
-       "CUDA: sam, correlation, bandfit and euclidean as one matrix product on the tensor cores (TF32 split in two "
-       "parts, dot products within ~5e-7 relative; euclidean from norms); otherwise as fast",
+       "CUDA: sam, correlation, bandfit and euclidean as one matrix product on the tensor cores, sid as two (TF32 "
+       "split in two parts, dot products within ~5e-7 relative; euclidean from norms); otherwise as fast",
        "tensor"},
       {0, nullptr, nullptr}};
   if (g_once_init_enter(&type)) g_once_init_leave(&type, g_enum_register_static("GstHsiPrecision", values));

@@ -449,7 +449,6 @@ int main(int argc, char **argv) {
       for (Precision precision : {Precision::exact, Precision::fast, Precision::tensor})
         // tensor twice: the specialised BIP kernel, then the generic one for comparison
         for (bool bip_tensor : {true, false}) {
-          if (precision == Precision::tensor && !dot_product_method(method)) continue;  // runs as fast
           if (!bip_tensor && precision != Precision::tensor) continue;
           if (o.tensor_only && precision != Precision::tensor) continue;
           ClassifierConfig config;

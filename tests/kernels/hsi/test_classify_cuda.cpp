@@ -175,49 +175,90 @@ TensorAndExact tensor_and_exact(Method method, std::optional<double> threshold, 
   return {std::move(tensor), SpectralClassifier(config, scene.references, selected, scene.wavelengths_nm)};
 }
 
-// Bandfit's conditioning per pixel of `values` ([pixel][band], as decoded),
-// v its continuum-removed values over `c`'s bands and d = v - 1, the values
-// it sums (0 where band fit is undefined): the sum of
-//   sqrt(sum v^2 / var), var = sum (v - mean v)^2: changing each v by a
-//     relative e moves a coefficient by up to ~2e times it; the float
-//     decoding and continuum removal of the tensor precision do, with e ~
-//     2^-24 each (the exact precision removes it in double);
-//   sum d^2 / var: the pixel's float partial sums (8 values, then double)
-//     err by ~2^-21 of sum d^2 each, and the variance from them by up to
-//     ~2^-19.4 sum d^2, which moves a coefficient by ~2^-20.4 times this.
+// What widens a method's tensor bounds pixel by pixel and reference by
+// reference, in units of 2^-20: at(i) for rule i (reference i / pixels).
+struct TensorConditioning {
+  std::vector<double> pixel, reference;
+  double at(size_t i, size_t pixels) const {
+    return (pixel.empty() ? 0.0 : pixel[i % pixels]) + (reference.empty() ? 0.0 : reference[i / pixels]);
+  }
+};
+
+// For `values` ([pixel][band], as decoded) against `c`'s references, over
+// its bands:
+//   bandfit, per pixel (v its continuum-removed values, d = v - 1, the
+//   values it sums; 0 where band fit is undefined):
+//     sqrt(sum v^2 / var), var = sum (v - mean v)^2: changing each v by a
+//       relative e moves a coefficient by up to ~2e times it; the float
+//       decoding and continuum removal of the tensor precision do, with e ~
+//       2^-24 each (the exact precision removes it in double);
+//     sum d^2 / var: the pixel's float partial sums (8 values, then double)
+//       err by ~2^-21 of sum d^2 each, and the variance from them by up to
+//       ~2^-19.4 sum d^2, which moves a coefficient by ~2^-20.4 times this;
+//   sid (classify_math.h, sid_score): per pixel 1 + the largest |log v - m|,
+//     per reference 1 + the largest |log q - c|: the products (3xTF32, float
+//     within 8 bands) err by ~2^-21 of sum q |log v - m| + sum p |log q - c|
+//     (sum q = sum p = 1), the device's logf by an ulp of log v.
 // Empty for the other methods.
-std::vector<double> bandfit_conditioning(const std::vector<float> &values, size_t bands,
-                                         const SpectralClassifier &c) {
-  if (c.method() != Method::bandfit) return {};
+TensorConditioning tensor_conditioning(const std::vector<float> &values, size_t bands, const SpectralClassifier &c) {
   const PointerTable table{c.table().data(), c.table_shape()};
   const std::vector<int> &selected = c.bands();
-  const double n = double(selected.size());
-  std::vector<double> conditioning(values.size() / bands, 0.0);
-  for (size_t p = 0; p < conditioning.size(); ++p) {
-    const float *x = values.data() + p * bands;
-    const double start = x[selected.front()], end = x[selected.back()];
-    if (!(start > 0 && end > 0)) continue;
-    double sum = 0, sum2 = 0;
-    for (size_t u = 0; u < selected.size(); ++u) {
-      const double t = table.position(int(u)), v = x[selected[u]] / (start * (1 - t) + end * t);
-      sum += v;
-      sum2 += v * v;
+  const size_t n = selected.size(), pixels = values.size() / bands;
+  TensorConditioning out;
+  if (c.method() == Method::bandfit) {
+    out.pixel.assign(pixels, 0.0);
+    for (size_t p = 0; p < pixels; ++p) {
+      const float *x = values.data() + p * bands;
+      const double start = x[selected.front()], end = x[selected.back()];
+      if (!(start > 0 && end > 0)) continue;
+      double sum = 0, sum2 = 0;
+      for (size_t u = 0; u < n; ++u) {
+        const double t = table.position(int(u)), v = x[selected[u]] / (start * (1 - t) + end * t);
+        sum += v;
+        sum2 += v * v;
+      }
+      const double var = sum2 - sum * sum / double(n), d2 = sum2 - 2 * sum + double(n);  // sum (v - 1)^2
+      if (var > 0 && std::isfinite(sum2)) out.pixel[p] = std::sqrt(sum2 / var) + d2 / var;
     }
-    const double var = sum2 - sum * sum / n, d2 = sum2 - 2 * sum + n;  // sum (v - 1)^2
-    if (var > 0 && std::isfinite(sum2)) conditioning[p] = std::sqrt(sum2 / var) + d2 / var;
+  } else if (c.method() == Method::sid) {
+    out.pixel.assign(pixels, 1.0);
+    for (size_t p = 0; p < pixels; ++p) {
+      const float *x = values.data() + p * bands;
+      const double m = std::log(double(sid_floor(x[selected.front()])));
+      for (size_t u = 0; u < n; ++u) {
+        const double spread = std::fabs(std::log(double(sid_floor(x[selected[u]]))) - m);
+        if (std::isfinite(spread)) out.pixel[p] = std::max(out.pixel[p], 1 + spread);
+      }
+    }
+    out.reference.assign(c.class_count(), 1.0);
+    for (size_t k = 0; k < c.class_count(); ++k) {
+      double centre = 0;
+      for (size_t u = 0; u < n; ++u) centre += table.ref(1, int(k), int(u)) / double(n);
+      for (size_t u = 0; u < n; ++u) {
+        const double spread = std::fabs(table.ref(1, int(k), int(u)) - centre);
+        if (std::isfinite(spread)) out.reference[k] = std::max(out.reference[k], 1 + spread);
+      }
+    }
   }
-  return conditioning;
+  return out;
 }
 
-// `conditioning` (bandfit_conditioning, may be empty) widens each pixel's
-// bound by 2^-20 times its value.
+// Whether `method` has a BIP tensor kernel with `gpu`'s product form: sid's
+// two products run on wgmma only (elsewhere the generic kernel).
+bool has_bip_kernel(Method method, const CudaSpectralClassifier &gpu) {
+  return method != Method::sid || std::string(gpu.bip_tensor_product()) == "wgmma";
+}
+
+// `conditioning` (tensor_conditioning) widens each rule's bound by 2^-20
+// times its value.
 double expect_within_tensor_bounds(Method method, const hsi_test::Result &want, const hsi_test::Result &got,
                                    size_t pixels, size_t K, double x2, double r2, double threshold = NAN,
-                                   const std::vector<double> &conditioning = {}) {
+                                   const TensorConditioning &conditioning = {}) {
   auto allowed = [&](float a, size_t i) {
-    const double pixel_term = conditioning.empty() ? 0.0 : 0x1p-20 * conditioning[i % pixels];
+    const double widening = 0x1p-20 * conditioning.at(i, pixels);
     if (method == Method::sam) return 1e-6 / std::max(std::sin(double(a)), 1e-3);
-    if (correlation_like(method)) return 1e-5 + pixel_term;  // bandfit: of the continuum-removed spectra
+    if (correlation_like(method)) return 1e-5 + widening;  // bandfit: of the continuum-removed spectra
+    if (method == Method::sid) return 1e-6 * std::fabs(double(a)) + 1e-7 + widening;  // exact: float logs
     return 2e-6 * (x2 + r2) / std::max(2.0 * double(a), 1e-3);  // |a^2 - b^2| / (a + b)
   };
   size_t failures = 0, ties = 0;
@@ -227,14 +268,14 @@ double expect_within_tensor_bounds(Method method, const hsi_test::Result &want, 
     if (x == y) continue;
     if (x > 0 && y > 0 && y <= K) {
       const float sx = want.rules[(x - 1) * pixels + p], sy = want.rules[(y - 1) * pixels + p];
-      if (std::fabs(double(sx) - double(sy)) <= 2 * allowed(sx, p)) {
+      if (std::fabs(double(sx) - double(sy)) <= 2 * allowed(sx, (x - 1) * pixels + p)) {
         ++ties;
         continue;
       }
     }
     if ((x == 0) != (y == 0) && !std::isnan(threshold) && std::max(x, y) <= K) {
       const float s = want.rules[(std::max(x, y) - 1) * pixels + p];
-      if (std::fabs(double(s) - threshold) <= 2 * allowed(s, p)) {
+      if (std::fabs(double(s) - threshold) <= 2 * allowed(s, (std::max(x, y) - 1) * pixels + p)) {
         ++ties;
         continue;
       }
@@ -338,9 +379,10 @@ TEST(GpuClassify, MatchesCpuForEveryMethodTypeAndInterleave) {
 // dot products within ~5e-7 relative, so angles within 1e-6 / sin(angle),
 // coefficients within 1e-5, squared distances within 2e-6 (|x|^2 + |r|^2).
 // Class maps equal but for pairs of classes whose exact scores lie within
-// those bounds. SID under tensor runs the fast loop: equal to the CPU's fast
-// results as in the test above. Several passes of 64 references,
-// band counts that are not multiples of a chunk, NaN pixels, every interleave.
+// those bounds. SID as two such products (classify_math.h, sid_score),
+// within 1e-6 relative plus the products' error (tensor_conditioning).
+// Several passes of 64 references, band counts that are not multiples of a
+// chunk, NaN pixels, every interleave.
 TEST(GpuClassify, TensorPrecisionWithinItsBounds) {
   CS_REQUIRE_GPU();
   const uint32_t seed = cs_test::fresh_seed();
@@ -352,6 +394,7 @@ TEST(GpuClassify, TensorPrecisionWithinItsBounds) {
       hsi_test::Scene scene = hsi_test::random_scene(rng, lines, samples, bands, K);
       for (int i = 0; i < 5; ++i) scene.pixels[rng() % scene.pixels.size()] = NAN;
       for (float &v : scene.pixels) v = std::fabs(v);
+      for (int i = 0; i < 5; ++i) scene.pixels[rng() % scene.pixels.size()] = 0;  // sid's floor (i16: no data)
       const auto [tensor, exact] = tensor_and_exact(method, std::nullopt, scene, select_bands(bands, {}));
       CudaSpectralClassifier gpu(tensor, kDevice);
       const auto [x2, r2] = largest_squared_norms(scene);
@@ -367,14 +410,9 @@ TEST(GpuClassify, TensorPrecisionWithinItsBounds) {
                                                      is_float ? std::nullopt : std::optional<double>(0.0),
                                                      is_float ? std::nullopt : std::optional<double>(10000));
           const hsi_test::Result on_gpu = classify_gpu(gpu, tensor, bytes, block, stream);
-          if (!dot_product_method(method)) {
-            worst = std::max(worst, expect_same(method, Precision::fast, hsi_test::classify_cpu(tensor, block), on_gpu,
-                                                lines * samples, K));
-            continue;
-          }
           const hsi_test::Result want = hsi_test::classify_cpu(exact, block);
           worst = std::max(worst, expect_within_tensor_bounds(method, want, on_gpu, lines * samples, K, x2, r2, NAN,
-                                                              bandfit_conditioning(scene.pixels, bands, tensor)));
+                                                              tensor_conditioning(scene.pixels, bands, tensor)));
         }
       std::printf("[ info     ] %s tensor, K=%zu bands=%zu: worst |exact - tensor| %.3g\n", method_name(method), K,
                   bands, worst);
@@ -406,7 +444,7 @@ TEST(GpuClassify, TensorBipKernelWithinTensorBounds) {
       {37, 501, 96, 0, 96},   // 18537 pixels: 145 tiles
       {5, 77, 170, 2, 159},   // bands 2..160: 8-byte (f32) and 4-byte (16-bit) copies, partial chunk
   };
-  for (Method method : {Method::sam, Method::correlation, Method::bandfit, Method::euclidean})
+  for (Method method : kAllMethods)
     for (const Case &c : cases)
       for (size_t K : {size_t(1 + rng() % 40), size_t(64), size_t(65 + rng() % 60)}) {
         hsi_test::Scene scene = hsi_test::random_scene(rng, c.lines, c.samples, c.bands, K);
@@ -421,7 +459,7 @@ TEST(GpuClassify, TensorBipKernelWithinTensorBounds) {
         const auto [tensor, exact] = tensor_and_exact(method, default_threshold(method), scene, selected);
         CudaSpectralClassifier gpu(tensor, kDevice);
         const auto [x2, r2] = largest_squared_norms(scene);
-        const std::vector<double> conditioning = bandfit_conditioning(scene.pixels, c.bands, tensor);
+        const TensorConditioning conditioning = tensor_conditioning(scene.pixels, c.bands, tensor);
         const size_t pixels = c.lines * c.samples;
         double worst = 0;
         for (DataType type : {DataType::f32, DataType::i16, DataType::u16}) {
@@ -442,8 +480,8 @@ TEST(GpuClassify, TensorBipKernelWithinTensorBounds) {
               gpu.set_bip_tensor_enabled(specialised);
               CudaSpectralClassifier::Kernel kernel;
               const hsi_test::Result got = classify_gpu(gpu, tensor, bytes, block, stream, with_rules, &kernel);
-              EXPECT_EQ(kernel, specialised ? CudaSpectralClassifier::Kernel::tensor_bip
-                                            : CudaSpectralClassifier::Kernel::tensor);
+              EXPECT_EQ(kernel, specialised && has_bip_kernel(method, gpu) ? CudaSpectralClassifier::Kernel::tensor_bip
+                                                                           : CudaSpectralClassifier::Kernel::tensor);
               worst = std::max(worst, expect_within_tensor_bounds(method, want, got, pixels, K, x2, r2,
                                                                   tensor.threshold(), conditioning));
             }
@@ -471,7 +509,7 @@ TEST(GpuClassify, TensorBipKernelWideDynamicRange) {
               bip_tensor::product_name(bip_tensor::product_from_environment()), cs::device_name(kDevice).c_str(),
               cs::compute_capability(kDevice));
   const size_t lines = 3, samples = 97, pixels = lines * samples;
-  for (Method method : {Method::sam, Method::correlation, Method::bandfit, Method::euclidean})
+  for (Method method : kAllMethods)
     for (const auto &[bands, first_band, band_count] : {std::tuple<size_t, int, int>{224, 0, 224}, {60, 4, 50}})
       for (size_t K : {size_t(13), size_t(70)}) {
         hsi_test::Scene scene = hsi_test::random_scene(rng, lines, samples, bands, K);
@@ -480,9 +518,10 @@ TEST(GpuClassify, TensorBipKernelWideDynamicRange) {
         const auto [tensor, exact] = tensor_and_exact(method, default_threshold(method), scene, selected);
         CudaSpectralClassifier gpu(tensor, kDevice);
         // On Hopper the default product is the warp-group one, whatever the
-        // table's size here (at most two groups of 224 bands).
+        // table's size here (at most two groups of 224 bands; sid's two
+        // products need twice the table, which two groups do not leave).
         if (bip_tensor::product_from_environment() == bip_tensor::Product::wgmma &&
-            cs::compute_capability(kDevice) == 90) {
+            cs::compute_capability(kDevice) == 90 && (method != Method::sid || K <= 64)) {
           EXPECT_STREQ(gpu.bip_tensor_product(), "wgmma");
         }
         for (DataType type : {DataType::f32, DataType::i16, DataType::u16}) {
@@ -509,12 +548,10 @@ TEST(GpuClassify, TensorBipKernelWideDynamicRange) {
                 values[i] = is_signed ? float(int(rng() % 65536) - 32768) : float(rng() % 65536);
             }
           }
-          const auto [x2, r2] = [&] {
-            hsi_test::Scene s = scene;
-            s.pixels = values;
-            for (float &v : s.pixels) v = type == DataType::f32 ? v : v / 32768.0f;
-            return largest_squared_norms(s);
-          }();
+          hsi_test::Scene decoded = scene;
+          decoded.pixels = values;
+          for (float &v : decoded.pixels) v = type == DataType::f32 ? v : v / 32768.0f;
+          const auto [x2, r2] = largest_squared_norms(decoded);
           const auto bytes = hsi_test::encode_block(values, lines, samples, bands, type, Interleave::bip,
                                                     host_byte_order(), 1.0);
           // Integers: a reflectance scale of 2^-15 (no ignore value: zeros are data).
@@ -522,7 +559,7 @@ TEST(GpuClassify, TensorBipKernelWideDynamicRange) {
               bytes, lines, samples, bands, type, Interleave::bip, host_byte_order(), std::nullopt,
               type == DataType::f32 ? std::nullopt : std::optional<double>(32768.0));
           const hsi_test::Result want = hsi_test::classify_cpu(exact, block);
-          const std::vector<double> conditioning = bandfit_conditioning(values, bands, tensor);
+          const TensorConditioning conditioning = tensor_conditioning(decoded.pixels, bands, tensor);
           double worst = 0;
           for (bool with_rules : {true, false}) {
             SCOPED_TRACE(std::string(method_name(method)) + " " + data_type_name(type) + " K=" + std::to_string(K) +
@@ -530,7 +567,8 @@ TEST(GpuClassify, TensorBipKernelWideDynamicRange) {
                          (with_rules ? " with rules" : " class map only"));
             CudaSpectralClassifier::Kernel kernel;
             const hsi_test::Result got = classify_gpu(gpu, tensor, bytes, block, stream, with_rules, &kernel);
-            EXPECT_EQ(kernel, CudaSpectralClassifier::Kernel::tensor_bip);
+            EXPECT_EQ(kernel, has_bip_kernel(method, gpu) ? CudaSpectralClassifier::Kernel::tensor_bip
+                                                          : CudaSpectralClassifier::Kernel::tensor);
             worst = std::max(worst, expect_within_tensor_bounds(method, want, got, pixels, K, x2, r2,
                                                                 tensor.threshold(), conditioning));
           }
