@@ -292,7 +292,8 @@ __global__ void __launch_bounds__(kGemmThreads, 3) classify_gemm_kernel(const Ke
       for (int k = tid; k < count; k += kGemmThreads) {
         double q_log_q = 0, q_sum = 0, log_q_sum = 0;
         for (int u = 0; u < nb; ++u) {
-          const double q = __ldg(a.table + a.shape.index(0, k0 + k, u)), log_q = __ldg(a.table + a.shape.index(1, k0 + k, u));
+          const double q = __ldg(a.table + a.shape.index(0, k0 + k, u));
+          const double log_q = __ldg(a.table + a.shape.index(1, k0 + k, u));
           q_log_q += q * log_q;
           q_sum += q;
           log_q_sum += log_q;
