@@ -167,6 +167,19 @@
 // the samples it splits, with no barrier per chunk (1458-1619 against
 // 1569-1691 GB/s of f32 in one run: more, narrower copies). 3 TB/s of f32 needs 3.35
 // G pixels/s: about twice fewer instructions per pixel.
+//
+// Bandfit and sid on it (H200, 2026-11-30, same cube, K = 64). Bandfit's
+// pixels are continuum-removed in float as they are loaded (load_four: one
+// fast division per sample, the band positions read four at a time), then
+// correlation's products and sums: 0.78 ms per f32 cube (1209 GB/s;
+// correlation 0.62 in the same run; 0.93-0.96 with the correctly rounded
+// division), 659 GB/s of i16. Sid
+// runs twice the chunks: the first half multiplies the pixel's centred
+// logs (a logf per sample) with q and sums v and v log v in double, the
+// second p = v / sum with the centred log q, staging the bands again (from
+// L2): 1.61-1.67 ms (561-585 GB/s of f32, 271-281 of i16). Its table is
+// twice as large (q, then log q): 227 KB of shared memory at 224 bands of
+// f32 with three staging buffers per warp group, so K <= 64 there.
 #include "hsi/bip_tensor.h"
 
 #include <cuda_fp16.h>
@@ -397,9 +410,12 @@ __device__ __forceinline__ void load_four(const Args &a, const unsigned char *ti
   if (a.has_ignore)
     for (float &v : x) v = v == a.ignore_value ? quiet_nan() : v;
   if constexpr (M == Method::bandfit) {
+    // band_value with the fast division (within 2 ulp for continua in
+    // [2^-126, 2^126]; the products' own error is 2^-22): the correctly
+    // rounded division took 0.95 ms per f32 cube against 0.78 (H200).
     const float4 p = __ldg(reinterpret_cast<const float4 *>(a.positions + chunk_band + band));
     const float position[4] = {p.x, p.y, p.z, p.w};
-    for (int i = 0; i < 4; ++i) x[i] = band_value<M>(x[i], position[i], px) - px.shift;
+    for (int i = 0; i < 4; ++i) x[i] = __fdividef(x[i], continuum<float>(position[i], px)) - px.shift;
   } else if constexpr (M == Method::correlation) {
     for (float &v : x) v -= px.shift;
   }

@@ -25,9 +25,12 @@
 //                             645-716 GB/s of f32 cube against fp16's 835-902).
 // All split each operand into two 11-bit parts: the same precision contract
 // (classify_math.h, "tensor"); bip_tensor.cu's top comment has the figures.
-// With wgmma, f32 class maps of sam and euclidean take the screen below
-// instead where three tiles fit per SM (one TF32 product, then the
-// candidates scored exactly).
+// Every method: sam, correlation (pixels shifted by their first band),
+// bandfit (pixels continuum-removed in float) and euclidean as one product;
+// sid (wgmma only) as two, one after the other, over twice the chunks
+// (Tables::sid_terms). With wgmma, f32 class maps of sam and euclidean take
+// the screen below instead where three tiles fit per SM (one TF32 product,
+// then the candidates scored exactly).
 #pragma once
 
 #include <cstddef>

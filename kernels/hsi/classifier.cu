@@ -9,11 +9,13 @@
 // the same value at the same time: a broadcast), otherwise each chunk of the
 // current reference group is staged in shared memory next to the pixels.
 //
-// Precision::tensor, for the dot-product methods (sam, correlation,
-// euclidean): classify_gemm_kernel forms every pixel's dot products with the
-// references as one matrix product on the tensor cores (WMMA, TF32 split into
-// high and low parts; classify_math.h gives its error), and the scores from
-// those and per-pixel sums with the same score functions. BIP blocks of
+// Precision::tensor: classify_gemm_kernel forms every pixel's dot products
+// with the references as one matrix product on the tensor cores (WMMA, TF32
+// split into high and low parts; classify_math.h gives its error), and the
+// scores from those and per-pixel sums with the same score functions: the
+// pixel itself (sam, euclidean), shifted (correlation), continuum-removed
+// (bandfit); sid as two products, one after the other over the bands
+// (sid_score). BIP blocks of
 // native f32/i16/u16 samples over a contiguous band range take the
 // specialised tensor kernel of bip_tensor.cu instead (kernel_for says which).
 #include <mma.h>
@@ -488,7 +490,7 @@ struct CudaSpectralClassifier::Impl {
   bool in_constant;
   float *table = nullptr;
   int *bands = nullptr;
-  // The BIP tensor kernel's tables (tensor precision, dot-product methods,
+  // The BIP tensor kernel's tables (tensor precision; sid on wgmma only,
   // contiguous bands), prepared once here; first_band < 0 when unused.
   int first_band = -1;
   bip_tensor::DeviceTables bip;

@@ -285,13 +285,18 @@ CS_HD double unfused_product(double a, double b) {
   return a * b;
 #endif
 }
+// Bandfit's continuum of a pixel at band position t.
+template <class Acc>
+CS_HD Acc continuum(float t, const PixelContext &px) {
+  const Acc start = px.continuum_start, end = px.continuum_end;
+  return unfused_product(start, Acc(1) - Acc(t)) + unfused_product(end, Acc(t));
+}
 template <Method M, class Acc = float>
 CS_HD Acc band_value(float x, float position, const PixelContext &px) {
   if constexpr (M == Method::sid) {
     return sid_floor(x);
   } else if constexpr (M == Method::bandfit) {
-    const Acc start = px.continuum_start, end = px.continuum_end, t = position;
-    return Acc(x) / (unfused_product(start, Acc(1) - t) + unfused_product(end, t));
+    return Acc(x) / continuum<Acc>(position, px);
   } else {
     return x;
   }

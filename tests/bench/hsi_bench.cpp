@@ -510,9 +510,11 @@ int main(int argc, char **argv) {
                              ", bands=(int)" + std::to_string(o.bands) + ", interleave=(string)bip, format=(string)" +
                              data_type_name(type) + ", endianness=(int)1234, block-lines=(int)" +
                              std::to_string(o.block_lines);
-    for (Method method : {Method::sam, Method::euclidean})
+    for (Method method : kAllMethods)
       for (Precision precision : {Precision::exact, Precision::fast, Precision::tensor})
         for (bool page_locked : {true, false}) {
+          // every precision for sam and euclidean; the other methods with tensor
+          if (precision != Precision::tensor && method != Method::sam && method != Method::euclidean) continue;
           const std::string chain = std::string("gpuupload backend=cuda ! hsiclassify backend=cuda method=") +
                                     method_name(method) + " precision=" + precision_name(precision) + " library=" +
                                     library;
