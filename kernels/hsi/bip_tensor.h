@@ -22,7 +22,10 @@
 //                             the scales are undone exactly on the sums;
 //   tf32                      3xTF32: mma.m16n8k8 on TF32 high and low parts
 //                             (the first form, slower: H200, 2026-11-29,
-//                             645-716 GB/s of f32 cube against fp16's 835-902).
+//                             645-716 GB/s of f32 cube against fp16's 835-902;
+//                             kept for comparison: it does not scale, so
+//                             products summing beyond float's range, from
+//                             samples near 1e38, overflow).
 // All split each operand into two 11-bit parts: the same precision contract
 // (classify_math.h, "tensor"); bip_tensor.cu's top comment has the figures.
 // Every method: sam, correlation (pixels shifted by their first band),
