@@ -262,35 +262,34 @@ CS_HD PixelContext pixel_context(float first, float last, double floored_sum) {
   return px;
 }
 
-// The value summed for a band, in the accumulator's type: sid floors it,
-// bandfit removes the continuum (in double for the exact precision: a float
-// quotient's rounding, up to 2^-23 of each value with the continuum's, moves
-// a coefficient by up to ~2^-22 sqrt(sum v^2 / variance of v), 1e-5 and more
-// for spectra that follow their continuum closely).
-// The continuum start (1 - t) + end t: both terms are positive, so it never
-// cancels (start + (end - start) t lost all of a small end next to a large
-// start: a zero continuum at t = 1). Multiplied and added apart (no fused
-// multiply-add on the GPU), so that CPU and GPU round it alike.
-CS_HD float unfused_product(float a, float b) {
+// A product the GPU does not fuse into a multiply-add (so that CPU and GPU
+// round alike).
+template <class T>
+CS_HD T unfused_product(T a, T b) {
 #if defined(__CUDA_ARCH__)
-  return __fmul_rn(a, b);
+  if constexpr (std::is_same_v<T, float>)
+    return __fmul_rn(a, b);
+  else
+    return __dmul_rn(a, b);
 #else
   return a * b;
 #endif
 }
-CS_HD double unfused_product(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __dmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-// Bandfit's continuum of a pixel at band position t.
+
+// Bandfit's continuum of a pixel at band position t: start (1 - t) + end t.
+// Both terms are positive, so it never cancels (start + (end - start) t lost
+// all of a small end next to a large start: a zero continuum at t = 1).
 template <class Acc>
 CS_HD Acc continuum(float t, const PixelContext &px) {
   const Acc start = px.continuum_start, end = px.continuum_end;
   return unfused_product(start, Acc(1) - Acc(t)) + unfused_product(end, Acc(t));
 }
+
+// The value summed for a band, in the accumulator's type: sid floors it,
+// bandfit removes the continuum (in double for the exact precision: a float
+// quotient's rounding, up to 2^-23 of each value with the continuum's, moves
+// a coefficient by up to ~2^-22 sqrt(sum v^2 / variance of v), 1e-5 and more
+// for spectra that follow their continuum closely).
 template <Method M, class Acc = float>
 CS_HD Acc band_value(float x, float position, const PixelContext &px) {
   if constexpr (M == Method::sid) {
