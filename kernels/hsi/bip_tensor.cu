@@ -502,13 +502,15 @@ __device__ __forceinline__ double inverse_power_of_two(int e) { return __hiloint
 // staged chunk, for rows `row0` and `row1` (a fragment's g and g + 8), as
 // fp16 high and low registers in mma.m16n8k16's A order ([span][register]:
 // rows g, g + 8 at k = 2t, 2t + 1 (bands 4t, 4t + 1), then at k = 2t + 8,
-// 2t + 9 (4t + 2, 4t + 3)). Each row is scaled first: f32 samples by 2^e, e
-// from the row's largest magnitude in the chunk (the quad's four threads
-// hold its 32 bands), integers by 1/2; exact either way, undone on the
-// sums with `unscale` (integers: in the epilogue). With `summing`, adds the
-// samples to this thread's share of the rows' sums: in float over its 8
-// samples of the chunk, scaled as for the products (no overflow), then in
-// double (as the fast precision sums).
+// 2t + 9 (4t + 2, 4t + 3)). The values are the method's (load_four; sid:
+// its logs, or p in its `second_half`). Each row is scaled first: fractional
+// values by 2^e, e from the row's largest magnitude in the chunk (the quad's
+// four threads hold its 32 bands), integers by 1/2; exact either way, undone
+// on the sums with `unscale` (integers: in the epilogue). With `summing`,
+// adds the values to this thread's share of the rows' sums: in float over
+// its 8 samples of the chunk, scaled as for the products (no overflow), then
+// in double (as the fast precision sums); sid's sums of v and v log v in
+// double.
 template <DataType T, Method M>
 __device__ __forceinline__ void split_chunk(const Args &a, const unsigned char *tile, int row0, int row1, int t,
                                             int chunk_band, int valid, bool second_half,
@@ -663,7 +665,6 @@ __device__ __forceinline__ void quad_best(Candidate &best) {
     best.offer(other_key, other_dot, other_k);
   }
 }
-
 
 // The pixel's class from its best reference over every group: the winner's
 // score against the threshold.
