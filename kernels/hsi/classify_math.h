@@ -53,8 +53,8 @@
 //          fast does): their rounding adds up to ~2^-22 sqrt(sum v^2 / var v)
 //          (band_value), large for spectra that follow their continuum
 //          closely. SID becomes two products, the pixel's logs times q and
-//          p times log q, each centred (sid_score; the generic kernel
-//          only): its scores are differences of sums of size ~|log|, so
+//          p times log q, each centred (sid_score; the BIP kernel with
+//          wgmma only): its scores are differences of sums of size ~|log|, so
 //          they err by ~2^-21 times the logs' spread (a few 1e-6) rather
 //          than relative to themselves. The CPU runs tensor as fast. Two CUDA
 //          kernels compute this: a generic one (any block) and one for
