@@ -177,9 +177,7 @@
 // runs twice the chunks: the first half multiplies the pixel's centred
 // logs (a logf per sample) with q and sums v and v log v in double, the
 // second p = v / sum with the centred log q, staging the bands again (from
-// L2): 1.56 ms (604 GB/s of f32, 290 of i16; 1.61-1.68 with the
-// full-precision logf); Nsight Compute: 630 warp instructions per pixel,
-// issue slots ~50% busy (bandfit 331 per pixel, 47%). Its table is
+// L2): 1.61-1.67 ms (561-585 GB/s of f32, 271-281 of i16). Its table is
 // twice as large (q, then log q): 227 KB of shared memory at 224 bands of
 // f32 with three staging buffers per warp group, so K <= 64 there.
 #include "hsi/bip_tensor.h"
@@ -471,9 +469,8 @@ __device__ __forceinline__ PixelContext row_context(const Args &a, const unsigne
     px = pixel_context<M>(first, M == Method::bandfit ? load_last<T>(a, pixel) : first, 0.0);
     if (!px.defined) px.continuum_start = quiet_nan();
   } else if constexpr (M == Method::sid) {  // the centre of its logs (inv_sum, log_sum: after the first half)
-    const float first = load_first<T>(a, tile, row), floored = first < a.sid_floor ? a.sid_floor : first;
-    px.shift = logf(floored);
-    px.inv_first = 1.0f / floored;
+    const float first = load_first<T>(a, tile, row);
+    px.shift = logf(first < a.sid_floor ? a.sid_floor : first);
   }
   return px;
 }
@@ -528,17 +525,16 @@ __device__ __forceinline__ void split_chunk(const Args &a, const unsigned char *
     for (int half = 0; half < 2; ++half)
       load_four<T, M>(a, tile, rows[half], span, t, chunk_band, valid, px[half], x[span][half]);
   if constexpr (M == Method::sid) {
-    // The first half's values: l = log v - m, summing v and v (l + m); the
-    // second's: p = v inv_sum (classify_math.h, sid_score). v floored. l is
-    // the fast log of v / v_first: within 2^-21.4 where that ratio is in
-    // [0.5, 2], 3 ulp of l elsewhere, and the same l in the products and
-    // the sums, so that SID errs by at most twice that (sum (p - q) = 0):
-    // within the products' own error, which scales with the logs' spread.
-    // (With the full-precision logf of v: 784 warp instructions per pixel
-    // and 1.68 ms per f32 cube on an H200, against 630 and 1.56.) The sums
-    // in double: sum p log p = (sum v log v - log_sum sum
-    // v) / sum v cancels (float partial sums made errors of 5e-6 in SID
-    // ~0.45 for pixels spanning 12 decades).
+    // The first half's values: log v - m, summing v and v log v; the
+    // second's: p = v inv_sum (classify_math.h, sid_score). v floored.
+    // The sums in double: sum p log p = (sum v log v - log_sum sum v) /
+    // sum v cancels (float partial sums made errors of 5e-6 in SID ~0.45 for
+    // pixels spanning 12 decades). The log is the full-precision one: the
+    // fast log of v / v_first (accurate for ratios near 1) took 1.56 ms per
+    // f32 cube against 1.68 (H200; 630 warp instructions per pixel against
+    // 784), but those ratios leave float's range for a floored first band
+    // next to samples above ~1e26, and guarding that cost more (1.75 ms)
+    // than it saved.
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       double part = 0, part2 = 0;
@@ -552,10 +548,10 @@ __device__ __forceinline__ void split_chunk(const Args &a, const unsigned char *
           if (second_half) {
             value = selected ? v * px[half].inv_sum : 0.0f;
           } else {
-            const float l = __logf(v * px[half].inv_first);
-            value = selected ? l : 0.0f;
+            const float log_v = logf(v);
+            value = selected ? log_v - px[half].shift : 0.0f;
             part += selected ? v : 0.0f;
-            part2 += selected ? double(v) * (double(l) + px[half].shift) : 0.0;
+            part2 += selected ? double(v) * log_v : 0.0;
           }
         }
       if (summing && !second_half) {

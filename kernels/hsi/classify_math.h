@@ -159,7 +159,6 @@ struct PixelContext {
   float continuum_end = 0;    // ... and at position 1
   float inv_sum = 0;          // sid: 1 / sum of floored values
   float log_sum = 0;          // sid: log of that sum
-  float inv_first = 0;        // sid's BIP tensor kernel: 1 / the floored first band
   bool defined = true;        // false: the method is undefined for this pixel
 };
 

@@ -496,7 +496,8 @@ TEST(GpuClassify, TensorBipKernelWithinTensorBounds) {
 // bounds above: f32 pixels whose magnitudes range from 1e-20 to 1e20 from
 // pixel to pixel and, within a pixel, over 12 decades from band to band
 // (low parts, some high parts, fp16 subnormals after scaling; exact zeros;
-// NaN), one pixel of 2e38 at the band range's ends, and 16-bit samples at their extremes (-32768, 32767, 65535, 0, +-1:
+// NaN), one pixel of 2e38 at the band range's ends, one of 1e30 but for
+// a zero first band, and 16-bit samples at their extremes (-32768, 32767, 65535, 0, +-1:
 // correlation's differences of them reach 65535). All bands and a band range
 // from band 4 (16-bit rows stay 4-byte aligned, as the kernel needs) with
 // a partial chunk; K within one group of references and beyond it.
@@ -545,6 +546,10 @@ TEST(GpuClassify, TensorBipKernelWideDynamicRange) {
               const bool end = int(b) == first_band || int(b) == first_band + band_count - 1;
               values[2 * bands + b] = end ? 2e38f : 1e36f * (1.5f + std::sin(float(b)));
             }
+            // A pixel of 1e30 but for a zero first band (sid: its floor,
+            // 1e42 times smaller than the rest).
+            for (size_t b = 0; b < bands; ++b)
+              values[4 * bands + b] = int(b) == first_band ? 0.0f : 1e30f * (1.5f + std::sin(float(b)));
           } else {
             const bool is_signed = type == DataType::i16;
             const float extremes_i16[] = {-32768, 32767, -1, 1, 0, -32767, 32766};
