@@ -149,8 +149,12 @@ struct PlainSource {
 
 struct LevelSource {
   static constexpr bool kFloatPlane = true;  // staged by cp.async (blur_level_kernel)
+  // Unit stride, and rows 16-byte aligned: pitches are multiples of 32
+  // floats, and levels lie multiples of a pitch apart in their pools.
+  static constexpr bool kAlignedRows = true;
   const float *p;
   int pitch;
+  bool quads;  // stage interior tiles in 16-byte pieces (CS_SIFT_STAGE=floats: false, for comparison)
   using Column = int;
   using Row = const float *;
   __device__ Column column(int x) const { return x; }
@@ -202,13 +206,25 @@ __global__ void __launch_bounds__(kThreads) upsample_kernel(const T *src, size_t
   }
 }
 
-// Staged tile rows are padded to a multiple of 4 floats (plus 4), so that
-// the horizontal pass can read aligned float4 runs past the last column.
-__host__ __device__ constexpr int staged_pitch(int side) { return (side + 4 + 3) / 4 * 4; }
+// Radii with an unrolled kernel (OpenCV's defaults need 5..13); wider ones
+// take the generic kernel.
+constexpr int kMaxUnrolledRadius = 16;
+
+// A staged tile row starts `stage_lead(R)` columns left of the tile: for the
+// unrolled radii R rounded up to a multiple of 4, so that the rows of a float
+// plane are copied in aligned 16-byte pieces (see blur_level_kernel), for the
+// generic kernel R itself. Rows are padded to a multiple of 4 floats (plus
+// 4), so that the horizontal pass can read aligned float4 runs.
+__host__ __device__ constexpr int stage_lead(int radius) {
+  return radius <= kMaxUnrolledRadius ? (radius + 3) / 4 * 4 : radius;
+}
+__host__ __device__ constexpr int staged_pitch(int radius) {
+  return (kTileColumns + 2 * stage_lead(radius) + 4 + 3) / 4 * 4;
+}
 
 constexpr size_t blur_shared_bytes(int radius) {
-  const size_t columns = kTileColumns + 2 * radius, rows = kTileRows + 2 * radius;
-  return (rows * static_cast<size_t>(staged_pitch(static_cast<int>(columns))) + rows * kTileColumns) * sizeof(float);
+  const size_t rows = kTileRows + 2 * radius;
+  return (rows * static_cast<size_t>(staged_pitch(radius)) + rows * kTileColumns) * sizeof(float);
 }
 
 // Level 1 of octave o > 0 reads level 0 straight from level n_layers of the
@@ -233,6 +249,10 @@ template <class Source, class = void>
 struct StagedByCopy : std::false_type {};
 template <class Source>
 struct StagedByCopy<Source, std::void_t<decltype(Source::kFloatPlane)>> : std::bool_constant<Source::kFloatPlane> {};
+template <class Source, class = void>
+struct AlignedRows : std::false_type {};
+template <class Source>
+struct AlignedRows<Source, std::void_t<decltype(Source::kAlignedRows)>> : std::bool_constant<Source::kAlignedRows> {};
 
 __device__ __forceinline__ void copy_float_async(float *to, const float *from) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -241,6 +261,12 @@ __device__ __forceinline__ void copy_float_async(float *to, const float *from) {
                : "memory");
 #else
   *to = __ldg(from);
+#endif
+}
+// 16 bytes, through L2 only (the halo is shared between blocks, not reused within one).
+__device__ __forceinline__ void copy_quad_async(unsigned to_shared, const float *from) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(to_shared), "l"(from) : "memory");
 #endif
 }
 __device__ __forceinline__ void wait_async_copies() {
@@ -254,11 +280,15 @@ constexpr int kStageColumns = (kTileColumns + 2 * kMaxBlurRadius + 31) / 32;
 constexpr int kStageBatch = 4;
 
 // Gaussian level from `src` (the level below, or the input for level 0);
-// `gauss` may be null (top level), `dog` is null for level 0. The staging
-// loop issues kStageBatch x kStageColumns independent loads per thread
-// before storing any, so that global latency overlaps (one load at a time
-// per thread made the kernel latency-bound), and resolves the borders once
-// per row and column.
+// `gauss` may be null (top level), `dog` is null for level 0. Staging:
+// tiles of an aligned float plane whose staged rows lie inside the image
+// (all but the outer ring) copy them in 16-byte pieces (a quarter of the
+// copies of 4-byte pieces, whose address arithmetic was 42 % of the
+// kernel's instructions at R = 8); the others resolve the borders once per
+// row and column, and either copy floats asynchronously or issue
+// kStageBatch x kStageColumns independent loads per thread before storing
+// any, so that global latency overlaps (one load at a time per thread made
+// the kernel latency-bound).
 // R > 0: the radius at compile time. Loops unroll, and both passes keep a
 // run of 4 + 2R inputs in registers to make 4 outputs from it: the
 // horizontal pass reads it as float4s from the staged row, the vertical pass
@@ -272,9 +302,11 @@ __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, 
   extern __shared__ float4 shared4[];
   float *shared = reinterpret_cast<float *>(shared4);
   const int r = R > 0 ? R : taps.radius;
-  const int side_x = kTileColumns + 2 * r, side_y = kTileRows + 2 * r, sp = staged_pitch(side_x);
-  float *in = shared;                 // side_y x sp: the staged source
+  const int lead = stage_lead(r);
+  const int side_x = kTileColumns + 2 * r, side_y = kTileRows + 2 * r, sp = staged_pitch(r);
+  float *in = shared;                 // side_y x sp: staged column c holds source column x0 - lead + c
   float *mid = shared + side_y * sp;  // side_y x kTileColumns: after the horizontal pass
+  float *in_halo = in + (lead - r);   // column c: source column x0 - r + c
   const int x0 = static_cast<int>(blockIdx.x) * kTileColumns, y0 = static_cast<int>(blockIdx.y) * kTileRows;
   const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
   const int tid = ty * kTileColumns + tx;
@@ -284,44 +316,65 @@ __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, 
   // every staged row and 64-bit addressing every written output took ~60
   // of ~150 instructions per output at R = 13 (1080p, octave 0).
   const bool interior = x0 >= r && y0 >= r && x0 + kTileColumns + r <= width && y0 + kTileRows + r <= height;
-  typename Source::Column gx[kColumns];
-#pragma unroll
-  for (int k = 0; k < kColumns; ++k) {
-    const int sx = x0 - r + tx + 32 * k;
-    gx[k] = src.column(interior ? sx : reflect101(sx, width));
-  }
-  if constexpr (StagedByCopy<Source>::value) {
-    for (int row = ty; row < side_y; row += kBlurRows) {
-      const int sy = y0 - r + row;
-      const typename Source::Row source_row = src.row(interior ? sy : reflect101(sy, height));
-#pragma unroll
-      for (int k = 0; k < kColumns; ++k)
-        if (tx + 32 * k < side_x) copy_float_async(&in[row * sp + tx + 32 * k], source_row + gx[k]);
+  bool staged = false;
+  if constexpr (R > 0 && AlignedRows<Source>::value) {
+    if (src.quads && interior && x0 >= lead && x0 + kTileColumns + lead <= width) {
+      constexpr int kQuadsPerRow = (kTileColumns + 2 * stage_lead(R)) / 4;
+      const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(in));
+      const float *from = src.row(y0 - r) + (x0 - lead);
+      for (int i = tid; i < side_y * kQuadsPerRow; i += kThreads) {
+        const int row = i / kQuadsPerRow, quad = i - row * kQuadsPerRow;
+        copy_quad_async(to + static_cast<unsigned>(row * sp + 4 * quad) * 4u,
+                        from + static_cast<size_t>(row) * src.pitch + 4 * quad);
+      }
+      wait_async_copies();
+      staged = true;
     }
-    wait_async_copies();
-  } else {
-    for (int row0 = ty; row0 < side_y; row0 += kBlurRows * kStageBatch) {
-      float v[kStageBatch][kColumns];
+  }
+  if (!staged) {
+    typename Source::Column gx[kColumns];
 #pragma unroll
-      for (int b = 0; b < kStageBatch; ++b) {
-        const int row = row0 + b * kBlurRows;
+    for (int k = 0; k < kColumns; ++k) {
+      const int sx = x0 - r + tx + 32 * k;
+      gx[k] = src.column(interior ? sx : reflect101(sx, width));
+    }
+    if constexpr (StagedByCopy<Source>::value) {
+      for (int row = ty; row < side_y; row += kBlurRows) {
         const int sy = y0 - r + row;
         const typename Source::Row source_row = src.row(interior ? sy : reflect101(sy, height));
 #pragma unroll
-        for (int k = 0; k < kColumns; ++k) v[b][k] = row < side_y && tx + 32 * k < side_x ? src(source_row, gx[k]) : 0.f;
-      }
-#pragma unroll
-      for (int b = 0; b < kStageBatch; ++b) {
-        const int row = row0 + b * kBlurRows;
-#pragma unroll
         for (int k = 0; k < kColumns; ++k)
-          if (row < side_y && tx + 32 * k < side_x) in[row * sp + tx + 32 * k] = v[b][k];
+          if (tx + 32 * k < side_x) copy_float_async(&in_halo[row * sp + tx + 32 * k], source_row + gx[k]);
+      }
+      wait_async_copies();
+    } else {
+      for (int row0 = ty; row0 < side_y; row0 += kBlurRows * kStageBatch) {
+        float v[kStageBatch][kColumns];
+#pragma unroll
+        for (int b = 0; b < kStageBatch; ++b) {
+          const int row = row0 + b * kBlurRows;
+          const int sy = y0 - r + row;
+          const typename Source::Row source_row = src.row(interior ? sy : reflect101(sy, height));
+#pragma unroll
+          for (int k = 0; k < kColumns; ++k)
+            v[b][k] = row < side_y && tx + 32 * k < side_x ? src(source_row, gx[k]) : 0.f;
+        }
+#pragma unroll
+        for (int b = 0; b < kStageBatch; ++b) {
+          const int row = row0 + b * kBlurRows;
+#pragma unroll
+          for (int k = 0; k < kColumns; ++k)
+            if (row < side_y && tx + 32 * k < side_x) in_halo[row * sp + tx + 32 * k] = v[b][k];
+        }
       }
     }
   }
   __syncthreads();
   if constexpr (R > 0) {
-    constexpr int kQuads = (2 * R + 7) / 4;  // float4s covering 4 + 2R inputs
+    // Outputs 4u .. 4u + 3 of a row need staged columns 4u + kShift ..
+    // 4u + kShift + 3 + 2R: the float4s from 4u on cover them.
+    constexpr int kShift = stage_lead(R) - R;
+    constexpr int kQuads = (kShift + 2 * R + 7) / 4;
     const int u = tid % (kTileColumns / 4);  // which 4 outputs of the row
     for (int row = tid / (kTileColumns / 4); row < side_y; row += kThreads / (kTileColumns / 4)) {
       const float4 *run = reinterpret_cast<const float4 *>(&in[row * sp + 4 * u]);
@@ -335,15 +388,15 @@ __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, 
         values[4 * m + 3] = q.w;
       }
       float4 o;
-      o.x = blur_1d_fixed<R>(&values[R], 1, taps);
-      o.y = blur_1d_fixed<R>(&values[R + 1], 1, taps);
-      o.z = blur_1d_fixed<R>(&values[R + 2], 1, taps);
-      o.w = blur_1d_fixed<R>(&values[R + 3], 1, taps);
+      o.x = blur_1d_fixed<R>(&values[kShift + R], 1, taps);
+      o.y = blur_1d_fixed<R>(&values[kShift + R + 1], 1, taps);
+      o.z = blur_1d_fixed<R>(&values[kShift + R + 2], 1, taps);
+      o.w = blur_1d_fixed<R>(&values[kShift + R + 3], 1, taps);
       *reinterpret_cast<float4 *>(&mid[row * kTileColumns + 4 * u]) = o;
     }
   } else {
     for (int row = ty; row < side_y; row += kBlurRows)
-      mid[row * kTileColumns + tx] = blur_1d(&in[row * sp + tx + r], 1, taps);
+      mid[row * kTileColumns + tx] = blur_1d(&in[row * sp + tx + lead], 1, taps);
   }
   __syncthreads();
   const int x = x0 + tx;
@@ -361,21 +414,23 @@ __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, 
     for (int q = 0; q < kRowsPerThread; ++q)
       out[q] = blur_1d(&mid[(first + q + r) * kTileColumns + tx], kTileColumns, taps);
   }
-  const bool clipped = x0 + kTileColumns > width || y0 + kTileRows > height;
+  // Rows this thread writes (all of them but in the last row and column of tiles).
+  const int rows_out = x < width ? min(kRowsPerThread, height - (y0 + first)) : 0;
   const size_t at = static_cast<size_t>(y0 + first) * pitch + x;
-  float *gauss_out = gauss ? gauss + at : nullptr, *dog_out = dog ? dog + at : nullptr;
-  const float *centre = in + (first + r) * sp + tx + r;
+  if (gauss) {
+    float *to = gauss + at;
 #pragma unroll
-  for (int q = 0; q < kRowsPerThread; ++q) {
-    if (clipped && !(x < width && y0 + first + q < height)) continue;
-    if (gauss_out) gauss_out[q * pitch] = out[q];
-    if (dog_out) dog_out[q * pitch] = out[q] - centre[q * sp];
+    for (int q = 0; q < kRowsPerThread; ++q, to += pitch)
+      if (q < rows_out) *to = out[q];
+  }
+  if (dog) {
+    float *to = dog + at;
+    const float *centre = in + (first + r) * sp + tx + lead;
+#pragma unroll
+    for (int q = 0; q < kRowsPerThread; ++q, to += pitch)
+      if (q < rows_out) *to = out[q] - centre[q * sp];
   }
 }
-
-// Radii with an unrolled kernel (OpenCV's defaults need 5..13); wider ones
-// take the generic kernel.
-constexpr int kMaxUnrolledRadius = 16;
 
 template <class Source, int R>
 void launch_blur(const Source &src, const BlurTaps &t, float *gauss, float *dog, int pitch, int width, int height,
@@ -670,10 +725,11 @@ __device__ PlaneView gauss_plane(const float *gauss_pool, const OctaveGeometry &
 // warp one row of 128 (kExtremaPixels per lane, 32 apart, so that warps
 // load whole rows). Per layer, in two passes so that lanes stay busy:
 //  1. screening: each lane loads its pixels' DoG values together (four
-//     independent loads in flight) and, for those past the pre-filter
-//     (most of them), tests the 8 neighbours of the same level (9 loads,
-//     mostly L1 hits); about one pixel in nine survives into the warp's
-//     queue in shared memory (ballot and popc, no atomics);
+//     independent loads in flight, issued while the layer before is
+//     screened) and, for those past the pre-filter (a third to a half of
+//     them), tests the 8 neighbours of the same level (8 loads, mostly L1
+//     hits; beats_same_level); about one pixel in nine survives into the
+//     warp's queue in shared memory (ballot and popc, no atomics);
 //  2. the warp's lanes take its queue densely and finish the 26-neighbour
 //     test (the levels below and above: 18 more loads), appending extrema to
 //     the dense candidate list with one atomicAdd per warp.
@@ -683,6 +739,27 @@ __device__ PlaneView gauss_plane(const float *gauss_pool, const OctaveGeometry &
 // neighbours by shuffles (120 us: 15 % more instructions, not fewer).
 // `first_block`: the launch covers the octaves whose blocks start there.
 constexpr int kExtremaPixels = 4;
+
+// The screening's test: DoG sample `v` at `p`, already past the threshold
+// (so not NaN), is >= (v > 0) or <= (v < 0) its 8 neighbours of the same
+// level, as is_extremum requires of the level's 3 x 3 bounds. One bound,
+// by min / max (which skip NaN neighbours as neighbourhood_bounds's
+// comparisons do): a third of the instructions of both bounds by
+// compare-and-select.
+__device__ __forceinline__ bool beats_same_level(const float *p, int pitch, float v) {
+  const bool maximum = v > 0.f;
+  float bound = v;
+#pragma unroll
+  for (int dy = -1; dy <= 1; ++dy)
+#pragma unroll
+    for (int dx = -1; dx <= 1; ++dx) {
+      if (dy == 0 && dx == 0) continue;
+      const float n = __ldg(p + dy * pitch + dx);
+      bound = maximum ? fmaxf(bound, n) : fminf(bound, n);
+    }
+  return bound == v;
+}
+
 __global__ void __launch_bounds__(kThreads) extrema_kernel(const float *dog_pool, const OctaveTable table,
                                                             int first_block, float threshold, Candidate *out,
                                                             int capacity, Counters *counters) {
@@ -708,20 +785,25 @@ __global__ void __launch_bounds__(kThreads) extrema_kernel(const float *dog_pool
     inside[q] = row_inside && x >= kImageBorder && x < g.width - kImageBorder;
   }
   const size_t row_at = static_cast<size_t>(row_inside ? y : 0) * g.pitch;
+  // The pixels' samples of a layer are loaded while the layer before is
+  // screened (their latency was the kernel's most sampled stall).
+  float next[kExtremaPixels];
+  auto load_layer = [&](int layer) {
+#pragma unroll
+    for (int q = 0; q < kExtremaPixels; ++q) next[q] = inside[q] ? __ldg(d.level(layer) + row_at + x0 + 32 * q) : 0.f;
+  };
+  load_layer(1);
   for (int layer = 1; layer <= table.layers; ++layer) {
     const float *level = d.level(layer);
     float v[kExtremaPixels];
 #pragma unroll
-    for (int q = 0; q < kExtremaPixels; ++q) v[q] = inside[q] ? __ldg(level + row_at + x0 + 32 * q) : 0.f;
+    for (int q = 0; q < kExtremaPixels; ++q) v[q] = next[q];
+    if (layer < table.layers) load_layer(layer + 1);
     int queued = 0;
 #pragma unroll
     for (int q = 0; q < kExtremaPixels; ++q) {
       bool screened = false;
-      if (inside[q] && fabsf(v[q]) > threshold) {
-        float upper, lower;
-        neighbourhood_bounds(level + row_at + x0 + 32 * q, g.pitch, &upper, &lower);
-        screened = v[q] > 0.f ? v[q] >= upper : v[q] <= lower;
-      }
+      if (inside[q] && fabsf(v[q]) > threshold) screened = beats_same_level(level + row_at + x0 + 32 * q, g.pitch, v[q]);
       const unsigned mask = __ballot_sync(0xffffffffu, screened);
       if (screened) queue[queued + __popc(mask & lanes_below)] = (x0 + 32 * q) | (y << 16);
       queued += __popc(mask);
@@ -1250,6 +1332,10 @@ bool fused_enabled() { return !env_is("CS_SIFT_FUSED", "0"); }
 // tiles instead of from a doubled copy (comparison).
 bool upsample_staged() { return env_is("CS_SIFT_UPSAMPLE", "staged"); }
 
+// CS_SIFT_STAGE=floats: blur tiles staged in 4-byte pieces only, instead of
+// 16-byte ones where the tile allows (comparison; the same levels bit for bit).
+bool quad_staging_enabled() { return !env_is("CS_SIFT_STAGE", "floats"); }
+
 // CS_SIFT_PRIORITY=0: the pyramid's chain on an ordinary-priority stream.
 bool priority_enabled() { return !env_is("CS_SIFT_PRIORITY", "0"); }
 
@@ -1313,6 +1399,7 @@ struct CudaSift::Impl {
   // host's enqueue of the graph that follows it.
   bool use_graphs = true;
   bool upsample_while_staging = false;  // CS_SIFT_UPSAMPLE=staged
+  bool quad_staging = true;             // CS_SIFT_STAGE (quad_staging_enabled)
   bool fixed_descriptors = true;  // CS_SIFT_DESCRIPTOR (fixed_descriptors_enabled)
   bool dependent_launch = true;   // CS_SIFT_PDL (dependent_launch_enabled)
   Stream capture_stream;
@@ -1552,6 +1639,7 @@ struct CudaSift::Impl {
     marks.clear();
   }
 
+  LevelSource level_source(const float *level, int pitch) const { return {level, pitch, quad_staging}; }
   template <class Source>
   void blur(const Source &src, int o, int level, Lane &lane) {
     const OctaveGeometry &g = table.o[o];
@@ -1572,7 +1660,7 @@ struct CudaSift::Impl {
         grid((g.width + 32 * kUpsampleColumns - 1) / (32 * kUpsampleColumns), (image.height + block.y - 1) / block.y);
     launch(lane, "SIFT upsample kernel", upsample_kernel<T>, grid, block, 0, static_cast<const T *>(image.data),
            image.pitch_bytes, image.width, image.height, dog_level(0, 0), g.pitch);
-    blur(LevelSource{dog_level(0, 0), g.pitch}, 0, 0, lane);
+    blur(level_source(dog_level(0, 0), g.pitch), 0, 0, lane);
   }
   void blur_input(const DeviceImage &image, Lane &lane) {
     if (params.upsample && upsample_while_staging) {
@@ -1616,14 +1704,14 @@ struct CudaSift::Impl {
     auto lower_levels = [&](int o, Lane &lane) {
       const OctaveGeometry &g = table.o[o];
       if (o == 0)
-        blur(LevelSource{gauss_level(0, 0), g.pitch}, 0, 1, lane);
+        blur(level_source(gauss_level(0, 0), g.pitch), 0, 1, lane);
       else
         blur(DownsampleSource{gauss_level(o - 1, layers), table.o[o - 1].pitch}, o, 1, lane);
-      for (int level = 2; level <= layers; ++level) blur(LevelSource{gauss_level(o, level - 1), g.pitch}, o, level, lane);
+      for (int level = 2; level <= layers; ++level) blur(level_source(gauss_level(o, level - 1), g.pitch), o, level, lane);
     };
     auto upper_levels = [&](int o, Lane &lane) {
       for (int level = layers + 1; level < layers + 3; ++level)
-        blur(LevelSource{gauss_level(o, level - 1), table.o[o].pitch}, o, level, lane);
+        blur(level_source(gauss_level(o, level - 1), table.o[o].pitch), o, level, lane);
     };
     if (fused_first > 0) lower_levels(0, b.main);
     octave0_event.record(b.main.stream);
@@ -1780,6 +1868,7 @@ CudaSift::CudaSift(const Params &params, int device, Capacity capacity) : impl_(
   check_cuda(cudaDeviceGetAttribute(&m.sm_count, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
   m.use_graphs = graphs_enabled();
   m.upsample_while_staging = upsample_staged();
+  m.quad_staging = quad_staging_enabled();
   m.fixed_descriptors = fixed_descriptors_enabled();
   m.dependent_launch = dependent_launch_enabled();
   m.describe_while_ordering = describe_early_enabled();

@@ -401,6 +401,22 @@ TEST(GpuSift, OverlappedLaunchesChangeNothing) {
   }
 }
 
+// An engine made with the comparison switch `name`=`value` gives the
+// default engine's pyramid and keypoints bit for bit on `img`.
+void expect_switch_changes_nothing(const char *name, const char *value, const cv::Mat &img, const Params &p,
+                                   const std::string &what) {
+  cs::Stream stream(kDevice);
+  DeviceGray d(img);
+  ASSERT_EQ(setenv(name, value, 1), 0);
+  CudaSift switched(p, kDevice);
+  unsetenv(name);
+  CudaSift plain(p, kDevice);
+  switched.run(d.image(), DescriptorFormat::opencv, stream.get());
+  plain.run(d.image(), DescriptorFormat::opencv, stream.get());
+  expect_same_pyramid(switched.download_pyramid(stream.get()), plain.download_pyramid(stream.get()), what);
+  expect_same_keypoints(switched.download(stream.get()), plain.download(stream.get()));
+}
+
 // The doubling kernel (source rows and columns loaded once per 2 x 8
 // outputs) equals the doubling done while level 0's tiles are staged
 // (CS_SIFT_UPSAMPLE=staged, upsampled_sample per output) bit for bit:
@@ -409,7 +425,6 @@ TEST(GpuSift, OverlappedLaunchesChangeNothing) {
 TEST(GpuSift, DoublingKernelEqualsStagedDoubling) {
   CS_REQUIRE_GPU();
   const uint32_t seed = cs_test::fresh_seed();
-  cs::Stream stream(kDevice);
   const cv::Size sizes[] = {{640, 480}, {641, 479}, {3, 2}, {13, 9}, {97, 61}, {5, 17}};
   for (const cv::Size &size : sizes) {
     for (const bool as_float : {false, true}) {
@@ -417,17 +432,34 @@ TEST(GpuSift, DoublingKernelEqualsStagedDoubling) {
       SCOPED_TRACE(what);
       cv::Mat img = random_image(size.width, size.height, seed + uint32_t(size.width));
       if (as_float) img.convertTo(img, CV_32F);
-      DeviceGray d(img);
-      ASSERT_EQ(setenv("CS_SIFT_UPSAMPLE", "staged", 1), 0);
-      CudaSift staged(Params(), kDevice);
-      unsetenv("CS_SIFT_UPSAMPLE");
-      CudaSift kernel(Params(), kDevice);
-      staged.run(d.image(), DescriptorFormat::opencv, stream.get());
-      kernel.run(d.image(), DescriptorFormat::opencv, stream.get());
-      expect_same_pyramid(staged.download_pyramid(stream.get()), kernel.download_pyramid(stream.get()), what);
-      expect_same_keypoints(staged.download(stream.get()), kernel.download(stream.get()));
+      expect_switch_changes_nothing("CS_SIFT_UPSAMPLE", "staged", img, Params(), what);
     }
   }
+}
+
+// Blur tiles staged in 16-byte pieces (interior tiles of float levels, the
+// default) equal tiles staged in 4-byte pieces (CS_SIFT_STAGE=floats) bit
+// for bit: at sides where no tile, some tiles or all but the outer ring
+// qualify, with every unrolled radius of OpenCV's defaults, with 2 and 5
+// layers (other radii) and with sigma 3 (radii past the unrolled ones).
+TEST(GpuSift, QuadStagingEqualsFloatStaging) {
+  CS_REQUIRE_GPU();
+  const uint32_t seed = cs_test::fresh_seed();
+  const cv::Size sizes[] = {{1920, 1080}, {641, 479}, {97, 61}, {4000, 41}, {37, 3001}, {1283, 717}};
+  for (const cv::Size &size : sizes) {
+    for (const int layers : {3, 2, 5}) {
+      const std::string what = std::to_string(size.width) + "x" + std::to_string(size.height) + " layers " +
+                               std::to_string(layers);
+      SCOPED_TRACE(what);
+      Params p;
+      p.n_octave_layers = layers;
+      expect_switch_changes_nothing("CS_SIFT_STAGE", "floats",
+                                    random_image(size.width, size.height, seed + uint32_t(size.width)), p, what);
+    }
+  }
+  Params wide;
+  wide.sigma = 3.0;
+  expect_switch_changes_nothing("CS_SIFT_STAGE", "floats", random_image(800, 600, seed), wide, "800x600 sigma 3");
 }
 
 // With CS_SIFT_TRACE=1 an engine gives when each kernel of run() ended, in
