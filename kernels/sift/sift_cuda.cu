@@ -46,10 +46,10 @@
 // Launches. A 1080p frame was ~60 operations (10 octaves of 5 blur launches,
 // 6 for the first; 2 memsets and 6 kernels for detection; 1 for
 // description), most of them small: at ~5 us of fixed cost each they made
-// ~0.2 ms of the frame. The small octaves (all those from the first whose
-// remaining octaves hold <= 64 K pixels: 240 x 135 .. 7 x 4 at 1080p) are now
-// one cluster launch (small_octaves_kernel), so a 1080p pyramid is 22
-// launches instead of 51 (640 x 480: 17 instead of 46). All but the first are replayed from CUDA
+// ~0.2 ms of the frame. The small octaves (those of at most 1/1024 of the
+// first octave's pixels or 4096 pixels: 120 x 67 .. 7 x 4 at 1080p) are one
+// cluster launch (small_octaves_kernel), so a 1080p pyramid is 27 launches
+// instead of 51 (640 x 480: 27 instead of 46). All but the first are replayed from CUDA
 // graphs (see CudaSift::Impl::replay): four host calls per frame (level 0,
 // pyramid graph, detection graph, description graph). No launch depends on
 // a count read by the host: list kernels size their grids for the GPU and
@@ -319,13 +319,30 @@ __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, 
   bool staged = false;
   if constexpr (R > 0 && AlignedRows<Source>::value) {
     if (src.quads && interior && x0 >= lead && x0 + kTileColumns + lead <= width) {
+      // Piece i = row kQuadsPerRow + quad, stepped by kThreads pieces
+      // without dividing: the shared offset and the source pointer advance
+      // by the same rows and quads.
       constexpr int kQuadsPerRow = (kTileColumns + 2 * stage_lead(R)) / 4;
-      const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(in));
-      const float *from = src.row(y0 - r) + (x0 - lead);
-      for (int i = tid; i < side_y * kQuadsPerRow; i += kThreads) {
-        const int row = i / kQuadsPerRow, quad = i - row * kQuadsPerRow;
-        copy_quad_async(to + static_cast<unsigned>(row * sp + 4 * quad) * 4u,
-                        from + static_cast<size_t>(row) * src.pitch + 4 * quad);
+      constexpr int kRowStep = kThreads / kQuadsPerRow, kQuadStep = kThreads % kQuadsPerRow;
+      int row = tid / kQuadsPerRow, quad = tid - row * kQuadsPerRow;
+      unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(in)) +
+                    static_cast<unsigned>(row * sp + 4 * quad) * 4u;
+      const float *from = src.row(y0 - r + row) + (x0 - lead + 4 * quad);
+      const unsigned to_step = static_cast<unsigned>(kRowStep * sp + 4 * kQuadStep) * 4u,
+                     to_wrap = static_cast<unsigned>(sp - 4 * kQuadsPerRow) * 4u;
+      const size_t from_step = static_cast<size_t>(kRowStep) * src.pitch + 4 * kQuadStep,
+                   from_wrap = static_cast<size_t>(src.pitch) - 4 * kQuadsPerRow;
+      for (; row < side_y; row += kRowStep) {
+        copy_quad_async(to, from);
+        to += to_step;
+        from += from_step;
+        quad += kQuadStep;
+        if (quad >= kQuadsPerRow) {
+          quad -= kQuadsPerRow;
+          ++row;
+          to += to_wrap;
+          from += from_wrap;
+        }
       }
       wait_async_copies();
       staged = true;
@@ -478,12 +495,12 @@ void dispatch_blur(std::integer_sequence<int, Rs...>, const Source &src, const B
 
 // -------------------------------------------------------- small octaves
 
-// The octaves past the first few are small (at 1080p doubled, 240 x 135
-// down to 7 x 4: 43 K pixels in six octaves) but cost five dependent
+// The octaves past the first few are small (at 1080p doubled, 120 x 67
+// down to 7 x 4: 11 K pixels in five octaves) but cost five dependent
 // launches each, a few microseconds apiece whatever their size (the GPU's
 // ramp and tail between dependent kernels, which graphs do not remove). From
-// the first octave o such that octaves o.. hold kFusedPixels pixels or fewer
-// in all, ONE launch builds every level and DoG: a cluster of
+// the first small octave (kFusedShareOfFirst below), ONE launch builds
+// every level and DoG: a cluster of
 // 16 blocks (sm_90 thread-block cluster; 8, the portable size, where 16
 // cannot run), block b owning a band of ceil(h / blocks) rows of each octave and holding the octave's
 // current level of its band in its own shared memory (`cur`). Per level:
@@ -513,6 +530,16 @@ void dispatch_blur(std::integer_sequence<int, Rs...>, const Source &src, const B
 // memory instead of global (4 B per pixel and level less; the halo's
 // redundancy, (band + 2R) / band, is paid in shared-memory copies only).
 constexpr long long kFusedPixels = 64 * 1024;
+// Which octaves are small: those of at most 1/1024 of the first octave's
+// pixels (octaves 5.. of a frame) or at most 4096 pixels, within
+// kFusedPixels in all. Measured on an H200 (ms per frame; fused from the
+// octave named, whose first pixels count): 640 x 480 0.272 (octave 3),
+// 0.258 (4), 0.244 (5); 1280 x 720 0.366 (4), 0.347 (5), 0.356 (6); 1920 x
+// 1080 0.540 (4), 0.540 (5), 0.551 (6); 3840 x 2160 1.439 (5), 1.450 (6). A
+// level of a larger octave takes the cluster longer than its own kernel
+// beside the other branches takes; below, the cluster saves launches.
+constexpr long long kFusedShareOfFirst = 1024;
+constexpr long long kFusedAlwaysPixels = 4096;
 constexpr int kClusterBlocks[] = {16, 8};  // tried in this order: 16 (H100/H200, non-portable), 8 (portable)
 constexpr int kFusedThreads = 512;
 constexpr int kMaxFusedLevels = 8;  // n_layers + 3 <= 8 (OpenCV's default: 6)
@@ -773,7 +800,7 @@ __global__ void __launch_bounds__(kThreads) extrema_kernel(const float *dog_pool
   const int lane = static_cast<int>(threadIdx.x) % 32;
   int *queue = queues[threadIdx.x / 32];
   const unsigned lanes_below = (1u << lane) - 1u;
-  const int y = (b / g.blocks_x) * kBlurRows + static_cast<int>(threadIdx.x) / 32;
+  const int y = (b / g.blocks_x) * kWarpsPerBlock + static_cast<int>(threadIdx.x) / 32;
   const int x0 = (b % g.blocks_x) * 32 * kExtremaPixels + lane;
   const LevelStack d = dog_stack(dog_pool, g);
   const bool row_inside = y >= kImageBorder && y < g.height - kImageBorder;
@@ -803,7 +830,8 @@ __global__ void __launch_bounds__(kThreads) extrema_kernel(const float *dog_pool
 #pragma unroll
     for (int q = 0; q < kExtremaPixels; ++q) {
       bool screened = false;
-      if (inside[q] && fabsf(v[q]) > threshold) screened = beats_same_level(level + row_at + x0 + 32 * q, g.pitch, v[q]);
+      if (inside[q] && fabsf(v[q]) > threshold)
+        screened = beats_same_level(level + row_at + x0 + 32 * q, g.pitch, v[q]);
       const unsigned mask = __ballot_sync(0xffffffffu, screened);
       if (screened) queue[queued + __popc(mask & lanes_below)] = (x0 + 32 * q) | (y << 16);
       queued += __popc(mask);
@@ -849,72 +877,98 @@ __global__ void __launch_bounds__(kThreads) refine_kernel(const float *dog_pool,
   }
 }
 
-// One warp per refined extremum; the smoothing and the peaks too are
-// spread over the lanes, a bin each (one lane doing them was a serial tail
-// of ~1000 instructions per extremum).
-__global__ void __launch_bounds__(kThreads) orientation_kernel(const float *gauss_pool, const OctaveTable table,
-                                                                const RefinedExtremum *in, int in_capacity,
-                                                                Keypoint *out, int capacity, Counters *counters) {
+// Four warps per refined extremum (kOrientationWarps), two extrema per block
+// at a time: each lane bins its share of the window (every 128th sample)
+// into its own histogram column; the columns are summed per warp, then the
+// four warps' sums, in a fixed order. The first warp then smooths and finds
+// the peaks, a bin per lane (one lane doing them was a serial tail of ~1000
+// instructions per extremum). One warp per extremum left the kernel
+// latency-bound: a warp walked up to 28 samples per lane one after the
+// other, with about 20 warps per SM for a frame's few thousand extrema.
+constexpr int kOrientationWarps = 4;
+constexpr int kOrientationGroups = kWarpsPerBlock / kOrientationWarps;  // extrema per block at a time
+// Four blocks per SM (63 registers instead of 80, no spills): the list grid's four blocks per SM run at once.
+__global__ void __launch_bounds__(kThreads, 4)
+    orientation_kernel(const float *gauss_pool, const OctaveTable table, const RefinedExtremum *in, int in_capacity,
+                       Keypoint *out, int capacity, Counters *counters) {
   begin_dependent_grid();  // may be launched under the previous kernel's tail
   __shared__ float columns[kWarpsPerBlock][kOrientationBins * 32];  // [bin][lane]
-  __shared__ float raw[kWarpsPerBlock][kOrientationBins];
-  __shared__ float smooth[kWarpsPerBlock][kOrientationBins];
+  __shared__ float warp_sums[kWarpsPerBlock][kOrientationBins];
+  __shared__ float raw[kOrientationGroups][kOrientationBins];
+  __shared__ float smooth[kOrientationGroups][kOrientationBins];
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int group = warp / kOrientationWarps, part = warp % kOrientationWarps;
   float *mine = columns[warp];
   const int n = min(counters->refined, in_capacity);
-  for (int item = static_cast<int>(blockIdx.x) * kWarpsPerBlock + warp; item < n;
-       item += static_cast<int>(gridDim.x) * kWarpsPerBlock) {
-    const RefinedExtremum e = in[item];
-    const OrientationWindow w = orientation_window(e.octave_sigma);
-    const PlaneView g = gauss_plane(gauss_pool, table.o[e.octave_index], e.layer);
-    for (int b = 0; b < kOrientationBins; ++b) mine[b * 32 + lane] = 0.f;
-    const int side = 2 * w.radius + 1, total = side * side;
-    // Sample s = lane + 32 k of the window is row s / side, column s % side,
-    // stepped without dividing (two integer divisions a sample were a
-    // quarter of the loop's instructions).
-    const int row_step = 32 / side, column_step = 32 % side;
-    int row = lane / side, column = lane % side;
-    for (int s = lane; s < total; s += 32) {
-      int bin;
-      float value;
-      if (orientation_sample(g, e.row, e.column, row - w.radius, column - w.radius, w.exp_scale, &bin, &value))
-        mine[bin * 32 + lane] += value;
-      row += row_step;
-      column += column_step;
-      if (column >= side) {
-        column -= side;
-        ++row;
+  // The same number of rounds for every warp of the block: the groups meet at block barriers.
+  for (int base = static_cast<int>(blockIdx.x) * kOrientationGroups; base < n;
+       base += static_cast<int>(gridDim.x) * kOrientationGroups) {
+    const int item = base + group;
+    const bool active = item < n;
+    RefinedExtremum e{};
+    if (active) {
+      e = in[item];
+      const OrientationWindow w = orientation_window(e.octave_sigma);
+      const PlaneView g = gauss_plane(gauss_pool, table.o[e.octave_index], e.layer);
+      for (int bin = 0; bin < kOrientationBins; ++bin) mine[bin * 32 + lane] = 0.f;
+      const int side = 2 * w.radius + 1, total = side * side;
+      // Sample s of the window is row s / side, column s % side; this lane
+      // takes s = 32 part + lane + 128 k, stepped without dividing (two
+      // integer divisions a sample were a quarter of the loop's instructions).
+      constexpr int kStride = 32 * kOrientationWarps;
+      const int row_step = kStride / side, column_step = kStride % side;
+      const int first = 32 * part + lane;
+      int row = first / side, column = first % side;
+      for (int s = first; s < total; s += kStride) {
+        int bin;
+        float value;
+        if (orientation_sample(g, e.row, e.column, row - w.radius, column - w.radius, w.exp_scale, &bin, &value))
+          mine[bin * 32 + lane] += value;
+        row += row_step;
+        column += column_step;
+        if (column >= side) {
+          column -= side;
+          ++row;
+        }
+      }
+      __syncwarp();
+      // Column sums in a fixed order; the rotation (t + b) & 31 keeps the
+      // lanes on distinct banks.
+      for (int bin = lane; bin < kOrientationBins; bin += 32) {
+        float sum = 0.f;
+        for (int t = 0; t < 32; ++t) sum += mine[bin * 32 + ((t + bin) & 31)];
+        warp_sums[warp][bin] = sum;
       }
     }
-    __syncwarp();
-    // Column sums in a fixed order; the rotation (t + b) & 31 keeps the
-    // lanes on distinct banks.
-    for (int b = lane; b < kOrientationBins; b += 32) {
-      float sum = 0.f;
-      for (int t = 0; t < 32; ++t) sum += mine[b * 32 + ((t + b) & 31)];
-      raw[warp][b] = sum;
-    }
-    __syncwarp();
-    // smooth_orientation_histogram, a bin per lane (the maximum of floats
-    // does not depend on the order).
-    float maximum = 0.f;
-    for (int b = lane; b < kOrientationBins; b += 32) {
-      smooth[warp][b] = smoothed_orientation_bin(raw[warp], b);
-      maximum = fmaxf(maximum, smooth[warp][b]);
-    }
-    for (int d = 16; d > 0; d /= 2) maximum = fmaxf(maximum, __shfl_xor_sync(0xffffffffu, maximum, d));
-    __syncwarp();
-    for (int b0 = 0; b0 < kOrientationBins; b0 += 32) {
-      float angle = 0.f;
-      const bool peak = b0 + lane < kOrientationBins && orientation_peak(smooth[warp], maximum, b0 + lane, &angle);
-      const int slot = warp_append(peak, &counters->oriented);
-      if (peak && slot < capacity) {
-        Keypoint kp = e.keypoint;
-        kp.angle = angle;
-        out[slot] = kp;
+    __syncthreads();
+    if (active && part == 0) {
+      for (int bin = lane; bin < kOrientationBins; bin += 32) {
+        float sum = 0.f;
+        for (int p = 0; p < kOrientationWarps; ++p) sum += warp_sums[warp + p][bin];
+        raw[group][bin] = sum;
+      }
+      __syncwarp();
+      // smooth_orientation_histogram, a bin per lane (the maximum of floats
+      // does not depend on the order).
+      float maximum = 0.f;
+      for (int bin = lane; bin < kOrientationBins; bin += 32) {
+        smooth[group][bin] = smoothed_orientation_bin(raw[group], bin);
+        maximum = fmaxf(maximum, smooth[group][bin]);
+      }
+      for (int d = 16; d > 0; d /= 2) maximum = fmaxf(maximum, __shfl_xor_sync(0xffffffffu, maximum, d));
+      __syncwarp();
+      for (int b0 = 0; b0 < kOrientationBins; b0 += 32) {
+        float angle = 0.f;
+        const bool peak = b0 + lane < kOrientationBins && orientation_peak(smooth[group], maximum, b0 + lane, &angle);
+        const int slot = warp_append(peak, &counters->oriented);
+        if (peak && slot < capacity) {
+          Keypoint kp = e.keypoint;
+          kp.angle = angle;
+          out[slot] = kp;
+        }
       }
     }
-    __syncwarp();
+    __syncthreads();  // warp_sums, raw and smooth are rewritten in the next round
   }
 }
 
@@ -1410,7 +1464,7 @@ struct CudaSift::Impl {
   // joins are its edges.
   Stream chain_stream, upper_stream;
   Event octave0_event, chain_event, chain_done, upper_done;
-  Event oriented_done, oriented_described;  // run(): describing while ordering
+  Event oriented_done, ordered;  // run(): describing while ordering
   bool describe_while_ordering = true;  // CS_SIFT_DESCRIBE_EARLY (describe_early_enabled)
 
   // CS_SIFT_TRACE=1: a timing event after each kernel of run() (trace()).
@@ -1495,7 +1549,7 @@ struct CudaSift::Impl {
       dog_total += static_cast<size_t>(layers + 2) * g.level_stride;
       g.block_begin = blocks;
       g.blocks_x = (ow + 32 * kExtremaPixels - 1) / (32 * kExtremaPixels);
-      blocks += g.blocks_x * ((oh + kBlurRows - 1) / kBlurRows);
+      blocks += g.blocks_x * ((oh + kWarpsPerBlock - 1) / kWarpsPerBlock);
     }
     extrema_blocks = blocks;
     const long long pixels = static_cast<long long>(w) * h;
@@ -1527,8 +1581,9 @@ struct CudaSift::Impl {
     have_geometry = true;
   }
 
-  // The first octave from which the rest hold kFusedPixels or fewer and the
-  // largest band fits the shared memory (later octaves are smaller).
+  // The first octave from which the rest are small (kFusedShareOfFirst,
+  // kFusedAlwaysPixels), hold kFusedPixels or fewer and the largest band
+  // fits the shared memory (later octaves are smaller).
   void choose_fused_octaves() {
     for (const int blocks : kClusterBlocks) {
       if (blocks > fused_max_blocks) continue;
@@ -1541,7 +1596,10 @@ struct CudaSift::Impl {
         pixels += static_cast<long long>(table.o[o].width) * table.o[o].height;
         const int band = fused_band(table.o[o].height, blocks), capacity = band * table.o[o].width;
         const int halo = (band + 2 * fused_radius) * table.o[o].width;
-        if (pixels > kFusedPixels || fused_shared_bytes(capacity, halo) > fused_shared_max) break;
+        const long long own = static_cast<long long>(table.o[o].width) * table.o[o].height;
+        const long long first = static_cast<long long>(table.o[0].width) * table.o[0].height;
+        const bool small = own * kFusedShareOfFirst <= first || own <= kFusedAlwaysPixels;
+        if (!small || pixels > kFusedPixels || fused_shared_bytes(capacity, halo) > fused_shared_max) break;
         fused_first = o;
         fused_capacity = capacity;
         fused_halo = halo;
@@ -1707,7 +1765,8 @@ struct CudaSift::Impl {
         blur(level_source(gauss_level(0, 0), g.pitch), 0, 1, lane);
       else
         blur(DownsampleSource{gauss_level(o - 1, layers), table.o[o - 1].pitch}, o, 1, lane);
-      for (int level = 2; level <= layers; ++level) blur(level_source(gauss_level(o, level - 1), g.pitch), o, level, lane);
+      for (int level = 2; level <= layers; ++level)
+        blur(level_source(gauss_level(o, level - 1), g.pitch), o, level, lane);
     };
     auto upper_levels = [&](int o, Lane &lane) {
       for (int level = layers + 1; level < layers + 3; ++level)
@@ -1819,16 +1878,18 @@ struct CudaSift::Impl {
     wait(b.main, chain_done);
     enqueue_extrema(fused_first, table.count, b.main);
     if (describe_while_ordering) {
-      // The oriented keypoints are described (on the urgent chain stream,
-      // done with the pyramid) while the canonical order is made; the rows
-      // are then gathered into the final order.
+      // The oriented keypoints are described while the canonical order is
+      // made (on the urgent chain stream, done with the pyramid: its short
+      // kernels, which the gather waits for, go ahead of the descriptor
+      // blocks instead of queueing behind them); the rows are then gathered
+      // into the final order.
       enqueue_oriented(b.main);
       oriented_done.record(b.main.stream);
       wait(b.chain, oriented_done);
-      enqueue_describe(f, b.chain, DescribedList::oriented);
-      oriented_described.record(b.chain.stream);
-      enqueue_canonical_order(b.main);
-      wait(b.main, oriented_described);
+      enqueue_canonical_order(b.chain);
+      ordered.record(b.chain.stream);
+      enqueue_describe(f, b.main, DescribedList::oriented);
+      wait(b.main, ordered);
       const int row_bytes = static_cast<int>(descriptor_bytes(f));
       launch(b.main, "SIFT descriptor gather kernel", descriptor_gather_kernel, dim3(sm_count), dim3(kThreads), 0,
              oriented_descriptors.as<uint4>(), final_from.as<int>(), counters.as<Counters>(), row_bytes,
@@ -1879,7 +1940,7 @@ CudaSift::CudaSift(const Params &params, int device, Capacity capacity) : impl_(
   // them; CS_SIFT_PRIORITY=0 gives them an ordinary stream (comparison).
   m.chain_stream = priority_enabled() ? Stream(device, Stream::Urgent{}) : Stream(device);
   m.upper_stream = Stream(device);
-  for (Event *e : {&m.octave0_event, &m.chain_event, &m.chain_done, &m.upper_done, &m.oriented_done, &m.oriented_described})
+  for (Event *e : {&m.octave0_event, &m.chain_event, &m.chain_done, &m.upper_done, &m.oriented_done, &m.ordered})
     *e = Event(device);
   m.constants = {params.n_octave_layers, params.upsample ? -1 : 0, static_cast<float>(params.contrast_threshold),
                  static_cast<float>(params.edge_threshold), static_cast<float>(params.sigma)};

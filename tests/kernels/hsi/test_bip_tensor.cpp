@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -162,8 +163,10 @@ TEST(BipTensor, RankingKeysPickTheBestScore) {
         sum2 += d[u] * d[u];
       }
       BestMatch by_score;
+      // From minus infinity, as the kernels: a reference whose key is NaN
+      // (bandfit's, where its continuum is undefined) is never taken.
       int by_key = -1;
-      double best_key = 0;
+      double best_key = -std::numeric_limits<double>::infinity();
       std::vector<float> scores(K);
       for (size_t k = 0; k < K; ++k) {
         double dot = 0;
@@ -178,7 +181,7 @@ TEST(BipTensor, RankingKeysPickTheBestScore) {
         scores[k] = score;
         by_score.offer(score, int(k), higher_is_better(method));
         const double key = t.key_scale[k] * dot + t.key_offset[k];
-        if (by_key < 0 || key > best_key) {
+        if (key > best_key) {
           by_key = int(k);
           best_key = key;
         }
