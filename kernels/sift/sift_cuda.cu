@@ -18,8 +18,9 @@
 // blocking of both passes and the taller tile (kTileRows). The top level of each
 // octave (n_layers + 2) is not stored: only its DoG is used; nor is level 0
 // of octaves after the first (level 1's loader takes every second sample of
-// the octave below). The doubled input is never stored either: level 0's
-// tile loader samples the input bilinearly on the fly.
+// the octave below). The doubled input is written once, into DoG level
+// 0's plane before level 1 needs it (upsample_kernel; CS_SIFT_UPSAMPLE=staged
+// samples the input bilinearly while level 0's tiles are staged instead).
 //
 // Detection. One launch over all octaves finds the extrema of every DoG
 // layer (a same-level screening, then the 26-neighbour test of the
