@@ -264,7 +264,14 @@ __device__ __forceinline__ void copy_float_async(float *to, const float *from) {
   *to = __ldg(from);
 #endif
 }
-// 16 bytes, through L2 only (the halo is shared between blocks, not reused within one).
+// 16 bytes, through L2 only (the halo is shared between blocks, not reused
+// within one). sm_80+ only: below, blur tiles are staged in floats
+// (kQuadStaging), which copy_float_async loads through registers.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+constexpr bool kQuadStaging = false;
+#else
+constexpr bool kQuadStaging = true;
+#endif
 __device__ __forceinline__ void copy_quad_async(unsigned to_shared, const float *from) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(to_shared), "l"(from) : "memory");
@@ -318,7 +325,7 @@ __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, 
   // of ~150 instructions per output at R = 13 (1080p, octave 0).
   const bool interior = x0 >= r && y0 >= r && x0 + kTileColumns + r <= width && y0 + kTileRows + r <= height;
   bool staged = false;
-  if constexpr (R > 0 && AlignedRows<Source>::value) {
+  if constexpr (kQuadStaging && R > 0 && AlignedRows<Source>::value) {
     if (src.quads && interior && x0 >= lead && x0 + kTileColumns + lead <= width) {
       // Piece i = row kQuadsPerRow + quad, stepped by kThreads pieces
       // without dividing: the shared offset and the source pointer advance
