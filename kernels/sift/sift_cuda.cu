@@ -1398,6 +1398,10 @@ bool upsample_staged() { return env_is("CS_SIFT_UPSAMPLE", "staged"); }
 // 16-byte ones where the tile allows (comparison; the same levels bit for bit).
 bool quad_staging_enabled() { return !env_is("CS_SIFT_STAGE", "floats"); }
 
+// CS_SIFT_UPPER_EARLY=0: the large octaves' upper levels wait for the
+// whole chain of lower levels instead of their own octave's (comparison).
+bool upper_early_enabled() { return !env_is("CS_SIFT_UPPER_EARLY", "0"); }
+
 // CS_SIFT_PRIORITY=0: the pyramid's chain on an ordinary-priority stream.
 bool priority_enabled() { return !env_is("CS_SIFT_PRIORITY", "0"); }
 
@@ -1462,6 +1466,7 @@ struct CudaSift::Impl {
   bool use_graphs = true;
   bool upsample_while_staging = false;  // CS_SIFT_UPSAMPLE=staged
   bool quad_staging = true;             // CS_SIFT_STAGE (quad_staging_enabled)
+  bool upper_early = true;              // CS_SIFT_UPPER_EARLY (upper_early_enabled)
   bool fixed_descriptors = true;  // CS_SIFT_DESCRIPTOR (fixed_descriptors_enabled)
   bool dependent_launch = true;   // CS_SIFT_PDL (dependent_launch_enabled)
   Stream capture_stream;
@@ -1472,6 +1477,7 @@ struct CudaSift::Impl {
   // joins are its edges.
   Stream chain_stream, upper_stream;
   Event octave0_event, chain_event, chain_done, upper_done;
+  std::vector<Event> lower_done;  // [o]: octave o's lower levels built (upper levels may start)
   Event oriented_done, ordered;  // run(): describing while ordering
   bool describe_while_ordering = true;  // CS_SIFT_DESCRIBE_EARLY (describe_early_enabled)
 
@@ -1783,12 +1789,23 @@ struct CudaSift::Impl {
     if (fused_first > 0) lower_levels(0, b.main);
     octave0_event.record(b.main.stream);
     wait(b.chain, octave0_event);
-    for (int o = 1; o < fused_first; ++o) lower_levels(o, b.chain);
+    for (int o = 1; o < fused_first; ++o) {
+      lower_levels(o, b.chain);
+      if (upper_early) lower_done[static_cast<size_t>(o)].record(b.chain.stream);
+    }
     chain_event.record(b.chain.stream);
-    wait(b.upper, chain_event);
+    // The upper branch forks from octave 0's event even when no large
+    // octave follows (a stream joins a graph capture only by waiting on
+    // captured work), and each octave's upper levels wait for its own lower
+    // ones: they run beside the chain instead of after all of it (1080p
+    // 0.537 -> 0.522 ms against CS_SIFT_UPPER_EARLY=0, H200).
+    wait(b.upper, upper_early ? octave0_event : chain_event);
     if (small_octaves_fused()) launch_small_octaves(b.chain);
     chain_done.record(b.chain.stream);
-    for (int o = 1; o < fused_first; ++o) upper_levels(o, b.upper);
+    for (int o = 1; o < fused_first; ++o) {
+      if (upper_early) wait(b.upper, lower_done[static_cast<size_t>(o)]);
+      upper_levels(o, b.upper);
+    }
     upper_done.record(b.upper.stream);
     if (fused_first > 0) upper_levels(0, b.main);
   }
@@ -1950,6 +1967,8 @@ CudaSift::CudaSift(const Params &params, int device, Capacity capacity) : impl_(
   m.upper_stream = Stream(device);
   for (Event *e : {&m.octave0_event, &m.chain_event, &m.chain_done, &m.upper_done, &m.oriented_done, &m.ordered})
     *e = Event(device);
+  for (int o = 0; o < kMaxOctaves; ++o) m.lower_done.emplace_back(device);
+  m.upper_early = upper_early_enabled();
   m.constants = {params.n_octave_layers, params.upsample ? -1 : 0, static_cast<float>(params.contrast_threshold),
                  static_cast<float>(params.edge_threshold), static_cast<float>(params.sigma)};
   m.taps.resize(static_cast<size_t>(params.n_octave_layers + 3));
