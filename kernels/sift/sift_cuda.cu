@@ -733,6 +733,16 @@ __global__ void __launch_bounds__(kFusedThreads) small_octaves_kernel(const Fuse
 #endif
 }
 
+// Waits `ns` nanoseconds (one warp): CS_SIFT_DELAY's stand-in for more work
+// on one branch of the frame.
+__global__ void spin_kernel(long long ns) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < static_cast<unsigned long long>(ns));
+}
+
 // ------------------------------------------------------------ detection
 
 // Appends one element per lane whose `pred` holds, with one atomicAdd per
@@ -1405,6 +1415,28 @@ bool upper_early_enabled() { return !env_is("CS_SIFT_UPPER_EARLY", "0"); }
 // CS_SIFT_PRIORITY=0: the pyramid's chain on an ordinary-priority stream.
 bool priority_enabled() { return !env_is("CS_SIFT_PRIORITY", "0"); }
 
+// CS_SIFT_DELAY=<branch>:<us> (branch chain, upper or main): run() waits
+// that long at the end of the branch's work (spin_kernel). How much the
+// frame grows says how far the branch is from the critical path, which the
+// timing events of --trace cannot show (they keep kernels from overlapping).
+struct BranchDelays {
+  int chain = 0, upper = 0, main = 0;  // microseconds
+};
+BranchDelays branch_delays() {
+  BranchDelays d;
+  const char *v = std::getenv("CS_SIFT_DELAY");
+  if (!v) return d;
+  const std::string s(v);
+  const size_t colon = s.find(':');
+  if (colon == std::string::npos) return d;
+  const std::string branch = s.substr(0, colon);
+  const int us = std::atoi(s.c_str() + colon + 1);
+  if (branch == "chain") d.chain = us;
+  if (branch == "upper") d.upper = us;
+  if (branch == "main") d.main = us;
+  return d;
+}
+
 // CS_SIFT_DESCRIPTOR=float sums descriptor histograms with float shared
 // atomics, as before fixed point (for comparison: the same kernel
 // otherwise); anything else, or unset, with fixed-point integer ones
@@ -1467,6 +1499,7 @@ struct CudaSift::Impl {
   bool upsample_while_staging = false;  // CS_SIFT_UPSAMPLE=staged
   bool quad_staging = true;             // CS_SIFT_STAGE (quad_staging_enabled)
   bool upper_early = true;              // CS_SIFT_UPPER_EARLY (upper_early_enabled)
+  BranchDelays delays;                  // CS_SIFT_DELAY (branch_delays)
   bool fixed_descriptors = true;  // CS_SIFT_DESCRIPTOR (fixed_descriptors_enabled)
   bool dependent_launch = true;   // CS_SIFT_PDL (dependent_launch_enabled)
   Stream capture_stream;
@@ -1535,7 +1568,10 @@ struct CudaSift::Impl {
     if (have_geometry && w == width && h == height) return;
     have_geometry = false;
     drop_graphs();  // they refer to the buffers and the octave table of the old size
-    const int n_octaves = octave_count(w, h, params.upsample);
+    // Only the octaves that can hold a keypoint are built (the rest of
+    // OpenCV's octave_count are a few samples across: at 1080p two more
+    // octaves, ten levels of the small octaves' chain of barriers).
+    const int n_octaves = detectable_octave_count(w, h, params.upsample);
     const int base_w = params.upsample ? 2 * w : w, base_h = params.upsample ? 2 * h : h;
     if (n_octaves > kMaxOctaves || base_w > kMaxBaseSide || base_h > kMaxBaseSide)
       throw std::invalid_argument("CudaSift: " + std::to_string(w) + "x" + std::to_string(h) +
@@ -1801,13 +1837,18 @@ struct CudaSift::Impl {
     // 0.537 -> 0.522 ms against CS_SIFT_UPPER_EARLY=0, H200).
     wait(b.upper, upper_early ? octave0_event : chain_event);
     if (small_octaves_fused()) launch_small_octaves(b.chain);
+    delay(b.chain, delays.chain);
     chain_done.record(b.chain.stream);
     for (int o = 1; o < fused_first; ++o) {
       if (upper_early) wait(b.upper, lower_done[static_cast<size_t>(o)]);
       upper_levels(o, b.upper);
     }
+    delay(b.upper, delays.upper);
     upper_done.record(b.upper.stream);
     if (fused_first > 0) upper_levels(0, b.main);
+  }
+  void delay(Lane &lane, int us) {
+    if (us > 0) launch(lane, "SIFT delay", spin_kernel, dim3(1), dim3(32), 0, 1000LL * us);
   }
   void join_branches(Lane &main) {
     wait(main, chain_done);
@@ -1900,6 +1941,7 @@ struct CudaSift::Impl {
     enqueue_pyramid_levels(b);
     wait(b.main, upper_done);
     enqueue_extrema(0, fused_first, b.main);
+    delay(b.main, delays.main);
     wait(b.main, chain_done);
     enqueue_extrema(fused_first, table.count, b.main);
     if (describe_while_ordering) {
@@ -1964,11 +2006,12 @@ CudaSift::CudaSift(const Params &params, int device, Capacity capacity) : impl_(
   // free SMs of one GPC) are scheduled ahead of the large levels beside
   // them; CS_SIFT_PRIORITY=0 gives them an ordinary stream (comparison).
   m.chain_stream = priority_enabled() ? Stream(device, Stream::Urgent{}) : Stream(device);
-  m.upper_stream = Stream(device);
+  m.upper_stream = priority_enabled() ? Stream(device, Stream::Urgent{}) : Stream(device);
   for (Event *e : {&m.octave0_event, &m.chain_event, &m.chain_done, &m.upper_done, &m.oriented_done, &m.ordered})
     *e = Event(device);
   for (int o = 0; o < kMaxOctaves; ++o) m.lower_done.emplace_back(device);
   m.upper_early = upper_early_enabled();
+  m.delays = branch_delays();
   m.constants = {params.n_octave_layers, params.upsample ? -1 : 0, static_cast<float>(params.contrast_threshold),
                  static_cast<float>(params.edge_threshold), static_cast<float>(params.sigma)};
   m.taps.resize(static_cast<size_t>(params.n_octave_layers + 3));

@@ -110,6 +110,19 @@ inline int octave_count(int width, int height, bool upsample) {
   return n > 0 ? n : 0;
 }
 
+// The octaves of octave_count that can hold an extremum: both sides at
+// least 2 kImageBorder + 1, since extrema are sought kImageBorder samples
+// inside the octave (as OpenCV). Octaves only shrink, so the ones after
+// the first too small feed nothing but each other: at 1920 x 1080 doubled,
+// 8 of the 10 (15 x 8 and 7 x 4 are left out).
+inline int detectable_octave_count(int width, int height, bool upsample) {
+  const int n = octave_count(width, height, upsample);
+  int w = upsample ? 2 * width : width, h = upsample ? 2 * height : height;
+  for (int o = 0; o < n; ++o, w /= 2, h /= 2)
+    if (w < 2 * kImageBorder + 1 || h < 2 * kImageBorder + 1) return o;
+  return n;
+}
+
 // Incremental blur of Gaussian level i (1..n_layers + 2) of an octave: from
 // total sigma * k^(i-1) to sigma * k^i, k = 2^(1/n_layers).
 inline double level_sigma(int i, int n_layers, double sigma) {

@@ -302,9 +302,9 @@ TEST(GpuSift, FusedSmallOctavesEqualPerLevelKernels) {
                         {211, 157, 3, true, false},  {320, 240, 3, true, false},   {641, 479, 3, true, false},
                         {640, 480, 2, true, false},  {640, 480, 4, true, false},   {640, 480, 5, true, false},
                         {501, 333, 3, false, false},
-                        {1920, 1080, 3, true, false}, {4000, 41, 3, true, false},  {37, 3001, 3, true, false},
-                        {7, 5, 3, true, false, true}, {211, 157, 3, true, false, true},
-                        {1920, 1080, 3, true, false, true}, {37, 3001, 3, true, false, true}};
+                        {1920, 1080, 3, true, false}, {3001, 300, 3, true, false},  {300, 3001, 3, true, false},
+                        {17, 64, 3, true, false, true}, {211, 157, 3, true, false, true},
+                        {1920, 1080, 3, true, false, true}, {300, 3001, 3, true, false, true}};
   const uint32_t seed = cs_test::fresh_seed();
   cs::Stream stream(kDevice);
   for (const Case &c : cases) {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <random>
+#include <vector>
 
 #include "sift_host_executor.h"
 #include "sift_test_util.h"
@@ -72,6 +73,46 @@ TEST(SiftMath, OctaveCountIsOpenCVs) {
   EXPECT_EQ(octave_count(640, 480, false), 7);
   EXPECT_EQ(octave_count(1, 1, true), 0);
   EXPECT_EQ(octave_count(0, 10, true), 0);
+}
+
+// The engine builds only the octaves whose sides reach 2 kImageBorder + 1.
+TEST(SiftMath, OctavesTooSmallForAnExtremumAreLeftOut) {
+  EXPECT_EQ(detectable_octave_count(1920, 1080, true), 8);  // of 10: 15 x 8 and 7 x 4 cannot hold one
+  EXPECT_EQ(detectable_octave_count(640, 480, true), 7);    // of 9: 10 x 7, 5 x 3
+  EXPECT_EQ(detectable_octave_count(640, 480, false), 6);   // of 7: 10 x 7
+  EXPECT_EQ(detectable_octave_count(6, 6, true), 1);        // of 3: 12 x 12 only
+  EXPECT_EQ(detectable_octave_count(5, 5, true), 0);        // 10 x 10: no room for an extremum
+  EXPECT_EQ(detectable_octave_count(4000, 41, true), 3);    // of 5: 1000 x 10, 500 x 5
+}
+
+// ... and OpenCV finds no keypoint in the octaves left out: natural images,
+// and discs large enough to give keypoints in the coarsest octaves it may.
+TEST(SiftMath, OpenCVFindsNothingInTheOctavesLeftOut) {
+  std::vector<cv::Mat> images;
+  for (const char *name : {"camera", "astronaut", "coffee"}) {
+    const cv::Mat gray = sift_test::load_skimage(name);
+    if (!gray.empty()) images.push_back(gray);
+  }
+  for (const cv::Size size : {cv::Size(640, 480), cv::Size(333, 97), cv::Size(97, 333)}) {
+    cv::Mat disc(size, CV_8U, cv::Scalar(40));
+    cv::circle(disc, {size.width / 2, size.height / 2}, std::min(size.width, size.height) / 3, cv::Scalar(220), -1,
+               cv::LINE_AA);
+    images.push_back(disc);
+  }
+  const cv::Ptr<cv::SIFT> sift = cv::SIFT::create();
+  for (const cv::Mat &img : images) {
+    std::vector<cv::KeyPoint> keypoints;
+    sift->detect(img, keypoints);
+    const int built = detectable_octave_count(img.cols, img.rows, true);
+    int coarsest = -1;
+    for (const cv::KeyPoint &kp : keypoints) {
+      const int octave = static_cast<int8_t>(kp.octave & 255) + 1;  // 0 = the doubled image
+      coarsest = std::max(coarsest, octave);
+    }
+    EXPECT_LT(coarsest, built) << img.cols << "x" << img.rows << ": " << keypoints.size() << " keypoints";
+    std::printf("[ octaves  ] %dx%d: %zu keypoints, coarsest octave %d of %d built (%d in OpenCV's pyramid)\n",
+                img.cols, img.rows, keypoints.size(), coarsest, built, octave_count(img.cols, img.rows, true));
+  }
 }
 
 TEST(SiftMath, DoublingAndBlurMatchOpenCV) {
