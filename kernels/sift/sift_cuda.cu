@@ -68,6 +68,7 @@
 
 #include "common/cuda_check.h"
 #include "common/dependent_launch.cuh"
+#include "sift/frame_order.h"
 #include "sift/sift_cuda.h"
 #include "sift/sift_math.h"
 
@@ -1412,6 +1413,14 @@ bool quad_staging_enabled() { return !env_is("CS_SIFT_STAGE", "floats"); }
 // whole chain of lower levels instead of their own octave's (comparison).
 bool upper_early_enabled() { return !env_is("CS_SIFT_UPPER_EARLY", "0"); }
 
+// CS_SIFT_ORDER=0 or 1: run() uses that frame order (see enqueue_frame)
+// instead of timing both on the first frames of a size.
+int fixed_frame_order() {
+  for (int order = 0; order < FrameOrderTuner::kOrders; ++order)
+    if (env_is("CS_SIFT_ORDER", std::to_string(order).c_str())) return order;
+  return -1;
+}
+
 // CS_SIFT_PRIORITY=0: the pyramid's chain on an ordinary-priority stream.
 bool priority_enabled() { return !env_is("CS_SIFT_PRIORITY", "0"); }
 
@@ -1504,7 +1513,16 @@ struct CudaSift::Impl {
   bool dependent_launch = true;   // CS_SIFT_PDL (dependent_launch_enabled)
   Stream capture_stream;
   GraphExec pyramid_graph, detect_graph, describe_graphs[3];  // describe: per DescriptorFormat
-  GraphExec frame_graphs[3];  // run(): everything after level 0, per DescriptorFormat
+  // run(): everything after level 0, per DescriptorFormat and frame order.
+  GraphExec frame_graphs[3][FrameOrderTuner::kOrders];
+  // Which order run() uses, chosen per frame size by timing frames between
+  // pairs of events (`timing_pairs`, reused; `timed_frames`: in flight).
+  FrameOrderTuner order_tuner;
+  struct TimedFrame {
+    EventHandle start, stop;
+    int order;
+  };
+  std::vector<TimedFrame> timing_pairs, timed_frames;
 
   // Three branches (enqueue_pyramid_levels); in a graph the forks and
   // joins are its edges.
@@ -1512,6 +1530,7 @@ struct CudaSift::Impl {
   Event octave0_event, chain_event, chain_done, upper_done;
   std::vector<Event> lower_done;  // [o]: octave o's lower levels built (upper levels may start)
   Event oriented_done, ordered;  // run(): describing while ordering
+  Event upper_extrema, chain_extrema;  // FrameOrder::extrema_per_branch
   bool describe_while_ordering = true;  // CS_SIFT_DESCRIBE_EARLY (describe_early_enabled)
 
   // CS_SIFT_TRACE=1: a timing event after each kernel of run() (trace()).
@@ -1523,10 +1542,10 @@ struct CudaSift::Impl {
     EventHandle event;
   };
   bool tracing = false;
-  std::vector<Mark> frame_marks[3], input_marks;  // per DescriptorFormat; upsampling and level 0
+  std::vector<Mark> frame_marks[3][FrameOrderTuner::kOrders], input_marks;  // as frame_graphs; upsampling and level 0
   std::vector<Mark> *marking = nullptr;           // where marks go now (none: not tracing)
   EventHandle frame_start = nullptr;
-  int traced_format = -1;
+  int traced_format = -1, traced_order = 0;
 
   // A stream being enqueued into, and whether what was last enqueued on it
   // is a kernel (next_kernel).
@@ -1550,24 +1569,56 @@ struct CudaSift::Impl {
     graph.launch(stream);
   }
 
+  // Hands the frames timed so far that the GPU has finished to the tuner
+  // (without waiting) and frees their events.
+  void collect_frame_times() {
+    size_t done = 0;
+    while (done < timed_frames.size() && event_done(timed_frames[done].stop)) {
+      const TimedFrame &t = timed_frames[done++];
+      order_tuner.add(t.order, event_elapsed_ms(t.start, t.stop));
+      timing_pairs.push_back(t);
+    }
+    timed_frames.erase(timed_frames.begin(), timed_frames.begin() + static_cast<long>(done));
+  }
+  // A pair of timing events for the next frame, or none (null start) when
+  // every pair is in flight.
+  TimedFrame timing_pair(int order) {
+    constexpr size_t kPairs = 2 * (FrameOrderTuner::kTimedFrames + 1) * FrameOrderTuner::kOrders;
+    if (timing_pairs.empty() && timed_frames.size() < kPairs)
+      timing_pairs.push_back({timing_event_create(device), timing_event_create(device), 0});
+    if (timing_pairs.empty()) return {nullptr, nullptr, order};
+    TimedFrame t = timing_pairs.back();
+    timing_pairs.pop_back();
+    t.order = order;
+    return t;
+  }
+
   ~Impl() {
     drop_graphs();  // before the events their record nodes refer to
     clear_marks(input_marks);
     if (frame_start) event_destroy(frame_start);
+    for (const std::vector<TimedFrame> *pairs : {&timing_pairs, &timed_frames})
+      for (const TimedFrame &t : *pairs) {
+        event_destroy(t.start);
+        event_destroy(t.stop);
+      }
   }
 
   void drop_graphs() noexcept {
     pyramid_graph.reset();
     detect_graph.reset();
     for (GraphExec &g : describe_graphs) g.reset();
-    for (GraphExec &g : frame_graphs) g.reset();
-    for (std::vector<Mark> &marks : frame_marks) clear_marks(marks);
+    for (GraphExec(&per_order)[FrameOrderTuner::kOrders] : frame_graphs)
+      for (GraphExec &g : per_order) g.reset();
+    for (std::vector<Mark>(&per_order)[FrameOrderTuner::kOrders] : frame_marks)
+      for (std::vector<Mark> &marks : per_order) clear_marks(marks);
   }
 
   void ensure(int w, int h) {
     if (have_geometry && w == width && h == height) return;
     have_geometry = false;
     drop_graphs();  // they refer to the buffers and the octave table of the old size
+    order_tuner.reset();  // the other size's times say nothing of this one
     // Only the octaves that can hold a keypoint are built (the rest of
     // OpenCV's octave_count are a few samples across: at 1080p two more
     // octaves, ten levels of the small octaves' chain of barriers).
@@ -1930,20 +1981,38 @@ struct CudaSift::Impl {
            list, keypoint_capacity, f, (final ? descriptors : oriented_descriptors).as<void>());
   }
 
-  // A whole frame after level 0 (run()): the large octaves' extrema are
-  // found while the small octaves are still being built.
-  void enqueue_frame(DescriptorFormat f, cudaStream_t s) {
-    std::vector<Mark> &marks = frame_marks[static_cast<int>(f)];
+  // A whole frame after level 0 (run()), in one of two orders (which is
+  // faster depends on the frame size and the GPU: FrameOrderTuner):
+  //   0: the large octaves' extrema once every large octave's levels exist,
+  //      on the caller's stream while the small octaves are still being
+  //      built, then the small octaves' extrema;
+  //   1: each branch finds its own octaves' extrema as soon as it has built
+  //      them: octave 0's on the caller's stream, the other large octaves'
+  //      on the upper stream, the small octaves' on the chain.
+  // The same kernels either way, so the same results.
+  void enqueue_frame(DescriptorFormat f, int order, cudaStream_t s) {
+    std::vector<Mark> &marks = frame_marks[static_cast<int>(f)][order];
     clear_marks(marks);  // of the graph this one replaces, or of the last frame launched directly
     marking = tracing ? &marks : nullptr;
     Branches b = branches(s);
     reset_lists(b.main);
     enqueue_pyramid_levels(b);
-    wait(b.main, upper_done);
-    enqueue_extrema(0, fused_first, b.main);
-    delay(b.main, delays.main);
-    wait(b.main, chain_done);
-    enqueue_extrema(fused_first, table.count, b.main);
+    if (order == 1 && fused_first > 0) {
+      enqueue_extrema(0, 1, b.main);
+      enqueue_extrema(1, fused_first, b.upper);
+      upper_extrema.record(b.upper.stream);
+      enqueue_extrema(fused_first, table.count, b.chain);
+      chain_extrema.record(b.chain.stream);
+      delay(b.main, delays.main);
+      wait(b.main, upper_extrema);
+      wait(b.main, chain_extrema);
+    } else {
+      wait(b.main, upper_done);
+      enqueue_extrema(0, fused_first, b.main);
+      delay(b.main, delays.main);
+      wait(b.main, chain_done);
+      enqueue_extrema(fused_first, table.count, b.main);
+    }
     if (describe_while_ordering) {
       // The oriented keypoints are described while the canonical order is
       // made (on the urgent chain stream, done with the pyramid: its short
@@ -2012,6 +2081,9 @@ CudaSift::CudaSift(const Params &params, int device, Capacity capacity) : impl_(
   for (int o = 0; o < kMaxOctaves; ++o) m.lower_done.emplace_back(device);
   m.upper_early = upper_early_enabled();
   m.delays = branch_delays();
+  m.order_tuner = FrameOrderTuner(fixed_frame_order());
+  m.upper_extrema = Event(device);
+  m.chain_extrema = Event(device);
   m.constants = {params.n_octave_layers, params.upsample ? -1 : 0, static_cast<float>(params.contrast_threshold),
                  static_cast<float>(params.edge_threshold), static_cast<float>(params.sigma)};
   m.taps.resize(static_cast<size_t>(params.n_octave_layers + 3));
@@ -2115,14 +2187,32 @@ void CudaSift::run(const DeviceImage &image, DescriptorFormat format, StreamHand
     m.reset_counters(stream);
     return;
   }
-  m.replay(m.frame_graphs[format_index], stream, [&m, format](cudaStream_t into) { m.enqueue_frame(format, into); });
+  // While the frame order is being chosen, the frames after level 0 are
+  // timed (level 0 is the same in both), their graph made before the
+  // first event so that its capture is not counted.
+  m.collect_frame_times();
+  const int order = m.order_tuner.next();
+  m.traced_order = order;
+  GraphExec &graph = m.frame_graphs[format_index][order];
+  auto enqueue = [&m, format, order](cudaStream_t into) { m.enqueue_frame(format, order, into); };
+  Impl::TimedFrame timed{nullptr, nullptr, order};
+  if (m.order_tuner.chosen() < 0) {
+    if (m.use_graphs && !graph) graph = capture_graph(m.capture_stream.get(), enqueue);
+    timed = m.timing_pair(order);
+  }
+  if (timed.start) event_record(timed.start, stream);
+  m.replay(graph, stream, enqueue);
+  if (timed.start) {
+    event_record(timed.stop, stream);
+    m.timed_frames.push_back(timed);
+  }
 }
 
 std::vector<TraceMark> CudaSift::trace() {
   Impl &m = *impl_;
   std::vector<TraceMark> timeline;
   if (!m.tracing || m.traced_format < 0) return timeline;
-  for (const std::vector<Impl::Mark> *marks : {&m.input_marks, &m.frame_marks[m.traced_format]}) {
+  for (const std::vector<Impl::Mark> *marks : {&m.input_marks, &m.frame_marks[m.traced_format][m.traced_order]}) {
     for (const Impl::Mark &mark : *marks) {
       event_synchronize(mark.event);
       timeline.push_back({mark.kernel, mark.branch, event_elapsed_ms(m.frame_start, mark.event)});
@@ -2138,6 +2228,7 @@ const Keypoint *CudaSift::device_keypoints() const { return impl_->final_list.as
 const void *CudaSift::device_descriptors() const { return impl_->descriptors.as<void>(); }
 int CudaSift::keypoint_capacity() const { return impl_->keypoint_capacity; }
 int CudaSift::candidate_capacity() const { return impl_->candidate_capacity; }
+int CudaSift::frame_order() const { return impl_->order_tuner.chosen(); }
 
 PyramidLevels CudaSift::download_pyramid(StreamHandle stream) {
   Impl &m = *impl_;

@@ -135,8 +135,15 @@ class CudaSift {
   void detect(StreamHandle stream);
   // Stage 3: descriptors of the final list in `format`.
   void describe(DescriptorFormat format, StreamHandle stream);
-  // All three.
+  // All three, in one graph per frame size and format. Its kernels can be
+  // ordered on the engine's streams in two ways, the same results either
+  // way; which is faster depends on the size and the GPU, so the first
+  // frames of each size time both in turn (nine of each) and the faster is
+  // kept (CS_SIFT_ORDER=0 or 1, when the engine is made, fixes one).
   void run(const DeviceImage &image, DescriptorFormat format, StreamHandle stream);
+  // The frame order run() uses for the current size: 0 or 1, -1 while
+  // both are still being timed.
+  int frame_order() const;
 
   // Device results of the last stages (valid once the stream has run them):
   // final_count() points at one int; keypoints() at keypoint_capacity()

@@ -28,6 +28,7 @@ const Keypoint *CudaSift::device_keypoints() const { return nullptr; }
 const void *CudaSift::device_descriptors() const { return nullptr; }
 int CudaSift::keypoint_capacity() const { return 0; }
 int CudaSift::candidate_capacity() const { return 0; }
+int CudaSift::frame_order() const { return -1; }
 Result CudaSift::download(StreamHandle) { unavailable("CudaSift::download"); }
 PyramidLevels CudaSift::download_pyramid(StreamHandle) { unavailable("CudaSift::download_pyramid"); }
 std::vector<TraceMark> CudaSift::trace() { unavailable("CudaSift::trace"); }

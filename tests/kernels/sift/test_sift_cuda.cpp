@@ -401,6 +401,54 @@ TEST(GpuSift, OverlappedLaunchesChangeNothing) {
   }
 }
 
+// run()'s two frame orders (CS_SIFT_ORDER) give the same candidates,
+// keypoints and descriptors, in every descriptor format; an engine left to
+// choose times both on its first frames, settles on one and keeps giving
+// the same results, and chooses again for a new frame size.
+TEST(GpuSift, FrameOrdersGiveTheSameFeatures) {
+  CS_REQUIRE_GPU();
+  const uint32_t seed = cs_test::fresh_seed();
+  cs::Stream stream(kDevice);
+  // 33 x 31: every octave is small (fused from octave 0), so order 1 has no
+  // large octave to find extrema of on its own; 300 x 3001: one large octave
+  // besides octave 0 ... and the rest.
+  const cv::Size sizes[] = {{1920, 1080}, {640, 480}, {211, 157}, {33, 31}, {300, 3001}};
+  ASSERT_EQ(setenv("CS_SIFT_ORDER", "0", 1), 0);
+  CudaSift first(Params(), kDevice);
+  ASSERT_EQ(setenv("CS_SIFT_ORDER", "1", 1), 0);
+  CudaSift second(Params(), kDevice);
+  unsetenv("CS_SIFT_ORDER");
+  CudaSift tuned(Params(), kDevice);
+  EXPECT_EQ(first.frame_order(), 0);
+  EXPECT_EQ(second.frame_order(), 1);
+  for (const cv::Size &size : sizes) {
+    const std::string what = std::to_string(size.width) + "x" + std::to_string(size.height);
+    SCOPED_TRACE(what);
+    DeviceGray d(random_image(size.width, size.height, seed + uint32_t(size.width)));
+    for (const DescriptorFormat f : {DescriptorFormat::opencv, DescriptorFormat::float32}) {
+      first.run(d.image(), f, stream.get());
+      const Result a = first.download(stream.get());
+      second.run(d.image(), f, stream.get());
+      const Result b = second.download(stream.get());
+      EXPECT_EQ(a.counts.candidates, b.counts.candidates);
+      EXPECT_EQ(a.counts.refined, b.counts.refined);
+      expect_same_keypoints(a, b);
+    }
+    first.run(d.image(), DescriptorFormat::opencv, stream.get());
+    const Result expected = first.download(stream.get());
+    int frames = 0;
+    for (; frames < 60; ++frames) {
+      tuned.run(d.image(), DescriptorFormat::opencv, stream.get());
+      expect_same_keypoints(expected, tuned.download(stream.get()));
+      if (tuned.frame_order() >= 0) break;
+    }
+    EXPECT_GE(tuned.frame_order(), 0) << "no order chosen after " << frames << " frames";
+    std::printf("[ order    ] %s: order %d chosen after %d frames\n", what.c_str(), tuned.frame_order(), frames + 1);
+    tuned.run(d.image(), DescriptorFormat::opencv, stream.get());
+    expect_same_keypoints(expected, tuned.download(stream.get()));
+  }
+}
+
 // An engine made with the comparison switch `name`=`value` gives the
 // default engine's pyramid and keypoints bit for bit on `img`.
 void expect_switch_changes_nothing(const char *name, const char *value, const cv::Mat &img, const Params &p,

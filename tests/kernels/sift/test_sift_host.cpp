@@ -14,6 +14,7 @@
 #include <random>
 #include <vector>
 
+#include "sift/frame_order.h"
 #include "sift_host_executor.h"
 #include "sift_test_util.h"
 #include "test_support.h"
@@ -113,6 +114,42 @@ TEST(SiftMath, OpenCVFindsNothingInTheOctavesLeftOut) {
     std::printf("[ octaves  ] %dx%d: %zu keypoints, coarsest octave %d of %d built (%d in OpenCV's pyramid)\n",
                 img.cols, img.rows, keypoints.size(), coarsest, built, octave_count(img.cols, img.rows, true));
   }
+}
+
+// run()'s frame order: each order in turn until both have nine frames
+// timed (the first of each not counted), then the lower median.
+TEST(FrameOrderTuner, TimesBothOrdersInTurnThenKeepsTheFaster) {
+  FrameOrderTuner tuner;
+  EXPECT_EQ(tuner.chosen(), -1);
+  for (int frame = 0; frame < FrameOrderTuner::kTimedFrames; ++frame) {
+    ASSERT_EQ(tuner.next(), 0);
+    tuner.add(0, frame == 0 ? 0.01f : 1.0f);  // the untimed first frame of order 0 would have won
+    ASSERT_EQ(tuner.next(), 1);
+    tuner.add(1, frame == 3 ? 50.f : 0.9f);  // one slow frame: the median ignores it
+    EXPECT_EQ(tuner.chosen(), -1) << frame;
+  }
+  tuner.add(0, 1.0f);
+  EXPECT_EQ(tuner.chosen(), -1);  // order 1 has only 7 frames counted
+  tuner.add(1, 0.9f);
+  EXPECT_EQ(tuner.chosen(), 1);
+  for (int frame = 0; frame < 5; ++frame) EXPECT_EQ(tuner.next(), 1);
+  tuner.add(0, 0.001f);  // later times change nothing
+  EXPECT_EQ(tuner.chosen(), 1);
+
+  tuner.reset();  // a new frame size
+  EXPECT_EQ(tuner.chosen(), -1);
+  EXPECT_EQ(tuner.next(), 0);
+  for (int frame = 0; frame <= FrameOrderTuner::kTimedFrames; ++frame) {
+    tuner.add(0, 2.0f);
+    tuner.add(1, 2.0f);
+  }
+  EXPECT_EQ(tuner.chosen(), 0);  // a tie keeps order 0
+
+  FrameOrderTuner fixed(1);
+  EXPECT_EQ(fixed.chosen(), 1);
+  EXPECT_EQ(fixed.next(), 1);
+  fixed.add(0, 0.001f);
+  EXPECT_EQ(fixed.next(), 1);
 }
 
 TEST(SiftMath, DoublingAndBlurMatchOpenCV) {

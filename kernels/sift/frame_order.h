@@ -1,0 +1,72 @@
+// Which of run()'s two orders of a frame's kernels to use for a frame size.
+//
+// Both orders launch the same kernels on the same streams and give the same
+// results; they differ in where the extrema are found. Which is faster
+// depends on the frame size and the GPU, because it depends on which
+// branch of the frame is the critical path (H200, 2026-11-30, ms per frame,
+// order 0 / 1: 640 x 480 0.205 / 0.220, 1280 x 720 0.324 / 0.340, 1920 x 1080
+// 0.508 / 0.495, 3840 x 2160 1.405 / 1.398). So CudaSift::run() times both
+// on the first frames of each size, in turn, and keeps the one with the
+// lower median (CS_SIFT_ORDER=0 or 1 fixes one instead).
+#pragma once
+
+#include <algorithm>
+#include <vector>
+
+namespace cs::sift {
+
+class FrameOrderTuner {
+ public:
+  static constexpr int kOrders = 2;
+  // Frames timed per order before choosing, after one untimed frame each
+  // (its graph was just made: caches and the graph's upload are cold).
+  static constexpr int kTimedFrames = 8;
+
+  // A fixed order (0 or 1); -1 chooses by timing.
+  explicit FrameOrderTuner(int fixed = -1) : fixed_(fixed) {}
+
+  // A new frame size: everything timed so far is dropped.
+  void reset() {
+    for (std::vector<float> &t : times_) t.clear();
+    for (int &w : warm_ups_) w = 0;
+    turn_ = 0;
+    chosen_ = -1;
+  }
+  // The order chosen (or fixed), -1 while both are still being timed.
+  int chosen() const { return fixed_ >= 0 ? fixed_ : chosen_; }
+  // The order of the next frame: the chosen one, else each in turn.
+  int next() {
+    if (chosen() >= 0) return chosen();
+    const int order = turn_;
+    turn_ = (turn_ + 1) % kOrders;
+    return order;
+  }
+  // The GPU time of a frame in `order`, in the order the frames were run.
+  void add(int order, float ms) {
+    if (chosen() >= 0 || order < 0 || order >= kOrders) return;
+    if (warm_ups_[order] == 0) {
+      ++warm_ups_[order];
+      return;
+    }
+    times_[order].push_back(ms);
+    for (const std::vector<float> &t : times_)
+      if (static_cast<int>(t.size()) < kTimedFrames) return;
+    int best = 0;  // ties keep order 0
+    for (int o = 1; o < kOrders; ++o)
+      if (median(times_[o]) < median(times_[best])) best = o;
+    chosen_ = best;
+  }
+
+ private:
+  static float median(std::vector<float> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  }
+  int fixed_;
+  int chosen_ = -1;
+  int turn_ = 0;
+  int warm_ups_[kOrders] = {};
+  std::vector<float> times_[kOrders];
+};
+
+}  // namespace cs::sift
