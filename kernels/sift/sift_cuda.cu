@@ -48,7 +48,7 @@
 // 6 for the first; 2 memsets and 6 kernels for detection; 1 for
 // description), most of them small: at ~5 us of fixed cost each they made
 // ~0.2 ms of the frame. The small octaves (those of at most 1/1024 of the
-// first octave's pixels or 4096 pixels: 120 x 67 .. 7 x 4 at 1080p) are one
+// first octave's pixels or 4096 pixels: 120 x 67 .. 30 x 16 at 1080p) are one
 // cluster launch (small_octaves_kernel), so a 1080p pyramid is 27 launches
 // instead of 51 (640 x 480: 27 instead of 46). All but the first are replayed from CUDA
 // graphs (see CudaSift::Impl::replay): four host calls per frame (level 0,
@@ -505,7 +505,7 @@ void dispatch_blur(std::integer_sequence<int, Rs...>, const Source &src, const B
 // -------------------------------------------------------- small octaves
 
 // The octaves past the first few are small (at 1080p doubled, 120 x 67
-// down to 7 x 4: 11 K pixels in five octaves) but cost five dependent
+// down to 30 x 16: 10 K pixels in three octaves) but cost five dependent
 // launches each, a few microseconds apiece whatever their size (the GPU's
 // ramp and tail between dependent kernels, which graphs do not remove). From
 // the first small octave (kFusedShareOfFirst below), ONE launch builds
