@@ -520,7 +520,7 @@ void dispatch_blur(std::integer_sequence<int, Rs...>, const Source &src, const B
 //     (reflect-101 row indices, as blur_level_kernel stages them) from the
 //     `mid` bands of their owners (distributed shared memory) into its
 //     local `halo`; __syncthreads;
-//  4. the vertical pass (4 rows per thread from a register column) writes
+//  4. the vertical pass (kFusedRows per thread from a register column) writes
 //     the Gaussian and the DoG (the output minus `cur`) to global memory
 //     (detection reads them there) and the new level into `cur`.
 // `mid` is double buffered, so one cluster barrier per level suffices: a
@@ -552,7 +552,14 @@ constexpr long long kFusedAlwaysPixels = 4096;
 constexpr int kClusterBlocks[] = {16, 8};  // tried in this order: 16 (H100/H200, non-portable), 8 (portable)
 constexpr int kFusedThreads = 512;
 constexpr int kMaxFusedLevels = 8;  // n_layers + 3 <= 8 (OpenCV's default: 6)
-constexpr int kFusedRows = 4;       // output rows per thread in the vertical pass
+// Outputs per thread: one in each pass. A level of a small octave is a few
+// hundred outputs per block, fewer than its 512 threads, so register
+// blocking (4 per thread, as the per-level kernel) only lengthened each
+// thread's chain of dependent taps while most threads idled: one output
+// each took the 1080p frame from 0.499 to 0.487 ms, 1280 x 720 0.325 ->
+// 0.315, 4K 1.405 -> 1.395 (H200, 2 x 2: 0.491 at 1080p).
+constexpr int kFusedRows = 1;     // output rows per thread in the vertical pass
+constexpr int kFusedColumns = 1;  // output columns per thread in the horizontal pass
 constexpr size_t kFusedSharedLimit = 160 * 1024;
 
 struct FusedPyramid {
@@ -605,25 +612,26 @@ __device__ void fused_copy_rows(float *dst, int rows, int w, int stride, const L
   }
 }
 
-// Horizontal pass of `rows` rows of width w: 4 outputs per thread from 4 + 2R
-// values (as blur_level_kernel's register run), borders reflected.
+// Horizontal pass of `rows` rows of width w: kFusedColumns outputs per
+// thread from kFusedColumns + 2R values, borders reflected.
 template <int R>
 __device__ void fused_horizontal(const float *cur, float *mid, int rows, int w, const BlurTaps &t) {
-  const int quads = (w + 3) / 4;
+  constexpr int N = kFusedColumns;
+  const int quads = (w + N - 1) / N;
   for (int i = static_cast<int>(threadIdx.x); i < rows * quads; i += kFusedThreads) {
-    const int row = i / quads, x0 = 4 * (i - row * quads);
+    const int row = i / quads, x0 = N * (i - row * quads);
     const float *line = cur + row * w;
-    float v[4 + 2 * R];
-    if (x0 >= R && x0 + 3 + R < w) {
+    float v[N + 2 * R];
+    if (x0 >= R && x0 + N - 1 + R < w) {
 #pragma unroll
-      for (int j = 0; j < 4 + 2 * R; ++j) v[j] = line[x0 - R + j];
+      for (int j = 0; j < N + 2 * R; ++j) v[j] = line[x0 - R + j];
     } else {
 #pragma unroll
-      for (int j = 0; j < 4 + 2 * R; ++j) v[j] = line[reflect101(x0 - R + j, w)];
+      for (int j = 0; j < N + 2 * R; ++j) v[j] = line[reflect101(x0 - R + j, w)];
     }
     float *out = mid + row * w + x0;
 #pragma unroll
-    for (int q = 0; q < 4; ++q)
+    for (int q = 0; q < N; ++q)
       if (x0 + q < w) out[q] = blur_1d_fixed<R>(&v[R + q], 1, t);
   }
 }

@@ -143,9 +143,14 @@ inline RunResult run_pipeline(const std::string &launch, const std::vector<std::
   }
   result.eos = gst_app_sink_is_eos(GST_APP_SINK(sink));
   // The pipeline's EOS comes once every sink has it (other branches of a tee
-  // may still be writing when the appsink is done).
-  while (!error && result.eos && !pipeline_eos && g_get_monotonic_time() < deadline)
-    error = read_bus(50 * GST_MSECOND);
+  // may still be writing when the appsink is done). The further appsinks
+  // are drained meanwhile: an appsink holds its EOS until its samples are
+  // taken (wait-on-eos), so a branch whose last samples arrived after the
+  // main sink's EOS kept the pipeline from it until the deadline.
+  while (!error && result.eos && !pipeline_eos && g_get_monotonic_time() < deadline) {
+    drain_branches();
+    error = read_bus(20 * GST_MSECOND);
+  }
   drain_branches();
   gst_object_unref(bus);
   for (auto &[name, other] : others) gst_object_unref(other);
