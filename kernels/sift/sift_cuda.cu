@@ -1627,6 +1627,8 @@ struct CudaSift::Impl {
     have_geometry = false;
     drop_graphs();  // they refer to the buffers and the octave table of the old size
     order_tuner.reset();  // the other size's times say nothing of this one
+    timing_pairs.insert(timing_pairs.end(), timed_frames.begin(), timed_frames.end());  // nor its frames in flight
+    timed_frames.clear();
     // Only the octaves that can hold a keypoint are built (the rest of
     // OpenCV's octave_count are a few samples across: at 1080p two more
     // octaves, ten levels of the small octaves' chain of barriers).
