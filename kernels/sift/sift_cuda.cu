@@ -1538,7 +1538,7 @@ struct CudaSift::Impl {
   Event octave0_event, chain_event, chain_done, upper_done;
   std::vector<Event> lower_done;  // [o]: octave o's lower levels built (upper levels may start)
   Event oriented_done, ordered;  // run(): describing while ordering
-  Event upper_extrema, chain_extrema;  // FrameOrder::extrema_per_branch
+  Event upper_extrema, chain_extrema;  // frame order 1: the upper and chain branches' extrema found
   bool describe_while_ordering = true;  // CS_SIFT_DESCRIBE_EARLY (describe_early_enabled)
 
   // CS_SIFT_TRACE=1: a timing event after each kernel of run() (trace()).
