@@ -268,12 +268,14 @@ int main(int argc, char **argv) {
       return 1;
     }
     std::fprintf(f, "width,height,pyramid_ms,detect_ms,describe_ms,stages_ms,total_ms,keypoints,opencv_ms,opencv_keypoints,matched,"
-                    "streamed_fps,streamed_pinned_fps,streamed_serial_fps,streamed_pinned_serial_fps,undoubled_ms,undoubled_keypoints\n");
+                    "streamed_fps,streamed_pinned_fps,streamed_serial_fps,streamed_pinned_serial_fps,undoubled_ms,undoubled_keypoints,"
+                    "frame_order,undoubled_frame_order\n");
     for (const Row &r : rows)
-      std::fprintf(f, "%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%zu,%.2f,%zu,%.4f,%.1f,%.1f,%.1f,%.1f,%.4f,%zu\n", r.width, r.height,
-                   r.pyramid_ms, r.detect_ms, r.describe_ms, r.stages_ms, r.total_ms, r.keypoints, r.opencv_ms, r.opencv_keypoints,
-                   r.matched, r.streamed_fps, r.streamed_pinned_fps, r.streamed_serial_fps,
-                   r.streamed_pinned_serial_fps, r.undoubled_ms, r.undoubled_keypoints);
+      std::fprintf(f, "%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%zu,%.2f,%zu,%.4f,%.1f,%.1f,%.1f,%.1f,%.4f,%zu,%d,%d\n", r.width,
+                   r.height, r.pyramid_ms, r.detect_ms, r.describe_ms, r.stages_ms, r.total_ms, r.keypoints, r.opencv_ms,
+                   r.opencv_keypoints, r.matched, r.streamed_fps, r.streamed_pinned_fps, r.streamed_serial_fps,
+                   r.streamed_pinned_serial_fps, r.undoubled_ms, r.undoubled_keypoints, r.frame_order,
+                   r.undoubled_frame_order);
     std::fclose(f);
   }
   return 0;
