@@ -777,22 +777,28 @@ __device__ PlaneView gauss_plane(const float *gauss_pool, const OctaveGeometry &
 
 // Extrema of every octave in one launch: a block covers 128 x 8 pixels, a
 // warp one row of 128 (kExtremaPixels per lane, 32 apart, so that warps
-// load whole rows). Per layer, in two passes so that lanes stay busy:
-//  1. screening: each lane loads its pixels' DoG values together (four
-//     independent loads in flight, issued while the layer before is
-//     screened) and, for those past the pre-filter (a third to a half of
-//     them), tests the 8 neighbours of the same level (8 loads, mostly L1
-//     hits; beats_same_level); about one pixel in nine survives into the
-//     warp's queue in shared memory (ballot and popc, no atomics);
-//  2. the warp's lanes take its queue densely and finish the 26-neighbour
-//     test (the levels below and above: 18 more loads), appending extrema to
-//     the dense candidate list with one atomicAdd per warp.
+// load whole rows). In two passes so that lanes stay busy:
+//  1. screening, layer by layer: each lane loads its pixels' DoG values
+//     together (four independent loads in flight, issued while the layer
+//     before is screened) and, for those past the pre-filter (a third to a
+//     half of them), tests the 8 neighbours of the same level (8 loads,
+//     mostly L1 hits; beats_same_level); about one pixel in nine survives
+//     into the warp's queue in shared memory (ballot and popc, no atomics);
+//  2. once the queue holds every layer's survivors (kExtremaQueue), the
+//     warp's lanes take it densely and finish the 26-neighbour test (the
+//     levels below and above: 18 more loads), appending extrema to the
+//     dense candidate list with one atomicAdd per warp.
 // The warps are independent (no block barriers). Measured and not kept
 // (1080p, H200): per-block queues behind block barriers (112 us against
 // 110), and a three-pass screening whose first pass takes the horizontal
 // neighbours by shuffles (120 us: 15 % more instructions, not fewer).
 // `first_block`: the launch covers the octaves whose blocks start there.
 constexpr int kExtremaPixels = 4;
+// Screened pixels a warp queues, of up to three layers, before it finishes
+// them: a row leaves few per layer, and finished layer by layer they kept
+// 1.4 lanes of 32 busy on average through the 26-neighbour test (Nsight
+// Compute, 1080p), a fifth of the kernel's instructions.
+constexpr int kExtremaQueue = 3 * 32 * kExtremaPixels;
 
 // The screening's test: DoG sample `v` at `p`, already past the threshold
 // (so not NaN), is >= (v > 0) or <= (v < 0) its 8 neighbours of the same
@@ -818,7 +824,7 @@ __global__ void __launch_bounds__(kThreads) extrema_kernel(const float *dog_pool
                                                             int first_block, float threshold, Candidate *out,
                                                             int capacity, Counters *counters) {
   begin_dependent_grid();  // may be launched under the previous kernel's tail
-  __shared__ int queues[kWarpsPerBlock][32 * kExtremaPixels];  // x | y << 16 of screened pixels
+  __shared__ int queues[kWarpsPerBlock][kExtremaQueue];  // x | layer << 16 of screened pixels of the warp's row
   const int block = first_block + static_cast<int>(blockIdx.x);
   int o = 0;
   while (o + 1 < table.count && block >= table.o[o + 1].block_begin) ++o;
@@ -839,6 +845,29 @@ __global__ void __launch_bounds__(kThreads) extrema_kernel(const float *dog_pool
     inside[q] = row_inside && x >= kImageBorder && x < g.width - kImageBorder;
   }
   const size_t row_at = static_cast<size_t>(row_inside ? y : 0) * g.pitch;
+  // The 26-neighbour test of the queued pixels, a pixel per lane.
+  int queued = 0;
+  auto finish_queue = [&]() {
+    __syncwarp();
+    for (int base = 0; base < queued; base += 32) {
+      const int k = base + lane;
+      bool found = false;
+      int px = 0, layer = 0;
+      if (k < queued) {
+        px = queue[k] & 0xffff;
+        layer = queue[k] >> 16;
+        const size_t at = row_at + px;
+        float upper[3], lower[3];
+#pragma unroll
+        for (int j = 0; j < 3; ++j) neighbourhood_bounds(d.level(layer - 1 + j) + at, g.pitch, &upper[j], &lower[j]);
+        found = is_extremum(__ldg(d.level(layer) + at), threshold, upper, lower);
+      }
+      const int slot = warp_append(found, &counters->candidates);
+      if (found && slot < capacity) out[slot] = {o, layer, y, px};
+    }
+    __syncwarp();  // the queue is refilled next
+    queued = 0;
+  };
   // The pixels' samples of a layer are loaded while the layer before is
   // screened (their latency was the kernel's most sampled stall).
   float next[kExtremaPixels];
@@ -853,35 +882,18 @@ __global__ void __launch_bounds__(kThreads) extrema_kernel(const float *dog_pool
 #pragma unroll
     for (int q = 0; q < kExtremaPixels; ++q) v[q] = next[q];
     if (layer < table.layers) load_layer(layer + 1);
-    int queued = 0;
+    if (queued > kExtremaQueue - 32 * kExtremaPixels) finish_queue();  // no room for a whole layer
 #pragma unroll
     for (int q = 0; q < kExtremaPixels; ++q) {
       bool screened = false;
       if (inside[q] && fabsf(v[q]) > threshold)
         screened = beats_same_level(level + row_at + x0 + 32 * q, g.pitch, v[q]);
       const unsigned mask = __ballot_sync(0xffffffffu, screened);
-      if (screened) queue[queued + __popc(mask & lanes_below)] = (x0 + 32 * q) | (y << 16);
+      if (screened) queue[queued + __popc(mask & lanes_below)] = (x0 + 32 * q) | (layer << 16);
       queued += __popc(mask);
     }
-    __syncwarp();
-    for (int base = 0; base < queued; base += 32) {
-      const int k = base + lane;
-      bool found = false;
-      int px = 0, py = 0;
-      if (k < queued) {
-        px = queue[k] & 0xffff;
-        py = queue[k] >> 16;
-        const size_t at = static_cast<size_t>(py) * g.pitch + px;
-        float upper[3], lower[3];
-#pragma unroll
-        for (int j = 0; j < 3; ++j) neighbourhood_bounds(d.level(layer - 1 + j) + at, g.pitch, &upper[j], &lower[j]);
-        found = is_extremum(__ldg(level + at), threshold, upper, lower);
-      }
-      const int slot = warp_append(found, &counters->candidates);
-      if (found && slot < capacity) out[slot] = {o, layer, py, px};
-    }
-    __syncwarp();  // the queue is reused by the next layer
   }
+  finish_queue();
 }
 
 // One thread per candidate of the dense list.
