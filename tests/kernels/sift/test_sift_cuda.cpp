@@ -125,6 +125,35 @@ INSTANTIATE_TEST_SUITE_P(Skimage, GpuSiftImages,
                          ::testing::Values("astronaut", "camera", "coffee", "chelsea", "rocket", "brick", "grass",
                                            "gravel"));
 
+// Layer counts other than OpenCV's default (each layer's survivors queued
+// apart in the extrema kernel, other blur radii, other octave tables) give
+// the host executor's keypoints, as the default does, on a picture and on
+// noise (many extrema per row).
+TEST(GpuSift, OtherLayerCountsMatchTheHostExecutor) {
+  CS_REQUIRE_GPU();
+  const cv::Mat picture = sift_test::load_skimage("camera");
+  if (picture.empty()) GTEST_SKIP() << "scikit-image data not found (install python3-skimage or set CS_SKIMAGE_DATA)";
+  const cv::Mat noise = random_image(320, 240, cs_test::fresh_seed());
+  for (const cv::Mat *img : {&picture, &noise})
+    for (const int layers : {2, 4, 5}) {
+      const std::string what = std::string(img == &picture ? "camera" : "noise") + " layers " + std::to_string(layers);
+      SCOPED_TRACE(what);
+      Params p;
+      p.n_octave_layers = layers;
+      const Result gpu = gpu_sift(*img, p);
+      ASSERT_FALSE(gpu.overflowed);
+      const sift_test::HostSiftResult h = host(*img, p);
+      const cv::Mat hd(int(h.keypoints.size()), kDescriptorLength, CV_32F, const_cast<float *>(h.descriptors.data()));
+      const sift_test::Agreement g =
+          sift_test::agreement(sift_test::to_cv(h.keypoints), hd, sift_test::to_cv(gpu.keypoints), descriptors_f32(gpu));
+      std::printf("[ accuracy ] GPU vs executor %s\n", sift_test::describe(what.c_str(), g).c_str());
+      EXPECT_GT(g.reference, 50u);
+      EXPECT_GE(g.reference_matched, 0.99);
+      EXPECT_LE(g.tested_unmatched, 0.01);
+      EXPECT_LT(g.median_descriptor_distance, 2.0);
+    }
+}
+
 TEST(GpuSift, DeterministicAndReusable) {
   CS_REQUIRE_GPU();
   const uint32_t seed = cs_test::fresh_seed();
