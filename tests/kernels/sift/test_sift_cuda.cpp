@@ -86,6 +86,21 @@ int descriptor_run_tolerance() {
   return v && std::string(v) == "float" ? 1 : 0;
 }
 
+// The same math on the CPU: only float rounding (sums in another order,
+// fused multiply-adds) separates the host executor's features from the GPU's.
+sift_test::Agreement expect_host_executor_agrees(const cv::Mat &img, const Params &p, const Result &gpu,
+                                                 const std::string &name) {
+  const sift_test::HostSiftResult h = host(img, p);
+  const cv::Mat hd(int(h.keypoints.size()), kDescriptorLength, CV_32F, const_cast<float *>(h.descriptors.data()));
+  const sift_test::Agreement g =
+      sift_test::agreement(sift_test::to_cv(h.keypoints), hd, sift_test::to_cv(gpu.keypoints), descriptors_f32(gpu));
+  std::printf("[ accuracy ] GPU vs executor %s\n", sift_test::describe(name, g).c_str());
+  EXPECT_GE(g.reference_matched, 0.99);
+  EXPECT_LE(g.tested_unmatched, 0.01);
+  EXPECT_LT(g.median_descriptor_distance, 2.0);
+  return g;
+}
+
 class GpuSiftImages : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(GpuSiftImages, MatchesOpenCVAndTheHostExecutor) {
@@ -107,15 +122,7 @@ TEST_P(GpuSiftImages, MatchesOpenCVAndTheHostExecutor) {
   EXPECT_LE(vs_opencv.tested_unmatched, 0.05);
   EXPECT_LT(vs_opencv.median_descriptor_distance, 0.05 * 512);
 
-  // The same math on the CPU: only float rounding (sums in another order,
-  // fused multiply-adds) separates them.
-  const sift_test::HostSiftResult h = host(gray, p);
-  const cv::Mat hd(int(h.keypoints.size()), kDescriptorLength, CV_32F, const_cast<float *>(h.descriptors.data()));
-  const sift_test::Agreement vs_host = sift_test::agreement(sift_test::to_cv(h.keypoints), hd, gk, gd);
-  std::printf("[ accuracy ] GPU vs executor %s\n", sift_test::describe(GetParam(), vs_host).c_str());
-  EXPECT_GE(vs_host.reference_matched, 0.99);
-  EXPECT_LE(vs_host.tested_unmatched, 0.01);
-  EXPECT_LT(vs_host.median_descriptor_distance, 2.0);
+  expect_host_executor_agrees(gray, p, gpu, GetParam());
   // Order: canonical, strictly increasing (no duplicates).
   for (size_t i = 1; i < gpu.keypoints.size(); ++i)
     ASSERT_TRUE(keypoint_less(gpu.keypoints[i - 1], gpu.keypoints[i])) << i;
@@ -142,15 +149,7 @@ TEST(GpuSift, OtherLayerCountsMatchTheHostExecutor) {
       p.n_octave_layers = layers;
       const Result gpu = gpu_sift(*img, p);
       ASSERT_FALSE(gpu.overflowed);
-      const sift_test::HostSiftResult h = host(*img, p);
-      const cv::Mat hd(int(h.keypoints.size()), kDescriptorLength, CV_32F, const_cast<float *>(h.descriptors.data()));
-      const sift_test::Agreement g =
-          sift_test::agreement(sift_test::to_cv(h.keypoints), hd, sift_test::to_cv(gpu.keypoints), descriptors_f32(gpu));
-      std::printf("[ accuracy ] GPU vs executor %s\n", sift_test::describe(what.c_str(), g).c_str());
-      EXPECT_GT(g.reference, 50u);
-      EXPECT_GE(g.reference_matched, 0.99);
-      EXPECT_LE(g.tested_unmatched, 0.01);
-      EXPECT_LT(g.median_descriptor_distance, 2.0);
+      EXPECT_GT(expect_host_executor_agrees(*img, p, gpu, what).reference, 50u);
     }
 }
 
