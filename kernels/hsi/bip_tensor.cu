@@ -1520,15 +1520,17 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
 
     // 1. The product, 8 bands a step: the tile's slab s / 4, 32 bytes into
     // its rows per step (descriptor units of 16 bytes); two table blocks.
+    // The first step overwrites the accumulators: zeroing them with
+    // ordinary instructions made ptxas serialise the steps (C7515).
     float acc[kWgmmaAccumulators];
-#pragma unroll
-    for (float &v : acc) v = 0;
     wgmma_fence();
+    wgmma_tf32<true>(acc, tile_descriptor, table_descriptor);
     for (int s = 0; s < slabs; ++s)
 #pragma unroll
       for (int i = 0; i < 4; ++i)
-        wgmma_tf32<false>(acc, tile_descriptor + s * (kScreenSlabBytes >> 4) + i * (32 >> 4),
-                          table_descriptor + (4 * s + i) * (2 * kBlockFloats * sizeof(float) >> 4));
+        if (s > 0 || i > 0)
+          wgmma_tf32<false>(acc, tile_descriptor + s * (kScreenSlabBytes >> 4) + i * (32 >> 4),
+                            table_descriptor + (4 * s + i) * (2 * kBlockFloats * sizeof(float) >> 4));
     wgmma_commit();
 
     // 2. |x|^2 meanwhile.
