@@ -85,7 +85,9 @@ class StagedUploader {
   // chunk_bytes: the unit of overlap; slots: chunks in flight at once;
   // threads: host copy threads (0 = half the cores, at most 8); stores: how
   // they write the page-locked chunks.
-  StagedUploader(int device, size_t chunk_bytes = size_t(8) << 20, int slots = 4, int threads = 0,
+  static constexpr size_t kDefaultChunkBytes = size_t(8) << 20;
+  static constexpr int kDefaultSlots = 4;
+  StagedUploader(int device, size_t chunk_bytes = kDefaultChunkBytes, int slots = kDefaultSlots, int threads = 0,
                  CopyStores stores = CopyStores::automatic);
   ~StagedUploader();
   StagedUploader(const StagedUploader &) = delete;

@@ -64,6 +64,7 @@ struct _GstGpuUpload {
   GstCsBaseTransform parent;
   gboolean to_device;  // negotiated: output in device memory
   guint max_in_flight;
+  guint copy_threads;  // 0: the uploader's default
   UploadState *state;
 };
 
@@ -82,7 +83,8 @@ static gboolean upload_start(GstCsBaseTransform *base) {
     st->device = gst_cs_base_transform_get_device_id(base);
     cs::DeviceGuard guard(st->device);
     st->stream = cs::Stream(st->device);
-    st->stager = std::make_unique<cs::StagedUploader>(st->device);
+    st->stager = std::make_unique<cs::StagedUploader>(st->device, cs::StagedUploader::kDefaultChunkBytes,
+                                                       cs::StagedUploader::kDefaultSlots, int(self->copy_threads));
     GError *error = nullptr;
     st->allocator = gst_cs_allocator_get(st->device, &error);
     if (!st->allocator) throw std::runtime_error(error ? error->message : "no allocator");
@@ -294,11 +296,13 @@ static GstFlowReturn upload_transform(GstBaseTransform *trans, GstBuffer *inbuf,
   });
 }
 
-enum { PROP_0, PROP_MAX_IN_FLIGHT };
+enum { PROP_0, PROP_MAX_IN_FLIGHT, PROP_COPY_THREADS };
 
 static void upload_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
   if (prop_id == PROP_MAX_IN_FLIGHT)
     GST_GPU_UPLOAD(object)->max_in_flight = g_value_get_uint(value);
+  else if (prop_id == PROP_COPY_THREADS)
+    GST_GPU_UPLOAD(object)->copy_threads = g_value_get_uint(value);
   else
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
 }
@@ -306,6 +310,8 @@ static void upload_set_property(GObject *object, guint prop_id, const GValue *va
 static void upload_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
   if (prop_id == PROP_MAX_IN_FLIGHT)
     g_value_set_uint(value, GST_GPU_UPLOAD(object)->max_in_flight);
+  else if (prop_id == PROP_COPY_THREADS)
+    g_value_set_uint(value, GST_GPU_UPLOAD(object)->copy_threads);
   else
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
 }
@@ -321,6 +327,12 @@ static void gst_gpu_upload_class_init(GstGpuUploadClass *klass) {
                         "oldest, which bounds the device memory a fast source can take",
                         1, 64, kDefaultMaxInFlight,
                         GParamFlags(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
+  g_object_class_install_property(
+      gobject_class, PROP_COPY_THREADS,
+      g_param_spec_uint("copy-threads", "Host copy threads",
+                        "Threads that copy pageable input into page-locked staging (0: half the cores, at most "
+                        "8); page-locked and device input is not copied on the host",
+                        0, 64, 0, GParamFlags(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
   GstCsBaseTransformClass *cs_class = GST_CS_BASE_TRANSFORM_CLASS(klass);
@@ -345,4 +357,7 @@ static void gst_gpu_upload_class_init(GstGpuUploadClass *klass) {
   GST_DEBUG_CATEGORY_INIT(gst_gpu_upload_debug, "gpuupload", 0, "system memory to CUDA device memory");
 }
 
-static void gst_gpu_upload_init(GstGpuUpload *self) { self->max_in_flight = kDefaultMaxInFlight; }
+static void gst_gpu_upload_init(GstGpuUpload *self) {
+  self->max_in_flight = kDefaultMaxInFlight;
+  self->copy_threads = 0;
+}

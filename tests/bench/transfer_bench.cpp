@@ -357,6 +357,19 @@ int main(int argc, char **argv) {
       return element_gbps("gpuupload ! application/octet-stream(memory:CudaSensing) ! gpudownload", to_device,
                           fresh(regions), iterations);
     });
+    // The element with more host copy threads than its default (half the
+    // cores, at most 8), in the same run.
+    for (int threads : {12, 16}) {
+      const std::string upload_with = "gpuupload copy-threads=" + std::to_string(threads) +
+                                      " ! application/octet-stream(memory:CudaSensing)";
+      const Spread fresh_with =
+          spread_of([&] { return element_gbps(upload_with.c_str(), to_device, fresh(regions), iterations); });
+      const Spread recycled_with =
+          spread_of([&] { return element_gbps(upload_with.c_str(), to_device, same_buffer(pageable), iterations); });
+      std::fprintf(stderr, "       gpuupload copy-threads=%d: fresh %.1f (%.1f-%.1f), recycled %.1f (%.1f-%.1f) GB/s\n",
+                   threads, fresh_with.median, fresh_with.low, fresh_with.high, recycled_with.median,
+                   recycled_with.low, recycled_with.high);
+    }
     const double h2d_rot = raw_rotating_gbps(true, dev, bytes, iterations, 6);
     const double d2h_rot = raw_rotating_gbps(false, dev, bytes, iterations, 6);
     std::printf("%6zu | %10.1f %10.1f %4.0f%% %10.1f %4.0f%% %10.1f %4.0f%% | %10.1f %10.1f %4.0f%% | %10.1f\n", mib, h2d,

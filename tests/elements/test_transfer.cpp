@@ -104,6 +104,20 @@ TEST(GpuTransfer, RoundTripThroughDeviceMemory) {
   EXPECT_EQ(probe.host_buffers, 0);
 }
 
+TEST(GpuTransfer, RoundTripWithOtherCopyThreadCounts) {
+  // One copy thread, and more than the default, with buffers that span
+  // several staging chunks (8 MiB) and odd tails.
+  CS_REQUIRE_GPU();
+  for (const char *launch : {"gpuupload name=up copy-threads=1 ! gpudownload",
+                             "gpuupload name=up copy-threads=13 ! gpudownload"}) {
+    SCOPED_TRACE(launch);
+    DeviceProbe probe;
+    const std::vector<size_t> sizes = {5, 65537, (17 << 20) + 3, 4 << 20};
+    round_trip(launch, sizes, &probe);
+    EXPECT_EQ(probe.device_buffers, int(sizes.size()));
+  }
+}
+
 TEST(GpuTransfer, DownloadPushesWithoutWaitingForMoreInput) {
   CS_REQUIRE_GPU();
   // A request/response user pushes one buffer and waits for it: the element
