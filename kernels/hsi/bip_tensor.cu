@@ -1370,8 +1370,9 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
 //     the best key wins, ties to the lower index; the class map written.
 // Shared memory: the references (57 KB for 224 bands), their terms, and one
 // tile per warp group (57 KB): three warp groups per SM at 224 bands.
-// Measured on an H200 (2026-11-30, 1024 x 1024 x 224, K = 64): 0.52 ms per
-// f32 cube for sam, 0.47 for euclidean (the wgmma kernel: 0.56-0.57).
+// Measured on an H200 (2026-11-30, 1024 x 1024 x 224, K = 64): 0.49 ms per
+// f32 cube for sam, 0.44 for euclidean (the wgmma kernel: 0.56-0.57); 0.52
+// and 0.46 while ptxas serialised the product's steps (C7515).
 // Nsight Compute (sam): 161 warp instructions per pixel at 8.3 cycles each
 // (staging 13, |x|^2 and the product ~37, selection 25, rescoring ~51),
 // issue slots 34% busy. The stalls are short dependencies, shared-memory
