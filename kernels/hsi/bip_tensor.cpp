@@ -144,8 +144,10 @@ void make_screen_references(Tables &t, const PointerTable &refs, const Reference
   std::vector<int> usable;
   for (int k = 0; k < shape.references; ++k)
     if (std::isfinite(t.key_scale[k])) usable.push_back(k);
-  // Per reference and reading (truncated, rounded): 2^-10 |r_hk - c| + |d_k - e|.
+  // Per reference and reading (truncated, rounded): 2^-10 |r_hk - c| + |d_k - e|;
+  // and the common term's bound per |x|, 2^-10 |c| + |e|.
   std::vector<double> operand(size_t(shape.references), 0.0);
+  double common = 0;
   for (float (*read)(float) : {&tf32_truncate, &tf32_round}) {  // the tensor cores' two possible readings
     std::vector<double> c(size_t(shape.bands), 0.0), e(size_t(shape.bands), 0.0);
     for (int k : usable)
@@ -154,7 +156,12 @@ void make_screen_references(Tables &t, const PointerTable &refs, const Reference
         c[u] += read(r);
         e[u] += double(r) - read(r);
       }
-    for (int u = 0; u < shape.bands; ++u) c[u] /= double(usable.size()), e[u] /= double(usable.size());
+    double c2 = 0, e2 = 0;
+    for (int u = 0; u < shape.bands; ++u) {
+      c[u] /= double(usable.size()), e[u] /= double(usable.size());
+      c2 += c[u] * c[u], e2 += e[u] * e[u];
+    }
+    common = std::max(common, kScreenOperandError * std::sqrt(c2) + std::sqrt(e2));
     for (int k : usable) {
       double spread2 = 0, residual2 = 0;
       for (int u = 0; u < shape.bands; ++u) {
@@ -165,14 +172,27 @@ void make_screen_references(Tables &t, const PointerTable &refs, const Reference
       operand[k] = std::max(operand[k], kScreenOperandError * std::sqrt(spread2) + std::sqrt(residual2));
     }
   }
+  // The common term orders the references as x.r_k does only where their key
+  // scales are equal (sam, euclidean); correlation's differ (1 / |r_k|):
+  // each reference's scale s_k is s + (s_k - s) with s the middle of them,
+  // s times the common term is common, the rest is bounded.
+  double least_scale = INFINITY, most_scale = -INFINITY;
+  for (int k : usable) {
+    least_scale = std::min(least_scale, t.key_scale[k]);
+    most_scale = std::max(most_scale, t.key_scale[k]);
+  }
+  const double middle_scale = (least_scale + most_scale) / 2;
   for (int k : usable) {
     double norm2 = 0;
     for (int u = 0; u < shape.bands; ++u) norm2 += double(refs.ref(0, k, u)) * refs.ref(0, k, u);
     // Per |x|: the operands' part, the steps' accumulation, and the kernel's
-    // float keys (2^-21 |key scale| |x| |r|; 2^-22 |offset| apart), with a
-    // margin for the rounding of all these sums.
-    const double weight = std::fabs(t.key_scale[k]) *
-                          (operand[k] + (steps * kScreenStepError + 0x1p-21) * std::sqrt(norm2)) * (1 + 0x1p-8);
+    // float keys (2^-21 |key scale| |x| |r|; 2^-22 |offset| apart), the
+    // common term's unequal part, with a margin for the rounding of all
+    // these sums.
+    const double weight = (std::fabs(t.key_scale[k]) *
+                               (operand[k] + (steps * kScreenStepError + 0x1p-21) * std::sqrt(norm2)) +
+                           std::fabs(t.key_scale[k] - middle_scale) * common) *
+                          (1 + 0x1p-8);
     t.screen_weight[k] = std::isfinite(weight) ? weight : 0.0;
     t.screen_largest_norm2 = std::max(t.screen_largest_norm2, norm2);
     t.screen_offset_slack[k] = 0x1p-22 * std::fabs(t.key_offset[k]);
@@ -278,8 +298,7 @@ Tables make_tables(Method method, const std::vector<float> &table, const Referen
     t.positions.assign(size_t(t.chunks) * kChunkBands, 0.0f);
     for (int u = 0; u < shape.bands; ++u) t.positions[size_t(u)] = refs.position(u);
   }
-  if (product == Product::wgmma && t.groups == 1 && (method == Method::sam || method == Method::euclidean))
-    make_screen_references(t, refs, shape);
+  if (product == Product::wgmma && t.groups == 1 && screened(method)) make_screen_references(t, refs, shape);
   return t;
 }
 

@@ -1354,12 +1354,14 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
 #endif  // CS_HSI_WGMMA_BUILT
 
 // One warp group per tile of 64 pixels, every selected band of the tile
-// staged at once in the swizzled tile layout (bip_tensor.h); per tile:
+// staged at once in the swizzled tile layout (bip_tensor.h; correlation:
+// each pixel then shifted by its first band in place, as load_four does,
+// after looking for the ignore value); per tile:
 //  1. the screen's product: bands / 8 wgmma.m64n64k8 TF32, one commit;
-//  2. meanwhile each pixel's |x|^2 from the staged samples, two threads a
-//     pixel (blocks 0-3 or 4-7 of every slab; float over 16 bands, double
-//     beyond; a pixel whose float sums would leave float's range is scaled
-//     by a power of two, exactly);
+//  2. meanwhile each pixel's |x|^2 (correlation: and sum x) from the staged
+//     samples, two threads a pixel (blocks 0-3 or 4-7 of every slab; float
+//     over 16 bands, double beyond; a pixel whose float sums would leave
+//     float's range is scaled by a power of two, exactly);
 //  3. per pixel and reference the key from the product, in float, and its
 //     bound e_k = |x| w_k + s_k (bip_tensor.cpp, make_screen_references):
 //     the references whose key + e_k reaches the largest key - e_j are the
@@ -1423,7 +1425,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   // The pixel this thread sums and scores again (its row of the tile) and
   // its half of each slab: blocks 4 h .. 4 h + 3, at own + 4 (q ^ row % 8).
   const int own_row = warp * 16 + lane % 16, h = lane / 16;
-  const float *const own = tile + own_row * 32;
+  float *const own = tile + own_row * 32;
   int x_offset[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) x_offset[i] = 4 * ((4 * h + i) ^ (own_row % 8));
@@ -1443,18 +1445,25 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   };
   // This thread's half of sum x^2 over slab s, in float (four chains of four:
   // shared-memory latency, not the adds, bounds the loop), and over the
-  // tile, the slabs' sums in double.
-  auto slab_norm2 = [&](int s, auto scaled, float scale) {
+  // tile, the slabs' sums in double; correlation also sum x, likewise.
+  auto slab_norm2 = [&](int s, auto scaled, float scale, double &sum) {
     float x[16];
     load_sixteen(s, x, scaled, scale);
     float part[4] = {0, 0, 0, 0};
 #pragma unroll
     for (int i = 0; i < 16; ++i) part[i / 4] = fmaf(x[i], x[i], part[i / 4]);
+    if constexpr (M == Method::correlation) {
+      float plain[4] = {0, 0, 0, 0};
+#pragma unroll
+      for (int i = 0; i < 16; ++i) plain[i / 4] += x[i];
+      sum += double((plain[0] + plain[1]) + (plain[2] + plain[3]));
+    }
     return double((part[0] + part[1]) + (part[2] + part[3]));
   };
-  auto half_norm2 = [&](auto scaled, float scale) {
+  auto half_norm2 = [&](auto scaled, float scale, double &sum) {
     double total = 0;
-    for (int s = 0; s < slabs; ++s) total += slab_norm2(s, scaled, scale);
+    sum = 0;
+    for (int s = 0; s < slabs; ++s) total += slab_norm2(s, scaled, scale, sum);
     return total;
   };
   auto half_ignored = [&] {
@@ -1465,6 +1474,24 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       for (float v : x) found |= v == a.ignore_value;
     }
     return found;
+  };
+  // Correlation: the own pixel's samples minus its first band, in place, as
+  // load_four shifts them (zeros past the last band stay zeros).
+  auto shift_half = [&] {
+    const float first = own[4 * (own_row % 8)];  // band 0: block 0 of slab 0, at (0 xor row % 8)
+    __syncwarp();                                // both halves have it before the first half is rewritten
+    for (int s = 0; s < slabs; ++s)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        float4 *const at = reinterpret_cast<float4 *>(own + s * kSlabFloats + x_offset[i]);
+        const int band = s * 32 + 16 * h + 4 * i;
+        float4 v = *at;
+        v.x = band < a.bands ? v.x - first : v.x;
+        v.y = band + 1 < a.bands ? v.y - first : v.y;
+        v.z = band + 2 < a.bands ? v.z - first : v.z;
+        v.w = band + 3 < a.bands ? v.w - first : v.w;
+        *at = v;
+      }
   };
   auto half_largest = [&] {
     float largest = 0;
@@ -1516,6 +1543,18 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     // The warp group's next tile into L2 while this one is scored.
     if (thread == 0 && copy_bytes == 16) prefetch_screen_tile(a, first_pixel + tile_step * kScreenRows);
     wait_copies<0>();
+    // The ignore value is looked for among the samples as stored.
+    bool ignored = false;
+    auto find_ignored = [&] {
+      if (!a.has_ignore) return;
+      ignored = half_ignored();
+      ignored = __shfl_xor_sync(kAll, int(ignored), 16) || ignored;
+    };
+    if constexpr (M == Method::correlation) {
+      __syncwarp();  // the warp's rows, copied by its lanes, complete for every lane
+      find_ignored();
+      shift_half();
+    }
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the copies, visible to the wgmma reads
     sync_warpgroup();
 
@@ -1535,7 +1574,8 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     wgmma_commit();
 
     // 2. |x|^2 meanwhile.
-    double norm2 = half_norm2(std::false_type{}, 1.0f);
+    double sum = 0;
+    double norm2 = half_norm2(std::false_type{}, 1.0f, sum);
     norm2 += __shfl_xor_sync(kAll, norm2, 16);
     // Float sums near the ends of float's range, or all zero: the pixel
     // times 2^e, its largest magnitude into [2^14, 2^15) (finite samples).
@@ -1546,14 +1586,13 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       float largest = half_largest();
       largest = fmaxf(largest, __shfl_xor_sync(kAll, largest, 16));
       if (check && isfinite(largest) && largest > 0) pixel_scale = power_of_two(half_scale_exponent(largest));
-      norm2 = half_norm2(std::true_type{}, pixel_scale);
+      norm2 = half_norm2(std::true_type{}, pixel_scale, sum);
       norm2 += __shfl_xor_sync(kAll, norm2, 16);
     }
-    bool ignored = false;
-    if (a.has_ignore) {
-      ignored = half_ignored();
-      ignored = __shfl_xor_sync(kAll, int(ignored), 16) || ignored;
-    }
+    if constexpr (M == Method::correlation)
+      sum += __shfl_xor_sync(kAll, sum, 16);
+    else
+      find_ignored();
     const double unscale = 1.0 / double(pixel_scale);  // a power of two: exact
     const double raw_norm2 = ignored ? quiet_nan() : norm2 * unscale * unscale;
     // The product cannot overflow: |x.r_k| <= |x| |r_k| well inside float.
@@ -1594,8 +1633,8 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
         mine = 0;  // no-data: class 0
       else if (!row_bounded)
         mine = usable;  // the screen says nothing
-      else if (M == Method::sam && n2 == 0)
-        mine &= ~(mine - 1);  // no angle to any reference: one candidate gives class 0
+      else if ((M == Method::sam || M == Method::correlation) && n2 == 0)
+        mine &= ~(mine - 1);  // no angle (correlation) to any reference: one candidate gives class 0
       candidates[half] = mine;
     }
 
@@ -1627,7 +1666,8 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       }
     }
     const size_t pixel = first_pixel + own_row;
-    if (lane < 16 && pixel < a.pixels) write_label<M>(a, pixel, best, 0.0, raw_norm2 * a.scale * a.scale);
+    if (lane < 16 && pixel < a.pixels)
+      write_label<M>(a, pixel, best, sum * unscale * a.scale, raw_norm2 * a.scale * a.scale);
     // No barrier before the next staging: a warp copies and reads only its
     // own 16 rows, which feed only its own accumulators (complete at its
     // wait above), so it restages them while the other warps still score.
@@ -1734,8 +1774,7 @@ bool wgmma_available(int device) {
 
 bool uses_screen(Method method, const DeviceTables &tables, DataType type, const ClassificationOutput &output) {
   return tables.screen_warpgroups > 0 && tables.screen_references && type == DataType::f32 &&
-         !output.rule_images &&
-         (method == Method::sam || method == Method::euclidean);
+         !output.rule_images && screened(method);
 }
 
 void classify(Method method, const DeviceTables &tables, const CubeBlock &block, int first_band, int copy_bytes,
@@ -1780,6 +1819,8 @@ void classify(Method method, const DeviceTables &tables, const CubeBlock &block,
     args.screen_largest_norm2 = tables.screen_largest_norm2;
     if (method == Method::sam)
       launch_screen<Method::sam>(args, copy_bytes, tables.screen_warpgroups, sm_count, stream);
+    else if (method == Method::correlation)
+      launch_screen<Method::correlation>(args, copy_bytes, tables.screen_warpgroups, sm_count, stream);
     else
       launch_screen<Method::euclidean>(args, copy_bytes, tables.screen_warpgroups, sm_count, stream);
     return;

@@ -67,10 +67,10 @@
 //          per chunk of 32 bands (on Hopper as warp-group instructions):
 //          the same bounds; its pixel sums (|x|^2, and sum x for
 //          correlation) are float over 8 samples, double beyond, as fast.
-//          On Hopper, f32 class maps of sam and euclidean (K <= 64) are
-//          screened instead: one TF32 product per term rules references
-//          out within a rigorous bound (kScreenOperandError below), and
-//          the remaining ones are scored in the fast precision.
+//          On Hopper, f32 class maps of sam, correlation and euclidean
+//          (K <= 64) are screened instead: one TF32 product per term rules
+//          references out within a rigorous bound (kScreenOperandError
+//          below), and the remaining ones are scored in the fast precision.
 //          The BIP kernel, when no rule images are
 //          asked for, picks each pixel's class by a key that orders the
 //          references as the score does (the dot product for sam, dot /
@@ -420,7 +420,9 @@ CS_HD float tf32_low(float x, float hi) { return tf32_round(x - hi); }
 // kScreenStepError sum |x_h r_h| (products exact, additions truncating:
 // counted generously). For similar references both norms are small
 // fractions of |r_k|: the screen separates them far better than a bound on
-// x.r_k itself would.
+// x.r_k itself would. Keys s_k x.r_k with unequal scales (correlation):
+// s_k (dx.c + x.e) = s (dx.c + x.e) + (s_k - s) (dx.c + x.e), the first
+// common for any s, the second at most |s_k - s| |x| (2^-10 |c| + |e|).
 inline constexpr double kScreenOperandError = 0x1p-10;
 inline constexpr double kScreenStepError = 0x1p-19;
 

@@ -173,15 +173,17 @@ double device_classify_ms(const SpectralClassifier &classifier, const EnviHeader
   out.class_map_format = classifier.class_map_format();
   const CubeBlock block = make_cube_block(h, d_cube, h.lines);
   kernel = gpu.kernel_for(block);
-  static bool said = false, said_screen = false;
+  static bool said = false;
+  static unsigned screened_said = 0;  // methods, by bit
   if (kernel == CudaSpectralClassifier::Kernel::tensor_bip && !said) {
     std::printf("tensor-bip runs the %s product\n", gpu.bip_tensor_product());
     said = true;
   }
-  if (gpu.screens(block, out) && !said_screen) {
+  const unsigned method_bit = 1u << int(classifier.method());
+  if (gpu.screens(block, out) && !(screened_said & method_bit)) {
     std::printf("tensor-bip screens f32 blocks for %s (CS_HSI_BIP_SCREEN=0 turns it off)\n",
                 method_name(classifier.method()));
-    said_screen = true;
+    screened_said |= method_bit;
   }
   cs::Stream stream(kDevice);
   gpu.classify(block, out, stream.get());  // warm-up: constant table upload, first launch

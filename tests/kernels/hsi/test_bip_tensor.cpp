@@ -576,7 +576,7 @@ TEST(BipTensor, ScreenTableHoldsEveryReferenceValueOnce) {
       config.precision = Precision::tensor;
       const SpectralClassifier c(config, scene.references, select_bands(bands, {}));
       const bt::Tables t = bt::make_tables(c.method(), c.table(), c.table_shape(), bt::Product::wgmma);
-      if (K > 64 || method == Method::correlation) {  // more than one group, or a shifted product: no screen
+      if (K > 64) {  // more than one group: no screen
         EXPECT_TRUE(t.screen_references.empty());
         continue;
       }
@@ -611,7 +611,8 @@ TEST(BipTensor, ScreenTableHoldsEveryReferenceValueOnce) {
 // for every pair of references the screen's key difference is within
 // their bounds' sum of the exact one, so the exact best is always a
 // candidate. Similar and near-duplicate references (what makes the bound
-// matter), pixels over many decades, some negative samples.
+// matter), pixels over many decades, some negative samples; correlation's
+// centred references with unequal key scales (1 / |r_k|).
 TEST(BipTensor, ScreenBoundsCoverTf32Products) {
   std::mt19937_64 rng(cs_test::fresh_seed());
   auto truncate_float = [](double v) {  // toward zero
@@ -619,13 +620,16 @@ TEST(BipTensor, ScreenBoundsCoverTf32Products) {
     if (std::fabs(double(f)) > std::fabs(v)) f = std::nextafter(f, 0.0f);
     return f;
   };
-  for (Method method : {Method::sam, Method::euclidean})
+  for (Method method : {Method::sam, Method::correlation, Method::euclidean})
     for (const auto &[K, bands] : {std::pair<size_t, size_t>{64, 224}, {20, 53}, {9, 425}})
       for (bool rounded_references : {false, true}) {
         SCOPED_TRACE(std::string(method_name(method)) + " K=" + std::to_string(K) + " bands=" + std::to_string(bands) +
                      (rounded_references ? " references rounded" : " references truncated"));
         hsi_test::Scene scene = hsi_test::random_scene(rng, 1, 300, bands, K);
         std::vector<float> &spectra = scene.references.spectra;
+        if (method == Method::correlation)  // key scales from 1 / |r| to 1 / (4 |r|)
+          for (size_t k = 0; k < K; ++k)
+            for (size_t b = 0; b < bands; ++b) spectra[k * bands + b] *= float(1 + k % 4);
         for (size_t k = 1; k < K; k += 4)
           for (size_t b = 0; b < bands; ++b)
             spectra[k * bands + b] =

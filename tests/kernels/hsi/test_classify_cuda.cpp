@@ -604,11 +604,12 @@ TEST(GpuClassify, TensorBipKernelWideDynamicRange) {
       }
 }
 
-// The BIP kernel's screen (f32, sam and euclidean, K <= 64, class maps only;
-// bip_tensor.h) on what makes screening hard: references that differ from
-// another one by ~1e-6 (the TF32 product cannot tell them apart, so both
-// are scored again), pixels equal to a reference, zero pixels, NaN pixels,
-// pixels with the ignore value, pixels from 1e-30 to 1e30 (scaled sums),
+// The BIP kernel's screen (f32, sam, correlation and euclidean, K <= 64,
+// class maps only; bip_tensor.h) on what makes screening hard: references
+// that differ from another one by ~1e-6 (the TF32 product cannot tell them
+// apart, so both are scored again), pixels equal to a reference, zero
+// pixels, NaN pixels, pixels with the ignore value, pixels with a large
+// offset, pixels from 1e-30 to 1e30 (scaled sums),
 // and a band range with a partial slab (bands padded to 32). Class maps
 // within the tensor bounds of the exact CPU ones.
 TEST(GpuClassify, TensorBipScreenCandidates) {
@@ -616,7 +617,7 @@ TEST(GpuClassify, TensorBipScreenCandidates) {
   std::mt19937_64 rng(cs_test::fresh_seed());
   cs::Stream stream(kDevice);
   const size_t lines = 4, samples = 83, pixels = lines * samples;
-  for (Method method : {Method::sam, Method::euclidean})
+  for (Method method : {Method::sam, Method::correlation, Method::euclidean})
     for (const auto &[bands, first_band, band_count] : {std::tuple<size_t, int, int>{224, 0, 224}, {61, 4, 53}})
       for (size_t K : {size_t(17), size_t(64)}) {
         SCOPED_TRACE(std::string(method_name(method)) + " K=" + std::to_string(K) + " bands " +
@@ -636,6 +637,9 @@ TEST(GpuClassify, TensorBipScreenCandidates) {
               for (size_t b = 0; b < bands; ++b) px[b] *= float(std::pow(10.0, double(rng() % 61) - 30.0));
               break;
             case 4: px[size_t(first_band) + rng() % size_t(band_count)] = -9999.0f; break;  // no-data
+            case 5:  // a large offset (correlation does not see it; its shift takes most of it away)
+              for (size_t b = 0; b < bands; ++b) px[b] += 100.0f;
+              break;
             default: break;
           }
         }
