@@ -139,11 +139,11 @@ void make_screen_references(Tables &t, const PointerTable &refs, const Reference
   t.screen_references.assign(size_t(kScreenRows) * padded_bands, 0.0f);
   t.screen_weight.assign(kGroupReferences, 0.0);
   t.screen_offset_slack.assign(kGroupReferences, 0.0);
-  for (int k = 0; k < shape.references; ++k)
-    for (int u = 0; u < shape.bands; ++u) t.screen_references[screen_index(k, u)] = refs.ref(0, k, u);
-  std::vector<int> usable;
+  std::vector<int> usable;  // the others (NaN samples, say) stay zeros: no NaN enters the product
   for (int k = 0; k < shape.references; ++k)
     if (std::isfinite(t.key_scale[k])) usable.push_back(k);
+  for (int k : usable)
+    for (int u = 0; u < shape.bands; ++u) t.screen_references[screen_index(k, u)] = refs.ref(0, k, u);
   // Per reference and reading (truncated, rounded): 2^-10 |r_hk - c| + |d_k - e|;
   // and the common term's bound per |x|, 2^-10 |c| + |e|.
   std::vector<double> operand(size_t(shape.references), 0.0);

@@ -563,11 +563,12 @@ TEST(BipTensor, WgmmaSharedMemory) {
   EXPECT_EQ(bt::chunks_for(ReferenceTableShape{70, 224, 1}), 7);
 }
 
-// The screen's table: every reference's value at screen_index (the layout
-// its wgmma steps and its rescoring read), zeros elsewhere.
+// The screen's table: every usable reference's value at screen_index (the
+// layout its wgmma steps and its rescoring read), zeros elsewhere; no table
+// for more than 64 references or for bandfit and sid.
 TEST(BipTensor, ScreenTableHoldsEveryReferenceValueOnce) {
   std::mt19937_64 rng(cs_test::fresh_seed());
-  for (Method method : {Method::sam, Method::euclidean, Method::correlation})
+  for (Method method : {Method::sam, Method::euclidean, Method::correlation, Method::bandfit, Method::sid})
     for (const auto &[K, bands] : {std::pair<size_t, size_t>{1, 7}, {37, 45}, {64, 224}, {100, 70}}) {
       SCOPED_TRACE(std::string(method_name(method)) + " K=" + std::to_string(K) + " bands=" + std::to_string(bands));
       hsi_test::Scene scene = hsi_test::random_scene(rng, 1, 4, bands, K);
@@ -576,7 +577,7 @@ TEST(BipTensor, ScreenTableHoldsEveryReferenceValueOnce) {
       config.precision = Precision::tensor;
       const SpectralClassifier c(config, scene.references, select_bands(bands, {}));
       const bt::Tables t = bt::make_tables(c.method(), c.table(), c.table_shape(), bt::Product::wgmma);
-      if (K > 64) {  // more than one group: no screen
+      if (K > 64 || !bt::screened(method)) {  // more than one group, or a method the screen does not take
         EXPECT_TRUE(t.screen_references.empty());
         continue;
       }
@@ -592,10 +593,12 @@ TEST(BipTensor, ScreenTableHoldsEveryReferenceValueOnce) {
           const size_t at = bt::screen_index(k, u);
           ASSERT_LT(at, t.screen_references.size());
           ++seen[at];
-          EXPECT_EQ(t.screen_references[at], k < int(K) && u < int(bands) ? refs.ref(0, k, u) : 0.0f) << k << " " << u;
+          const bool usable = k < int(K) && std::isfinite(t.key_scale[size_t(k)]);
+          EXPECT_EQ(t.screen_references[at], usable && u < int(bands) ? refs.ref(0, k, u) : 0.0f) << k << " " << u;
         }
       for (int n : seen) ASSERT_EQ(n, 1);
-      for (int k = 0; k < bt::kGroupReferences; ++k) EXPECT_EQ(t.screen_weight[k] > 0, k < int(K)) << k;
+      for (int k = 0; k < bt::kGroupReferences; ++k)
+        EXPECT_EQ(t.screen_weight[k] > 0, k < int(K) && std::isfinite(t.key_scale[size_t(k)])) << k;
       // Adjacent bands of a row share 16 bytes; rows 128 B apart within 8;
       // a wgmma.k8 step's two blocks 1 KB apart.
       EXPECT_EQ(bt::screen_index(0, 1) - bt::screen_index(0, 0), 1u);
@@ -662,13 +665,18 @@ TEST(BipTensor, ScreenBoundsCoverTf32Products) {
             screened[k] = std::fma(accumulator, float(t.key_scale[k]), float(t.key_offset[k]));
             bound[k] = std::fma(norm, float(t.screen_weight[k]), float(t.screen_offset_slack[k]));
           }
-          size_t best = 0;
-          for (size_t k = 1; k < K; ++k) best = exact[k] > exact[best] ? k : best;
+          // Unusable references are never candidates.
+          std::vector<size_t> usable;
+          for (size_t k = 0; k < K; ++k)
+            if (std::isfinite(t.key_scale[k])) usable.push_back(k);
+          ASSERT_FALSE(usable.empty());
+          size_t best = usable[0];
+          for (size_t k : usable) best = exact[k] > exact[best] ? k : best;
           double lower = -INFINITY;
-          for (size_t k = 0; k < K; ++k) lower = std::max(lower, screened[k] - bound[k]);
-          for (size_t k = 0; k < K; ++k) {
+          for (size_t k : usable) lower = std::max(lower, screened[k] - bound[k]);
+          for (size_t k : usable) {
             candidates += screened[k] + bound[k] >= lower;
-            for (size_t j = 0; j < K; ++j) {
+            for (size_t j : usable) {
               const double error = std::fabs((exact[k] - exact[j]) - (screened[k] - screened[j]));
               ASSERT_LE(error, bound[k] + bound[j]) << "pixel " << p << " references " << k << ", " << j;
               if (bound[k] + bound[j] > 0) worst = std::max(worst, error / (bound[k] + bound[j]));
