@@ -1354,12 +1354,13 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
 #endif  // CS_HSI_WGMMA_BUILT
 
 // One warp group per tile of 64 pixels, every selected band of the tile
-// staged at once in the swizzled tile layout (bip_tensor.h; correlation:
-// each pixel then shifted by its first band in place, as load_four does,
-// after looking for the ignore value); per tile:
+// staged at once in the swizzled tile layout (bip_tensor.h; correlation
+// and bandfit: each pixel then transformed in place as load_four does,
+// shifted by its first band or continuum-removed, after looking for the
+// ignore value); per tile:
 //  1. the screen's product: bands / 8 wgmma.m64n64k8 TF32, one commit;
-//  2. meanwhile each pixel's |x|^2 (correlation: and sum x) from the staged
-//     samples, two threads a pixel (blocks 0-3 or 4-7 of every slab; float
+//  2. meanwhile each pixel's |x|^2 (correlation, bandfit: and sum x) from
+//     the staged samples, two threads a pixel (blocks 0-3 or 4-7 of every slab; float
 //     over 16 bands, double beyond; a pixel whose float sums would leave
 //     float's range is scaled by a power of two, exactly);
 //  3. per pixel and reference the key from the product, in float, and its
@@ -1452,7 +1453,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     float part[4] = {0, 0, 0, 0};
 #pragma unroll
     for (int i = 0; i < 16; ++i) part[i / 4] = fmaf(x[i], x[i], part[i / 4]);
-    if constexpr (M == Method::correlation) {
+    if constexpr (correlation_like(M)) {
       float plain[4] = {0, 0, 0, 0};
 #pragma unroll
       for (int i = 0; i < 16; ++i) plain[i / 4] += x[i];
@@ -1475,21 +1476,40 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     }
     return found;
   };
-  // Correlation: the own pixel's samples minus its first band, in place, as
-  // load_four shifts them (zeros past the last band stay zeros).
+  // Correlation and bandfit: the own pixel's samples as load_four sums them
+  // (shifted by the first band; continuum-removed with the same fast
+  // division, then shifted by 1), in place; zeros past the last band stay.
   auto shift_half = [&] {
-    const float first = own[4 * (own_row % 8)];  // band 0: block 0 of slab 0, at (0 xor row % 8)
-    __syncwarp();                                // both halves have it before the first half is rewritten
+    auto staged = [&](int band) {  // the own row's sample of `band` in the swizzled tile
+      return own[(band / 32) * kSlabFloats + 4 * (((band % 32) / 4) ^ (own_row % 8)) + band % 4];
+    };
+    PixelContext px = pixel_context<M>(staged(0), staged(a.bands - 1), 0.0);
+    if (!px.defined) px.continuum_start = quiet_nan();
+    __syncwarp();  // both halves have read the row's ends before either is rewritten
+    auto value = [&](float x, float t) {
+      if constexpr (M == Method::bandfit) {
+        const float c = continuum<float>(t, px), q = c < 0x1p126f ? 1.0f : 0.25f;
+        return __fdividef(x * q, c * q) - px.shift;
+      } else {
+        return x - px.shift;
+      }
+    };
     for (int s = 0; s < slabs; ++s)
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         float4 *const at = reinterpret_cast<float4 *>(own + s * kSlabFloats + x_offset[i]);
         const int band = s * 32 + 16 * h + 4 * i;
-        float4 v = *at;
-        v.x = band < a.bands ? v.x - first : v.x;
-        v.y = band + 1 < a.bands ? v.y - first : v.y;
-        v.z = band + 2 < a.bands ? v.z - first : v.z;
-        v.w = band + 3 < a.bands ? v.w - first : v.w;
+        float4 v = *at, t = make_float4(0, 0, 0, 0);
+        if constexpr (M == Method::bandfit)  // positions padded to whole chunks: the slabs
+          t = __ldg(reinterpret_cast<const float4 *>(a.positions + band));
+        if (band + 4 <= a.bands) {
+          v = make_float4(value(v.x, t.x), value(v.y, t.y), value(v.z, t.z), value(v.w, t.w));
+        } else {
+          v.x = band < a.bands ? value(v.x, t.x) : v.x;
+          v.y = band + 1 < a.bands ? value(v.y, t.y) : v.y;
+          v.z = band + 2 < a.bands ? value(v.z, t.z) : v.z;
+          v.w = band + 3 < a.bands ? value(v.w, t.w) : v.w;
+        }
         *at = v;
       }
   };
@@ -1550,7 +1570,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       ignored = half_ignored();
       ignored = __shfl_xor_sync(kAll, int(ignored), 16) || ignored;
     };
-    if constexpr (M == Method::correlation) {
+    if constexpr (correlation_like(M)) {
       __syncwarp();  // the warp's rows, copied by its lanes, complete for every lane
       find_ignored();
       shift_half();
@@ -1589,7 +1609,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       norm2 = half_norm2(std::true_type{}, pixel_scale, sum);
       norm2 += __shfl_xor_sync(kAll, norm2, 16);
     }
-    if constexpr (M == Method::correlation)
+    if constexpr (correlation_like(M))
       sum += __shfl_xor_sync(kAll, sum, 16);
     else
       find_ignored();
@@ -1633,7 +1653,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
         mine = 0;  // no-data: class 0
       else if (!row_bounded)
         mine = usable;  // the screen says nothing
-      else if ((M == Method::sam || M == Method::correlation) && n2 == 0)
+      else if ((M == Method::sam || correlation_like(M)) && n2 == 0)
         mine &= ~(mine - 1);  // no angle (correlation) to any reference: one candidate gives class 0
       candidates[half] = mine;
     }
@@ -1821,6 +1841,8 @@ void classify(Method method, const DeviceTables &tables, const CubeBlock &block,
       launch_screen<Method::sam>(args, copy_bytes, tables.screen_warpgroups, sm_count, stream);
     else if (method == Method::correlation)
       launch_screen<Method::correlation>(args, copy_bytes, tables.screen_warpgroups, sm_count, stream);
+    else if (method == Method::bandfit)
+      launch_screen<Method::bandfit>(args, copy_bytes, tables.screen_warpgroups, sm_count, stream);
     else
       launch_screen<Method::euclidean>(args, copy_bytes, tables.screen_warpgroups, sm_count, stream);
     return;

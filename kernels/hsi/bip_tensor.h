@@ -31,9 +31,9 @@
 // Every method: sam, correlation (pixels shifted by their first band),
 // bandfit (pixels continuum-removed in float) and euclidean as one product;
 // sid (wgmma only) as two, one after the other, over twice the chunks
-// (Tables::sid_terms). With wgmma, f32 class maps of sam, correlation and
-// euclidean take the screen below instead where three tiles fit per SM (one
-// TF32 product, then the candidates scored exactly).
+// (Tables::sid_terms). With wgmma, f32 class maps of every method but sid
+// take the screen below instead where three tiles fit per SM (one TF32
+// product, then the candidates scored exactly).
 #pragma once
 
 #include <cstddef>
@@ -185,14 +185,13 @@ CS_HD size_t wgmma_reference_index(int group, int part, int reference, int posit
 }
 
 // What the kernel needs about the references, prepared once per classifier.
-// The screen (wgmma builds, f32 blocks, sam, correlation and euclidean,
-// K <= 64, no rule images): one TF32 product per term on the warp-group
-// instructions, both operands read from shared memory, then every reference
-// the product cannot rule out (classify_math.h, kScreenOperandError) scored
-// again from the staged samples in the fast precision (correlation: the
-// staged pixels shifted by their first band first, as load_four does).
-// Layouts, bands padded with
-// zeros to a multiple of 32:
+// The screen (wgmma builds, f32 blocks, every method but sid, K <= 64, no
+// rule images): one TF32 product per term on the warp-group instructions,
+// both operands read from shared memory, then every reference the product
+// cannot rule out (classify_math.h, kScreenOperandError) scored again from
+// the staged samples in the fast precision (correlation and bandfit: the
+// staged pixels first transformed as load_four does). Layouts, bands padded
+// with zeros to a multiple of 32:
 //   references (screen_index): 16-byte blocks of 4 consecutive bands, the
 //     64 references' blocks of bands 4j..4j+3 together (1 KB), so that one
 //     wgmma.k8 step reads two such blocks (core matrices of 8 rows x 16 B,
@@ -202,9 +201,7 @@ CS_HD size_t wgmma_reference_index(int group, int part, int reference, int posit
 //     (q xor m % 8): a pixel row's bytes stay together, as the asynchronous
 //     copies write them (blocks 1 KB apart made every copy take one
 //     shared-memory wavefront per lane).
-CS_HD constexpr bool screened(Method m) {
-  return m == Method::sam || m == Method::correlation || m == Method::euclidean;
-}
+CS_HD constexpr bool screened(Method m) { return m != Method::sid; }
 inline constexpr int kScreenRows = 64;
 inline constexpr int kScreenBlockBands = 4;
 CS_HD constexpr int screen_padded_bands(int bands) { return (bands + 31) / 32 * 32; }

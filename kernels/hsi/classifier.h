@@ -138,8 +138,8 @@ class CudaSpectralClassifier {
   // "" when the classifier does not use that kernel.
   const char *bip_tensor_product() const;
   // Whether classify() screens this block for this output (the BIP tensor
-  // kernel's screen, bip_tensor.h: f32, sam, correlation or euclidean,
-  // K <= 64, no rule images, on Hopper).
+  // kernel's screen, bip_tensor.h: f32, every method but sid, K <= 64, no
+  // rule images, on Hopper).
   bool screens(const CubeBlock &device_block, const ClassificationOutput &output) const;
 
   struct Impl;

@@ -67,8 +67,8 @@
 //          per chunk of 32 bands (on Hopper as warp-group instructions):
 //          the same bounds; its pixel sums (|x|^2, and sum x for
 //          correlation) are float over 8 samples, double beyond, as fast.
-//          On Hopper, f32 class maps of sam, correlation and euclidean
-//          (K <= 64) are screened instead: one TF32 product per term rules
+//          On Hopper, f32 class maps of every method but sid (K <= 64)
+//          are screened instead: one TF32 product per term rules
 //          references out within a rigorous bound (kScreenOperandError
 //          below), and the remaining ones are scored in the fast precision.
 //          The BIP kernel, when no rule images are

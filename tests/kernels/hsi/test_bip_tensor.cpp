@@ -565,7 +565,7 @@ TEST(BipTensor, WgmmaSharedMemory) {
 
 // The screen's table: every usable reference's value at screen_index (the
 // layout its wgmma steps and its rescoring read), zeros elsewhere; no table
-// for more than 64 references or for bandfit and sid.
+// for more than 64 references or for sid.
 TEST(BipTensor, ScreenTableHoldsEveryReferenceValueOnce) {
   std::mt19937_64 rng(cs_test::fresh_seed());
   for (Method method : {Method::sam, Method::euclidean, Method::correlation, Method::bandfit, Method::sid})
@@ -615,7 +615,7 @@ TEST(BipTensor, ScreenTableHoldsEveryReferenceValueOnce) {
 // their bounds' sum of the exact one, so the exact best is always a
 // candidate. Similar and near-duplicate references (what makes the bound
 // matter), pixels over many decades, some negative samples; correlation's
-// centred references with unequal key scales (1 / |r_k|).
+// (and bandfit's) centred references with unequal key scales (1 / |r_k|).
 TEST(BipTensor, ScreenBoundsCoverTf32Products) {
   std::mt19937_64 rng(cs_test::fresh_seed());
   auto truncate_float = [](double v) {  // toward zero
@@ -623,7 +623,7 @@ TEST(BipTensor, ScreenBoundsCoverTf32Products) {
     if (std::fabs(double(f)) > std::fabs(v)) f = std::nextafter(f, 0.0f);
     return f;
   };
-  for (Method method : {Method::sam, Method::correlation, Method::euclidean})
+  for (Method method : {Method::sam, Method::correlation, Method::bandfit, Method::euclidean})
     for (const auto &[K, bands] : {std::pair<size_t, size_t>{64, 224}, {20, 53}, {9, 425}})
       for (bool rounded_references : {false, true}) {
         SCOPED_TRACE(std::string(method_name(method)) + " K=" + std::to_string(K) + " bands=" + std::to_string(bands) +

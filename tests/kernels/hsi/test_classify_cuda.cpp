@@ -604,20 +604,20 @@ TEST(GpuClassify, TensorBipKernelWideDynamicRange) {
       }
 }
 
-// The BIP kernel's screen (f32, sam, correlation and euclidean, K <= 64,
-// class maps only; bip_tensor.h) on what makes screening hard: references
-// that differ from another one by ~1e-6 (the TF32 product cannot tell them
-// apart, so both are scored again), pixels equal to a reference, zero
-// pixels, NaN pixels, pixels with the ignore value, pixels with a large
-// offset, pixels from 1e-30 to 1e30 (scaled sums),
-// and a band range with a partial slab (bands padded to 32). Class maps
-// within the tensor bounds of the exact CPU ones.
+// The BIP kernel's screen (f32, every method but sid, K <= 64, class maps
+// only; bip_tensor.h) on what makes screening hard: references that differ
+// from another one by ~1e-6 (the TF32 product cannot tell them apart, so
+// both are scored again), pixels equal to a reference, zero pixels, NaN
+// pixels, pixels with the ignore value, pixels with a large offset, pixels
+// from 1e-30 to 1e30 (scaled sums), and a band range with a partial slab
+// (bands padded to 32). Class maps within the tensor bounds of the exact
+// CPU ones.
 TEST(GpuClassify, TensorBipScreenCandidates) {
   CS_REQUIRE_GPU();
   std::mt19937_64 rng(cs_test::fresh_seed());
   cs::Stream stream(kDevice);
   const size_t lines = 4, samples = 83, pixels = lines * samples;
-  for (Method method : {Method::sam, Method::correlation, Method::euclidean})
+  for (Method method : {Method::sam, Method::correlation, Method::bandfit, Method::euclidean})
     for (const auto &[bands, first_band, band_count] : {std::tuple<size_t, int, int>{224, 0, 224}, {61, 4, 53}})
       for (size_t K : {size_t(17), size_t(64)}) {
         SCOPED_TRACE(std::string(method_name(method)) + " K=" + std::to_string(K) + " bands " +
