@@ -173,7 +173,8 @@ void make_screen_references(Tables &t, const PointerTable &refs, const Reference
     }
   }
   // The common term orders the references as x.r_k does only where their key
-  // scales are equal (sam, euclidean); correlation's differ (1 / |r_k|):
+  // scales are equal (sam, euclidean); correlation's and bandfit's differ
+  // (1 / |r_k|):
   // each reference's scale s_k is s + (s_k - s) with s the middle of them,
   // s times the common term is common, the rest is bounded.
   double least_scale = INFINITY, most_scale = -INFINITY;

@@ -1360,9 +1360,9 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
 // ignore value); per tile:
 //  1. the screen's product: bands / 8 wgmma.m64n64k8 TF32, one commit;
 //  2. meanwhile each pixel's |x|^2 (correlation, bandfit: and sum x) from
-//     the staged samples, two threads a pixel (blocks 0-3 or 4-7 of every slab; float
-//     over 16 bands, double beyond; a pixel whose float sums would leave
-//     float's range is scaled by a power of two, exactly);
+//     the staged samples, two threads a pixel (blocks 0-3 or 4-7 of every
+//     slab; float over 16 bands, double beyond; a pixel whose float sums
+//     would leave float's range is scaled by a power of two, exactly);
 //  3. per pixel and reference the key from the product, in float, and its
 //     bound e_k = |x| w_k + s_k (bip_tensor.cpp, make_screen_references):
 //     the references whose key + e_k reaches the largest key - e_j are the
@@ -1446,7 +1446,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   };
   // This thread's half of sum x^2 over slab s, in float (four chains of four:
   // shared-memory latency, not the adds, bounds the loop), and over the
-  // tile, the slabs' sums in double; correlation also sum x, likewise.
+  // tile, the slabs' sums in double; correlation and bandfit also sum x.
   auto slab_norm2 = [&](int s, auto scaled, float scale, double &sum) {
     float x[16];
     load_sixteen(s, x, scaled, scale);
@@ -1654,7 +1654,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       else if (!row_bounded)
         mine = usable;  // the screen says nothing
       else if ((M == Method::sam || correlation_like(M)) && n2 == 0)
-        mine &= ~(mine - 1);  // no angle (correlation) to any reference: one candidate gives class 0
+        mine &= ~(mine - 1);  // no angle (or correlation) to any reference: one candidate gives class 0
       candidates[half] = mine;
     }
 
