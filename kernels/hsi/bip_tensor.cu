@@ -1467,12 +1467,17 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     for (int s = 0; s < slabs; ++s) total += slab_norm2(s, scaled, scale, sum);
     return total;
   };
+  // Whether this thread's half of the pixel holds the ignore value, among
+  // the selected bands only: the zeros staged past the last band are not
+  // samples (an ignore value of 0 would otherwise make every pixel of a
+  // partial slab no-data).
   auto half_ignored = [&] {
     bool found = false;
     for (int s = 0; s < slabs; ++s) {
       float x[16];
       load_sixteen(s, x, std::false_type{}, 1.0f);
-      for (float v : x) found |= v == a.ignore_value;
+#pragma unroll
+      for (int j = 0; j < 16; ++j) found |= x[j] == a.ignore_value && s * 32 + 16 * h + j < a.bands;
     }
     return found;
   };

@@ -619,53 +619,55 @@ TEST(GpuClassify, TensorBipScreenCandidates) {
   const size_t lines = 4, samples = 83, pixels = lines * samples;
   for (Method method : {Method::sam, Method::correlation, Method::bandfit, Method::euclidean})
     for (const auto &[bands, first_band, band_count] : {std::tuple<size_t, int, int>{224, 0, 224}, {61, 4, 53}})
-      for (size_t K : {size_t(17), size_t(64)}) {
-        SCOPED_TRACE(std::string(method_name(method)) + " K=" + std::to_string(K) + " bands " +
-                     std::to_string(first_band) + "+" + std::to_string(band_count));
-        hsi_test::Scene scene = hsi_test::random_scene(rng, lines, samples, bands, K);
-        std::vector<float> &refs = scene.references.spectra;
-        for (size_t k = 1; k < K; k += 3)  // reference k: reference k - 1 within ~1e-6
-          for (size_t b = 0; b < bands; ++b)
-            refs[k * bands + b] = refs[(k - 1) * bands + b] * float(1 + 1e-6 * (double(rng() % 2001) / 1000 - 1));
-        for (size_t p = 0; p < pixels; ++p) {
-          float *px = &scene.pixels[p * bands];
-          switch (p % 9) {
-            case 0: std::copy(&refs[(p % K) * bands], &refs[(p % K + 1) * bands], px); break;  // a reference
-            case 1: std::fill(px, px + bands, 0.0f); break;
-            case 2: px[rng() % bands] = NAN; break;
-            case 3:
-              for (size_t b = 0; b < bands; ++b) px[b] *= float(std::pow(10.0, double(rng() % 61) - 30.0));
-              break;
-            case 4: px[size_t(first_band) + rng() % size_t(band_count)] = -9999.0f; break;  // no-data
-            case 5:  // a large offset (correlation does not see it; its shift takes most of it away)
-              for (size_t b = 0; b < bands; ++b) px[b] += 100.0f;
-              break;
-            default: break;
+      for (size_t K : {size_t(17), size_t(64)})
+        for (float ignore : {-9999.0f, 0.0f}) {  // 0: as the zeros staged past the last band
+          SCOPED_TRACE(std::string(method_name(method)) + " K=" + std::to_string(K) + " bands " +
+                       std::to_string(first_band) + "+" + std::to_string(band_count) + " ignore value " +
+                       std::to_string(ignore));
+          hsi_test::Scene scene = hsi_test::random_scene(rng, lines, samples, bands, K);
+          std::vector<float> &refs = scene.references.spectra;
+          for (size_t k = 1; k < K; k += 3)  // reference k: reference k - 1 within ~1e-6
+            for (size_t b = 0; b < bands; ++b)
+              refs[k * bands + b] = refs[(k - 1) * bands + b] * float(1 + 1e-6 * (double(rng() % 2001) / 1000 - 1));
+          for (size_t p = 0; p < pixels; ++p) {
+            float *px = &scene.pixels[p * bands];
+            switch (p % 9) {
+              case 0: std::copy(&refs[(p % K) * bands], &refs[(p % K + 1) * bands], px); break;  // a reference
+              case 1: std::fill(px, px + bands, 0.0f); break;
+              case 2: px[rng() % bands] = NAN; break;
+              case 3:
+                for (size_t b = 0; b < bands; ++b) px[b] *= float(std::pow(10.0, double(rng() % 61) - 30.0));
+                break;
+              case 4: px[size_t(first_band) + rng() % size_t(band_count)] = ignore; break;  // no-data
+              case 5:  // a large offset (correlation does not see it; its shift takes most of it away)
+                for (size_t b = 0; b < bands; ++b) px[b] += 100.0f;
+                break;
+              default: break;
+            }
           }
+          std::vector<int> selected(static_cast<size_t>(band_count));
+          for (int u = 0; u < band_count; ++u) selected[size_t(u)] = first_band + u;
+          const auto [tensor, exact] = tensor_and_exact(method, default_threshold(method), scene, selected);
+          CudaSpectralClassifier gpu(tensor, kDevice);
+          const auto bytes = hsi_test::encode_block(scene.pixels, lines, samples, bands, DataType::f32,
+                                                    Interleave::bip, host_byte_order(), 1.0);
+          const CubeBlock block = hsi_test::block_of(bytes, lines, samples, bands, DataType::f32, Interleave::bip,
+                                                     host_byte_order(), double(ignore), std::nullopt);
+          if (bip_tensor::product_from_environment() == bip_tensor::Product::wgmma &&
+              bip_tensor::screen_from_environment() && cs::compute_capability(kDevice) == 90) {
+            ClassificationOutput class_map_only;
+            EXPECT_TRUE(gpu.screens(block, class_map_only));
+          }
+          const hsi_test::Result want = hsi_test::classify_cpu(exact, block);
+          const hsi_test::Result got = classify_gpu(gpu, tensor, bytes, block, stream, false);
+          const auto [x2, r2] = largest_squared_norms(scene);
+          const double worst =
+              expect_within_tensor_bounds(method, want, got, pixels, K, x2, r2, tensor.threshold());
+          size_t same = 0;
+          for (size_t p = 0; p < pixels; ++p) same += want.labels[p] == got.labels[p];
+          std::printf("[ info     ] %s screen, K=%zu bands=%d, ignore %g: %zu of %zu labels as exact, worst %.3g\n",
+                      method_name(method), K, band_count, double(ignore), same, pixels, worst);
         }
-        std::vector<int> selected(static_cast<size_t>(band_count));
-        for (int u = 0; u < band_count; ++u) selected[size_t(u)] = first_band + u;
-        const auto [tensor, exact] = tensor_and_exact(method, default_threshold(method), scene, selected);
-        CudaSpectralClassifier gpu(tensor, kDevice);
-        const auto bytes = hsi_test::encode_block(scene.pixels, lines, samples, bands, DataType::f32,
-                                                  Interleave::bip, host_byte_order(), 1.0);
-        const CubeBlock block = hsi_test::block_of(bytes, lines, samples, bands, DataType::f32, Interleave::bip,
-                                                   host_byte_order(), -9999.0, std::nullopt);
-        if (bip_tensor::product_from_environment() == bip_tensor::Product::wgmma &&
-            bip_tensor::screen_from_environment() && cs::compute_capability(kDevice) == 90) {
-          ClassificationOutput class_map_only;
-          EXPECT_TRUE(gpu.screens(block, class_map_only));
-        }
-        const hsi_test::Result want = hsi_test::classify_cpu(exact, block);
-        const hsi_test::Result got = classify_gpu(gpu, tensor, bytes, block, stream, false);
-        const auto [x2, r2] = largest_squared_norms(scene);
-        const double worst =
-            expect_within_tensor_bounds(method, want, got, pixels, K, x2, r2, tensor.threshold());
-        size_t same = 0;
-        for (size_t p = 0; p < pixels; ++p) same += want.labels[p] == got.labels[p];
-        std::printf("[ info     ] %s screen, K=%zu bands=%d: %zu of %zu labels as exact, worst %.3g\n",
-                    method_name(method), K, band_count, same, pixels, worst);
-      }
 }
 
 // Blocks the specialised kernel does not take run the generic one.
