@@ -388,6 +388,23 @@ __device__ __forceinline__ void widen_pair(uint32_t pair, float &first, float &s
 template <DataType T, Method M>
 constexpr bool kFractionalValues = T == DataType::f32 || M == Method::bandfit || M == Method::sid;
 
+// Correlation's and bandfit's value of sample x at band `position`: x minus
+// the first band's (correlation); band_value with the fast division, minus
+// 1 (bandfit). The fast division is within 2 ulp for continua in [2^-126,
+// 2^126] (the products' own error is 2^-22): the correctly rounded one took
+// 0.95 ms per f32 cube against 0.78 (H200), and choosing it for continua
+// beyond 2^126 (where the fast one returns 0) 1.00 ms; both operands are
+// scaled by 1/4 there instead.
+template <Method M>
+__device__ __forceinline__ float shifted_value(float x, float position, const PixelContext &px) {
+  if constexpr (M == Method::bandfit) {
+    const float c = continuum<float>(position, px), s = c < 0x1p126f ? 1.0f : 0.25f;
+    return __fdividef(x * s, c * s) - px.shift;
+  } else {
+    return x - px.shift;
+  }
+}
+
 // Samples 4t..4t+3 of a span of 16 in staged row `row` of the chunk from
 // selected band `chunk_band`, as floats (stored values: the scale is applied
 // to the sums; bandfit's values do not depend on it), the ignore value as
@@ -410,19 +427,11 @@ __device__ __forceinline__ void load_four(const Args &a, const unsigned char *ti
   if (a.has_ignore)
     for (float &v : x) v = v == a.ignore_value ? quiet_nan() : v;
   if constexpr (M == Method::bandfit) {
-    // band_value with the fast division (within 2 ulp for continua in
-    // [2^-126, 2^126]; the products' own error is 2^-22): the correctly
-    // rounded division took 0.95 ms per f32 cube against 0.78 (H200), and
-    // choosing it for continua beyond 2^126 (where the fast one returns 0)
-    // 1.00 ms; both operands are scaled by 1/4 there instead.
     const float4 p = __ldg(reinterpret_cast<const float4 *>(a.positions + chunk_band + band));
     const float position[4] = {p.x, p.y, p.z, p.w};
-    for (int i = 0; i < 4; ++i) {
-      const float c = continuum<float>(position[i], px), s = c < 0x1p126f ? 1.0f : 0.25f;
-      x[i] = __fdividef(x[i] * s, c * s) - px.shift;
-    }
+    for (int i = 0; i < 4; ++i) x[i] = shifted_value<M>(x[i], position[i], px);
   } else if constexpr (M == Method::correlation) {
-    for (float &v : x) v -= px.shift;
+    for (float &v : x) v = shifted_value<M>(v, 0.0f, px);
   }
   if (valid < kChunkBands)  // the last chunk only
     for (int i = 0; i < 4; ++i) x[i] = band + i < valid ? x[i] : 0.0f;
@@ -1491,14 +1500,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     PixelContext px = pixel_context<M>(staged(0), staged(a.bands - 1), 0.0);
     if (!px.defined) px.continuum_start = quiet_nan();
     __syncwarp();  // both halves have read the row's ends before either is rewritten
-    auto value = [&](float x, float t) {
-      if constexpr (M == Method::bandfit) {
-        const float c = continuum<float>(t, px), q = c < 0x1p126f ? 1.0f : 0.25f;
-        return __fdividef(x * q, c * q) - px.shift;
-      } else {
-        return x - px.shift;
-      }
-    };
+    auto value = [&](float x, float t) { return shifted_value<M>(x, t, px); };
     for (int s = 0; s < slabs; ++s)
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
