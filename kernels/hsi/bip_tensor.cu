@@ -174,12 +174,15 @@
 // correlation's products and sums: 0.78 ms per f32 cube (1209 GB/s;
 // correlation 0.62 in the same run; 0.93-0.96 with the correctly rounded
 // division), 659 GB/s of i16. Sid
-// runs twice the chunks: the first half multiplies the pixel's centred
-// logs (a logf per sample) with q and sums v and v log v in double, the
-// second p = v / sum with the centred log q, staging the bands again (from
-// L2): 1.61-1.67 ms (561-585 GB/s of f32, 271-281 of i16). Its table is
-// twice as large (q, then log q): 227 KB of shared memory at 224 bands of
-// f32 with three staging buffers per warp group, so K <= 64 there.
+// multiplies two operands per chunk into the same accumulators: the
+// pixel's centred logs (a logf per sample) with q, and p = v / sum with the
+// centred log q (split_sid_chunk), sum v log v in double; sum v is read
+// from global memory before a tile's first chunk (sid_quarter_sum), so the
+// bands are staged once: 1.61 ms (582-585 GB/s of f32, 315 of i16; 1.67 ms,
+// 561 and 273, when it ran the chunks twice, one operand each, staging the
+// bands again). Its table is twice as large (q, then log q): 227 KB of
+// shared memory at 224 bands of f32 with three staging buffers per warp
+// group, so K <= 64 there.
 #include "hsi/bip_tensor.h"
 
 #include <cuda_fp16.h>
@@ -264,7 +267,7 @@ struct Args {
   const float *screen_references, *screen_terms;  // the screen's table and key terms (bip_tensor.h)
   const float *positions;                          // bandfit's continuum abscissae (Tables::positions)
   const double *sid_terms;                         // sid's per-reference terms (Tables::sid_terms)
-  int band_chunks;  // chunks of the bands (chunks: of the products, twice as many for sid)
+  int band_chunks;  // chunks of the bands, walked per tile and group (chunks: the table's, twice as many for sid)
   float sid_floor;  // sid's floor for the stored values (kSidFloor / scale)
   double screen_largest_norm2;                      // of the usable references
   bool has_ignore;
@@ -437,17 +440,26 @@ __device__ __forceinline__ void load_four(const Args &a, const unsigned char *ti
     for (int i = 0; i < 4; ++i) x[i] = band + i < valid ? x[i] : 0.0f;
 }
 
+// One stored sample as a float, the ignore value as NaN; `kGlobal`: read
+// through the read-only cache (global memory), else from shared memory.
+template <DataType T, bool kGlobal>
+__device__ __forceinline__ float load_sample(const Args &a, const unsigned char *at) {
+  float v;
+  if constexpr (T == DataType::f32) {
+    v = kGlobal ? __ldg(reinterpret_cast<const float *>(at)) : *reinterpret_cast<const float *>(at);
+  } else {
+    const uint16_t *const sample = reinterpret_cast<const uint16_t *>(at);
+    const uint16_t stored = kGlobal ? __ldg(sample) : *sample;
+    float unused;
+    widen_pair<T>(stored, v, unused);
+  }
+  return a.has_ignore && v == a.ignore_value ? quiet_nan() : v;
+}
+
 // Band 0 of a staged row (the first selected band): correlation's shift.
 template <DataType T>
 __device__ __forceinline__ float load_first(const Args &a, const unsigned char *tile, int row) {
-  float v;
-  if constexpr (T == DataType::f32) {
-    v = *reinterpret_cast<const float *>(tile + row * kRowBytes<T>);
-  } else {
-    float unused;
-    widen_pair<T>(*reinterpret_cast<const uint16_t *>(tile + row * kRowBytes<T>), v, unused);
-  }
-  return a.has_ignore && v == a.ignore_value ? quiet_nan() : v;
+  return load_sample<T, false>(a, tile + row * kRowBytes<T>);
 }
 
 // The pixel's last selected band, from global memory (only chunk 0 of a
@@ -455,15 +467,46 @@ __device__ __forceinline__ float load_first(const Args &a, const unsigned char *
 template <DataType T>
 __device__ __forceinline__ float load_last(const Args &a, size_t pixel) {
   if (pixel >= a.pixels) return 0.0f;
-  const unsigned char *at = a.data + pixel * a.pixel_stride + size_t(a.bands - 1) * Sample<T>::kBytes;
-  float v;
-  if constexpr (T == DataType::f32) {
-    v = __ldg(reinterpret_cast<const float *>(at));
-  } else {
-    float unused;
-    widen_pair<T>(__ldg(reinterpret_cast<const uint16_t *>(at)), v, unused);
+  return load_sample<T, true>(a, a.data + pixel * a.pixel_stride + size_t(a.bands - 1) * Sample<T>::kBytes);
+}
+
+// Sid: this thread's share of pixel `pixel`'s sum of floored values (bands
+// 4t .. 4t + 3 of every 16: the quad's four threads hold the row between
+// them; float over four, double beyond), from global memory before the
+// tile's first chunk is multiplied, so that p = v / sum enters the products
+// from the first chunk on and each chunk is staged once. The ignore value
+// and NaN make the sum NaN, as in the chunks. Rows past the block (staged
+// as zeros, never written) take 1, so that their values stay finite.
+template <DataType T>
+__device__ double sid_quarter_sum(const Args &a, int copy_bytes, size_t pixel, int t) {
+  if (pixel >= a.pixels) return 1.0;
+  const unsigned char *const row = a.data + pixel * a.pixel_stride;
+  constexpr int kBytes = Sample<T>::kBytes;
+  // copy_bytes: the rows' alignment, so four samples load at once when it reaches theirs.
+  const bool whole = copy_bytes >= 4 * kBytes;
+  double total = 0;
+  for (int band = 4 * t; band < a.bands; band += 16) {
+    float x[4];
+    if (whole && band + 4 <= a.bands) {
+      if constexpr (T == DataType::f32) {
+        const float4 v = __ldg(reinterpret_cast<const float4 *>(row + band * kBytes));
+        x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+      } else {
+        const uint2 v = __ldg(reinterpret_cast<const uint2 *>(row + band * kBytes));
+        widen_pair<T>(v.x, x[0], x[1]);
+        widen_pair<T>(v.y, x[2], x[3]);
+      }
+      if (a.has_ignore)
+        for (float &v : x) v = v == a.ignore_value ? quiet_nan() : v;
+    } else {
+      for (int i = 0; i < 4; ++i) x[i] = band + i < a.bands ? load_sample<T, true>(a, row + (band + i) * kBytes) : 0.0f;
+    }
+    float part = 0;
+    for (int i = 0; i < 4; ++i)
+      if (band + i < a.bands) part += x[i] < a.sid_floor ? a.sid_floor : x[i];  // NaN stays NaN
+    total += part;
   }
-  return a.has_ignore && v == a.ignore_value ? quiet_nan() : v;
+  return total;
 }
 
 // What load_four needs to know about a row (pixel `pixel`, staged row `row`
@@ -507,78 +550,29 @@ __device__ __forceinline__ void split_pair(float x0, float x1, uint32_t &hi, uin
 // 2^-e as a double (fp16x3's pixel scales; -126 <= e <= 127).
 __device__ __forceinline__ double inverse_power_of_two(int e) { return __hiloint2double((1023 - e) << 20, 0); }
 
-// fp16x3 and wgmma: this thread's bands 4t..4t+3 of both 16-band spans of a
-// staged chunk, for rows `row0` and `row1` (a fragment's g and g + 8), as
-// fp16 high and low registers in mma.m16n8k16's A order ([span][register]:
-// rows g, g + 8 at k = 2t, 2t + 1 (bands 4t, 4t + 1), then at k = 2t + 8,
-// 2t + 9 (4t + 2, 4t + 3)). The values are the method's (load_four; sid:
-// its logs, or p in its `second_half`). Each row is scaled first: fractional
-// values by 2^e, e from the row's largest magnitude in the chunk (the quad's
-// four threads hold its 32 bands), integers by 1/2; exact either way, undone
-// on the sums with `unscale` (integers: in the epilogue). With `summing`,
-// adds the values to this thread's share of the rows' sums: in float over
-// its 8 samples of the chunk, scaled as for the products (no overflow), then
-// in double (as the fast precision sums); sid's sums of v and v log v in
-// double.
-template <DataType T, Method M>
-__device__ __forceinline__ void split_chunk(const Args &a, const unsigned char *tile, int row0, int row1, int t,
-                                            int chunk_band, int valid, bool second_half,
-                                            const PixelContext (&px)[2], bool summing, double (&sum)[2],
-                                            double (&sum2)[2], uint32_t (&hi)[2][4], uint32_t (&lo)[2][4],
-                                            double (&unscale)[2]) {
-  const int rows[2] = {row0, row1};
-  float x[2][2][4];  // [span][row][band]
-#pragma unroll
-  for (int span = 0; span < 2; ++span)
-#pragma unroll
-    for (int half = 0; half < 2; ++half)
-      load_four<T, M>(a, tile, rows[half], span, t, chunk_band, valid, px[half], x[span][half]);
-  if constexpr (M == Method::sid) {
-    // The first half's values: log v - m, summing v and v log v; the
-    // second's: p = v inv_sum (classify_math.h, sid_score). v floored.
-    // The sums in double: sum p log p = (sum v log v - log_sum sum v) /
-    // sum v cancels (float partial sums made errors of 5e-6 in SID ~0.45 for
-    // pixels spanning 12 decades). The log is the full-precision one: the
-    // fast log of v / v_first (accurate for ratios near 1) took 1.56 ms per
-    // f32 cube against 1.68 (H200; 630 warp instructions per pixel against
-    // 784), but those ratios leave float's range for a floored first band
-    // next to samples above ~1e26, and guarding that cost more (1.75 ms)
-    // than it saved.
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      double part = 0, part2 = 0;
-#pragma unroll
-      for (int span = 0; span < 2; ++span)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          float &value = x[span][half][i];
-          const bool selected = span * 16 + 4 * t + i < valid;
-          const float v = value < a.sid_floor ? a.sid_floor : value;  // NaN stays NaN
-          if (second_half) {
-            value = selected ? v * px[half].inv_sum : 0.0f;
-          } else {
-            const float log_v = logf(v);
-            value = selected ? log_v - px[half].shift : 0.0f;
-            part += selected ? v : 0.0f;
-            part2 += selected ? double(v) * log_v : 0.0;
-          }
-        }
-      if (summing && !second_half) {
-        sum[half] += part;
-        sum2[half] += part2;
-      }
-    }
-  }
-  float scale[2];
+// A fragment's values for rows g and g + 8 ([span][row][band]: this thread's
+// bands 4t..4t+3 of both 16-band spans of a chunk).
+using ChunkValues = float[2][2][4];
+
+// Each row's scale for the products: fractional values by 2^e, e from the
+// row's largest magnitude in the chunk over `sets` (the quad's four threads
+// hold its 32 bands), integers by 1/2; exact either way, undone on the sums
+// with `unscale` (integers: in the epilogue).
+template <bool kFractional, int kSets>
+__device__ __forceinline__ void row_scales(const ChunkValues *sets, float (&scale)[2], double (&unscale)[2]) {
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
-    if constexpr (kFractionalValues<T, M>) {
+    if constexpr (kFractional) {
       // NaN samples leave it alone (their pixel is no-data); a tree, not a chain
-      const auto &v = x;
-      float largest = fmaxf(fmaxf(fmaxf(fabsf(v[0][half][0]), fabsf(v[0][half][1])),
-                                  fmaxf(fabsf(v[0][half][2]), fabsf(v[0][half][3]))),
-                            fmaxf(fmaxf(fabsf(v[1][half][0]), fabsf(v[1][half][1])),
-                                  fmaxf(fabsf(v[1][half][2]), fabsf(v[1][half][3]))));
+      float largest = 0;
+#pragma unroll
+      for (int set = 0; set < kSets; ++set) {
+        const ChunkValues &v = sets[set];
+        largest = fmaxf(largest, fmaxf(fmaxf(fmaxf(fabsf(v[0][half][0]), fabsf(v[0][half][1])),
+                                             fmaxf(fabsf(v[0][half][2]), fabsf(v[0][half][3]))),
+                                       fmaxf(fmaxf(fabsf(v[1][half][0]), fabsf(v[1][half][1])),
+                                             fmaxf(fabsf(v[1][half][2]), fabsf(v[1][half][3])))));
+      }
       largest = fmaxf(largest, __shfl_xor_sync(0xffffffffu, largest, 1));
       largest = fmaxf(largest, __shfl_xor_sync(0xffffffffu, largest, 2));
       const int e = half_scale_exponent(largest);
@@ -589,7 +583,45 @@ __device__ __forceinline__ void split_chunk(const Args &a, const unsigned char *
       unscale[half] = 1;
     }
   }
-  if (summing && M != Method::sid)  // of the scaled samples (no float overflow), unscaled in double
+}
+
+// The scaled values as fp16 high and low registers in mma.m16n8k16's A order
+// ([span][register]: rows g, g + 8 at k = 2t, 2t + 1 (bands 4t, 4t + 1), then
+// at k = 2t + 8, 2t + 9 (4t + 2, 4t + 3)).
+__device__ __forceinline__ void split_fragment(const ChunkValues &x, const float (&scale)[2], uint32_t (&hi)[2][4],
+                                               uint32_t (&lo)[2][4]) {
+#pragma unroll
+  for (int span = 0; span < 2; ++span)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int half = r % 2, first = 2 * (r / 2);
+      split_pair(x[span][half][first] * scale[half], x[span][half][first + 1] * scale[half], hi[span][r],
+                 lo[span][r]);
+    }
+}
+
+// fp16x3 and wgmma (every method but sid): this thread's fragment of a
+// staged chunk, for rows `row0` and `row1` (a fragment's g and g + 8), as
+// fp16 high and low registers (split_fragment), of the method's values
+// (load_four), each row scaled (row_scales). With `summing`, adds the values
+// to this thread's share of the rows' sums: in float over its 8 samples of
+// the chunk, scaled as for the products (no overflow), then in double (as
+// the fast precision sums).
+template <DataType T, Method M>
+__device__ __forceinline__ void split_chunk(const Args &a, const unsigned char *tile, int row0, int row1, int t,
+                                            int chunk_band, int valid, const PixelContext (&px)[2], bool summing,
+                                            double (&sum)[2], double (&sum2)[2], uint32_t (&hi)[2][4],
+                                            uint32_t (&lo)[2][4], double (&unscale)[2]) {
+  const int rows[2] = {row0, row1};
+  ChunkValues x;
+#pragma unroll
+  for (int span = 0; span < 2; ++span)
+#pragma unroll
+    for (int half = 0; half < 2; ++half)
+      load_four<T, M>(a, tile, rows[half], span, t, chunk_band, valid, px[half], x[span][half]);
+  float scale[2];
+  row_scales<kFractionalValues<T, M>, 1>(&x, scale, unscale);
+  if (summing)  // of the scaled samples (no float overflow), unscaled in double
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       float part[2] = {0, 0}, part2[2] = {0, 0};  // per span: two independent chains
@@ -604,14 +636,49 @@ __device__ __forceinline__ void split_chunk(const Args &a, const unsigned char *
       if constexpr (correlation_like(M)) sum[half] += double(part[0] + part[1]) * back;
       sum2[half] += double(part2[0] + part2[1]) * back * back;
     }
+  split_fragment(x, scale, hi, lo);
+}
+
+// Sid's two operands from one staged chunk (classify_math.h, sid_score): the
+// rows' centred logs log v - m (times q) and p = v inv_sum (times log q -
+// c_k), v floored, one scale per row for both (the products go into the
+// same accumulators); with `summing`, sum v log v in double (sum p log p =
+// (sum v log v - log_sum sum v) / sum v cancels: float partial sums made
+// errors of 5e-6 in SID ~0.45 for pixels spanning 12 decades). The log is
+// the full-precision one: the fast log of v / v_first (accurate for ratios
+// near 1) took 1.56 ms per f32 cube against 1.68 (H200, two passes; 630
+// warp instructions per pixel against 784), but those ratios leave float's
+// range for a floored first band next to samples above ~1e26, and guarding
+// that cost more (1.75 ms) than it saved.
+template <DataType T>
+__device__ __forceinline__ void split_sid_chunk(const Args &a, const unsigned char *tile, int row0, int row1, int t,
+                                                int chunk_band, int valid, const PixelContext (&px)[2], bool summing,
+                                                double (&sum2)[2], uint32_t (&hi)[2][2][4], uint32_t (&lo)[2][2][4],
+                                                double (&unscale)[2]) {
+  const int rows[2] = {row0, row1};
+  ChunkValues values[2];  // the logs, then p
 #pragma unroll
   for (int span = 0; span < 2; ++span)
 #pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const int half = r % 2, first = 2 * (r / 2);
-      split_pair(x[span][half][first] * scale[half], x[span][half][first + 1] * scale[half], hi[span][r],
-                 lo[span][r]);
+    for (int half = 0; half < 2; ++half) {
+      float x[4];
+      load_four<T, Method::sid>(a, tile, rows[half], span, t, chunk_band, valid, px[half], x);
+      double part2 = 0;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const bool selected = span * 16 + 4 * t + i < valid;
+        const float v = x[i] < a.sid_floor ? a.sid_floor : x[i];  // NaN stays NaN
+        const float log_v = logf(v);
+        values[0][span][half][i] = selected ? log_v - px[half].shift : 0.0f;
+        values[1][span][half][i] = selected ? v * px[half].inv_sum : 0.0f;
+        part2 += selected ? double(v) * log_v : 0.0;
+      }
+      if (summing) sum2[half] += part2;
     }
+  float scale[2];
+  row_scales<true, 2>(values, scale, unscale);
+  split_fragment(values[0], scale, hi[0], lo[0]);
+  split_fragment(values[1], scale, hi[1], lo[1]);
 }
 
 // The best reference of a pixel so far: highest key, ties to the lower index,
@@ -708,7 +775,7 @@ struct StepCursor {
   }
   __device__ void advance(const Args &a) {
     if (++buffer == a.stages) buffer = 0;
-    if (++chunk < a.chunks) return;
+    if (++chunk < a.band_chunks) return;
     chunk = 0;
     if (++group < a.groups) return;
     group = 0;
@@ -876,9 +943,8 @@ __global__ void __launch_bounds__(kThreadsOf<P>, 1) classify_bip_tensor_kernel(c
       static_assert(kMmaRowsOf<Product::fp16x3> == 1, "fp16x3: one m-tile per warp");
       uint32_t a_hi[2][4], a_lo[2][4];
       double row_unscale[2];
-      split_chunk<T, M>(a, tile, row_of(0, 0), row_of(0, 1), t, chunk * kChunkBands, valid_bands, false,
-                        context[0], summing, sum[0], sum2[0],
-                        a_hi, a_lo, row_unscale);
+      split_chunk<T, M>(a, tile, row_of(0, 0), row_of(0, 1), t, chunk * kChunkBands, valid_bands, context[0], summing,
+                        sum[0], sum2[0], a_hi, a_lo, row_unscale);
       // The chunk's float sums of column n into double, the row's scale
       // undone (the scales change from chunk to chunk: the windows are the
       // chunks, not staggered). Column n - 1 after column n's last products
@@ -1081,15 +1147,12 @@ __device__ __forceinline__ void hold(uint32_t (&r)[2][4]) {
   for (auto &span : r)
     for (uint32_t &v : span) asm volatile("" : "+r"(v)::"memory");
 }
-// A row's sums over the quad's four threads, which hold its bands between
+// A row's sum over the quad's four threads, which hold its bands between
 // them (every lane of the quad gets the totals).
-__device__ __forceinline__ void add_over_quad(double (&sum)[2], double (&sum2)[2]) {
+__device__ __forceinline__ void add_over_quad(double (&sum)[2]) {
 #pragma unroll
   for (int half = 0; half < 2; ++half)
-    for (int mask = 1; mask <= 2; mask <<= 1) {
-      sum[half] += __shfl_xor_sync(0xffffffffu, sum[half], mask);
-      sum2[half] += __shfl_xor_sync(0xffffffffu, sum2[half], mask);
-    }
+    for (int mask = 1; mask <= 2; mask <<= 1) sum[half] += __shfl_xor_sync(0xffffffffu, sum[half], mask);
 }
 #endif  // CS_HSI_WGMMA_BUILT
 
@@ -1133,7 +1196,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
   const size_t first_tile = size_t(blockIdx.x) * kWarpgroupsPerBlock + warpgroup;
   const size_t tile_step = size_t(gridDim.x) * kWarpgroupsPerBlock;
   if (first_tile >= tiles) return;
-  const int total_steps = int((tiles - 1 - first_tile) / tile_step + 1) * a.groups * a.chunks;
+  const int total_steps = int((tiles - 1 - first_tile) / tile_step + 1) * a.groups * a.band_chunks;
   unsigned char *const staging = smem + table_bytes + a.groups * kGroupReferences * 3 * sizeof(double) +
                                 size_t(warpgroup) * a.stages * kWarpgroupPixels * kRowBytes<T>;
   auto buffer = [&](int index) { return staging + index * (kWarpgroupPixels * kRowBytes<T>); };
@@ -1150,10 +1213,9 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
   StepCursor current = staged;
   int staged_steps = 0;
   auto stage_next = [&]() {
-    if (staged_steps++ < total_steps)  // sid's second half reads the bands again
-      stage_chunk<T, kWarpgroupPixels, kWarpgroupThreads>(
-          a, copy_bytes, buffer(staged.buffer), staged.first_pixel,
-          staged.chunk < a.band_chunks ? staged.chunk : staged.chunk - a.band_chunks, thread);
+    if (staged_steps++ < total_steps)
+      stage_chunk<T, kWarpgroupPixels, kWarpgroupThreads>(a, copy_bytes, buffer(staged.buffer), staged.first_pixel,
+                                                          staged.chunk, thread);
     staged.advance(a);
   };
   for (int s = 0; s < ahead; ++s) {
@@ -1161,6 +1223,9 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
     commit_copies();
   }
 
+  // Sid multiplies two operands per chunk ((log v - m) x q and p x (log q -
+  // c_k), its table's two halves) into the same accumulators.
+  constexpr int kOperands = M == Method::sid ? 2 : 1;
   float acc[kWgmmaAccumulators];
   double total[kWgmmaAccumulators];
   double sum[2] = {0, 0}, sum2[2] = {0, 0};
@@ -1181,8 +1246,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
     sync_warpgroup();
     const unsigned char *tile = buffer(current.buffer);
     const int group = current.group, chunk = current.chunk;
-    const bool summing = group == 0, second_half = chunk >= a.band_chunks;
-    const int band_chunk = second_half ? chunk - a.band_chunks : chunk;
+    const bool summing = group == 0;
     if (chunk == 0) {
 #pragma unroll
       for (double &v : total) v = 0;
@@ -1190,40 +1254,52 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
         context[0] = row_context<T, M>(a, tile, row0, current.first_pixel + row0);
         context[1] = row_context<T, M>(a, tile, row1, current.first_pixel + row1);
         sum[0] = sum[1] = sum2[0] = sum2[1] = 0;
-      }
-    }
-    if (M == Method::sid && summing && chunk == a.band_chunks) {  // the rows' sums are done: p's 1 / sum
-      add_over_quad(sum, sum2);
+        if constexpr (M == Method::sid) {  // p's 1 / sum v before the first product
+          sum[0] = sid_quarter_sum<T>(a, copy_bytes, current.first_pixel + row0, t);
+          sum[1] = sid_quarter_sum<T>(a, copy_bytes, current.first_pixel + row1, t);
+          add_over_quad(sum);
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const PixelContext px = pixel_context<Method::sid>(0.0f, 0.0f, sum[half]);
-        context[half].inv_sum = px.inv_sum;
-        context[half].log_sum = px.log_sum;
+          for (int half = 0; half < 2; ++half) {
+            const PixelContext px = pixel_context<Method::sid>(0.0f, 0.0f, sum[half]);
+            context[half].inv_sum = px.inv_sum;
+            context[half].log_sum = px.log_sum;
+          }
+        }
       }
     }
-    uint32_t a_hi[2][4], a_lo[2][4];  // [span][register]: read by the products until they finish
+    uint32_t a_hi[kOperands][2][4], a_lo[kOperands][2][4];  // [operand][span][register]: read by the products
     double unscale[2];
-    split_chunk<T, M>(a, tile, row0, row1, t, band_chunk * kChunkBands,
-                      min(kChunkBands, a.bands - band_chunk * kChunkBands), second_half, context, summing, sum, sum2,
-                      a_hi, a_lo, unscale);
+    const int chunk_band = chunk * kChunkBands, valid = min(kChunkBands, a.bands - chunk_band);
+    if constexpr (M == Method::sid)
+      split_sid_chunk<T>(a, tile, row0, row1, t, chunk_band, valid, context, summing, sum2, a_hi, a_lo, unscale);
+    else
+      split_chunk<T, M>(a, tile, row0, row1, t, chunk_band, valid, context, summing, sum, sum2, a_hi[0], a_lo[0],
+                        unscale);
+    // Operand o's table: chunk o x band_chunks + chunk of the group's table.
     const uint32_t high = table_address + uint32_t(group) * 2 * part_bytes + uint32_t(chunk) * 512;
     wgmma_fence();
 #pragma unroll
-    for (int span = 0; span < 2; ++span) {
-      const uint64_t b_hi = matrix_descriptor(high + span * 256, 128, stride_bytes);
-      const uint64_t b_lo = matrix_descriptor(high + part_bytes + span * 256, 128, stride_bytes);
-      if (span == 0)
-        wgmma_f16<true>(acc, a_lo[span], b_hi);  // small terms first
-      else
-        wgmma_f16<false>(acc, a_lo[span], b_hi);
-      wgmma_f16<false>(acc, a_hi[span], b_lo);
-      wgmma_f16<false>(acc, a_hi[span], b_hi);
-    }
+    for (int o = 0; o < kOperands; ++o)
+#pragma unroll
+      for (int span = 0; span < 2; ++span) {
+        const uint32_t b = high + uint32_t(o * a.band_chunks) * 512 + span * 256;
+        const uint64_t b_hi = matrix_descriptor(b, 128, stride_bytes);
+        const uint64_t b_lo = matrix_descriptor(b + part_bytes, 128, stride_bytes);
+        if (o == 0 && span == 0)
+          wgmma_f16<true>(acc, a_lo[o][span], b_hi);  // small terms first
+        else
+          wgmma_f16<false>(acc, a_lo[o][span], b_hi);
+        wgmma_f16<false>(acc, a_hi[o][span], b_lo);
+        wgmma_f16<false>(acc, a_hi[o][span], b_hi);
+      }
     wgmma_commit();
     wgmma_wait<0>();
     hold(acc);
-    hold(a_hi);
-    hold(a_lo);
+#pragma unroll
+    for (int o = 0; o < kOperands; ++o) {
+      hold(a_hi[o]);
+      hold(a_lo[o]);
+    }
     // Accumulator j: rows g (j % 4 < 2) or g + 8, reference 8 (j / 4) + 2t + j % 2.
 #pragma unroll
     for (int j = 0; j < kWgmmaAccumulators; ++j) {
@@ -1232,13 +1308,16 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
       else
         total[j] += acc[j];
     }
-    return chunk == a.chunks - 1;
+    return chunk == a.band_chunks - 1;
   };
 
   // End of a group of references for the tile: scores, best per pixel.
   auto finish_group = [&]() {
     const int group = current.group;
-    if (group == 0 && M != Method::sid) add_over_quad(sum, sum2);  // sid: at its second half
+    if (group == 0) {  // sid's sum v is whole already (sid_quarter_sum)
+      if constexpr (M != Method::sid) add_over_quad(sum);
+      add_over_quad(sum2);
+    }
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const size_t pixel = current.first_pixel + (half ? row1 : row0);
@@ -1424,7 +1503,11 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   }
   uint64_t usable = 0;
   for (int k = 0; k < kGroupReferences; ++k) usable |= uint64_t(terms[k].y != -CUDART_INF_F) << k;
-  const int warpgroup = int(threadIdx.x) / kWarpgroupThreads, thread = int(threadIdx.x) % kWarpgroupThreads;
+  // Broadcast from lane 0: the compiler then keeps the warp group and what derives from it (the tiles' addresses,
+  // the product's descriptors) in uniform registers (sam's SASS: 62 register-to-uniform moves -> 4, 10250 -> 9770
+  // lines; its time on an H200 did not change, the kernel waits on latencies rather than issue).
+  const int warpgroup = __shfl_sync(0xffffffffu, int(threadIdx.x) / kWarpgroupThreads, 0);
+  const int thread = int(threadIdx.x) % kWarpgroupThreads;
   const int warp = thread / 32, lane = thread % 32, g = lane / 4, t = lane % 4;
   // The tiles from the 1 KB boundary after the terms (the swizzle's period).
   float *const first_tile =
