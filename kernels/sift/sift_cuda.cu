@@ -328,29 +328,25 @@ __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, 
   bool staged = false;
   if constexpr (kQuadStaging && R > 0 && AlignedRows<Source>::value) {
     if (src.quads && interior && x0 >= lead && x0 + kTileColumns + lead <= width) {
-      // Piece i = row kQuadsPerRow + quad, stepped by kThreads pieces
-      // without dividing: the shared offset and the source pointer advance
-      // by the same rows and quads.
+      // Thread t copies quad t % kQuadsPerRow of rows t / kQuadsPerRow + k
+      // kRowStep (the last kThreads % kQuadsPerRow threads idle): a fixed
+      // column and fixed steps, so each piece costs its copy and two adds
+      // (stepping all kThreads threads through the pieces, wrapping from
+      // row to row, took 22 instructions a piece).
       constexpr int kQuadsPerRow = (kTileColumns + 2 * stage_lead(R)) / 4;
-      constexpr int kRowStep = kThreads / kQuadsPerRow, kQuadStep = kThreads % kQuadsPerRow;
-      int row = tid / kQuadsPerRow, quad = tid - row * kQuadsPerRow;
-      unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(in)) +
-                    static_cast<unsigned>(row * sp + 4 * quad) * 4u;
-      const float *from = src.row(y0 - r + row) + (x0 - lead + 4 * quad);
-      const unsigned to_step = static_cast<unsigned>(kRowStep * sp + 4 * kQuadStep) * 4u,
-                     to_wrap = static_cast<unsigned>(sp - 4 * kQuadsPerRow) * 4u;
-      const size_t from_step = static_cast<size_t>(kRowStep) * src.pitch + 4 * kQuadStep,
-                   from_wrap = static_cast<size_t>(src.pitch) - 4 * kQuadsPerRow;
-      for (; row < side_y; row += kRowStep) {
-        copy_quad_async(to, from);
-        to += to_step;
-        from += from_step;
-        quad += kQuadStep;
-        if (quad >= kQuadsPerRow) {
-          quad -= kQuadsPerRow;
-          ++row;
-          to += to_wrap;
-          from += from_wrap;
+      constexpr int kRowStep = kThreads / kQuadsPerRow, kRows = kTileRows + 2 * R;
+      constexpr int kPitch = staged_pitch(R);
+      if (tid < kRowStep * kQuadsPerRow) {
+        const int quad = tid % kQuadsPerRow, first_row = tid / kQuadsPerRow;
+        unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(in)) +
+                      static_cast<unsigned>(first_row * kPitch + 4 * quad) * 4u;
+        const float *from = src.row(y0 - r + first_row) + (x0 - lead + 4 * quad);
+        const size_t from_step = static_cast<size_t>(kRowStep) * src.pitch;
+#pragma unroll
+        for (int k = 0; k < (kRows + kRowStep - 1) / kRowStep; ++k) {
+          if (k < kRows / kRowStep || first_row + k * kRowStep < kRows) copy_quad_async(to, from);
+          to += kRowStep * kPitch * 4u;
+          from += from_step;
         }
       }
       wait_async_copies();
@@ -443,6 +439,21 @@ __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, 
   // Rows this thread writes (all of them but in the last row and column of tiles).
   const int rows_out = x < width ? min(kRowsPerThread, height - (y0 + first)) : 0;
   const size_t at = static_cast<size_t>(y0 + first) * pitch + x;
+  if (R > 0 && rows_out == kRowsPerThread) {
+    // Every row: no predicate per store, and the staged centres at fixed
+    // offsets (the predicated stores recomputed each centre's address: with
+    // them the stores took ~100 instructions a thread for 16 values).
+    const float *centre = in + (first + r) * sp + tx + lead;
+    if (gauss) {
+#pragma unroll
+      for (int q = 0; q < kRowsPerThread; ++q) gauss[at + static_cast<size_t>(q) * pitch] = out[q];
+    }
+    if (dog) {
+#pragma unroll
+      for (int q = 0; q < kRowsPerThread; ++q) dog[at + static_cast<size_t>(q) * pitch] = out[q] - centre[q * sp];
+    }
+    return;
+  }
   if (gauss) {
     float *to = gauss + at;
 #pragma unroll
