@@ -439,34 +439,23 @@ __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, 
   // Rows this thread writes (all of them but in the last row and column of tiles).
   const int rows_out = x < width ? min(kRowsPerThread, height - (y0 + first)) : 0;
   const size_t at = static_cast<size_t>(y0 + first) * pitch + x;
-  if (R > 0 && rows_out == kRowsPerThread) {
-    // Every row: no predicate per store, and the staged centres at fixed
-    // offsets (the predicated stores recomputed each centre's address: with
-    // them the stores took ~100 instructions a thread for 16 values).
-    const float *centre = in + (first + r) * sp + tx + lead;
-    if (gauss) {
+  const float *centre = in + (first + r) * sp + tx + lead;
+  // A thread's rows: all of them, without a predicate per store where every
+  // row lies in the level (predicated, the stores recomputed each centre's
+  // address: ~100 instructions a thread for 16 values), or the first rows_out.
+  auto store = [&](auto every_row) {
 #pragma unroll
-      for (int q = 0; q < kRowsPerThread; ++q) gauss[at + static_cast<size_t>(q) * pitch] = out[q];
+    for (int q = 0; q < kRowsPerThread; ++q) {
+      if (!every_row && q >= rows_out) continue;
+      const size_t to = at + static_cast<size_t>(q) * pitch;
+      if (gauss) gauss[to] = out[q];
+      if (dog) dog[to] = out[q] - centre[q * sp];
     }
-    if (dog) {
-#pragma unroll
-      for (int q = 0; q < kRowsPerThread; ++q) dog[at + static_cast<size_t>(q) * pitch] = out[q] - centre[q * sp];
-    }
-    return;
-  }
-  if (gauss) {
-    float *to = gauss + at;
-#pragma unroll
-    for (int q = 0; q < kRowsPerThread; ++q, to += pitch)
-      if (q < rows_out) *to = out[q];
-  }
-  if (dog) {
-    float *to = dog + at;
-    const float *centre = in + (first + r) * sp + tx + lead;
-#pragma unroll
-    for (int q = 0; q < kRowsPerThread; ++q, to += pitch)
-      if (q < rows_out) *to = out[q] - centre[q * sp];
-  }
+  };
+  if (rows_out == kRowsPerThread)
+    store(std::true_type{});
+  else
+    store(std::false_type{});
 }
 
 template <class Source, int R>
