@@ -802,10 +802,9 @@ constexpr int kExtremaQueue = 3 * 32 * kExtremaPixels;
 
 // The screening's test: DoG sample `v` at `p`, already past the threshold
 // (so not NaN), is >= (v > 0) or <= (v < 0) its 8 neighbours of the same
-// level, as is_extremum requires of the level's 3 x 3 bounds. One bound,
-// by min / max (which skip NaN neighbours as neighbourhood_bounds's
-// comparisons do): a third of the instructions of both bounds by
-// compare-and-select.
+// level, as is_extremum requires. One bound, by min / max (a third of the
+// instructions of both bounds by compare-and-select); they skip NaN
+// neighbours, which the full test of the survivors then rejects.
 __device__ __forceinline__ bool beats_same_level(const float *p, int pitch, float v) {
   const bool maximum = v > 0.f;
   float bound = v;
@@ -856,11 +855,7 @@ __global__ void __launch_bounds__(kThreads) extrema_kernel(const float *dog_pool
       if (k < queued) {
         px = queue[k] & 0xffff;
         layer = queue[k] >> 16;
-        const size_t at = row_at + px;
-        float upper[3], lower[3];
-#pragma unroll
-        for (int j = 0; j < 3; ++j) neighbourhood_bounds(d.level(layer - 1 + j) + at, g.pitch, &upper[j], &lower[j]);
-        found = is_extremum(__ldg(d.level(layer) + at), threshold, upper, lower);
+        found = is_scale_space_extremum(d, layer, y, px, threshold);
       }
       const int slot = warp_append(found, &counters->candidates);
       if (found && slot < capacity) out[slot] = {o, layer, y, px};

@@ -12,7 +12,8 @@
 //    one with the incremental sigma, kernels of size round(8 sigma + 1) | 1,
 //    reflect-101 borders; next octave's level 0 = level n_layers taken at
 //    every second pixel; DoG level i = G(i + 1) - G(i);
-//  - extrema of DoG levels 1..n_layers over 26 neighbours (non-strict), after
+//  - extrema of DoG levels 1..n_layers over 26 neighbours (non-strict; a NaN
+//    among them rejects, as it fails OpenCV's comparisons), after
 //    the pre-filter |D| > floor(0.5 * contrast / n_layers * 255), at least
 //    kImageBorder pixels from the edge;
 //  - up to kMaxInterpSteps Newton steps on the 3x3 Hessian; contrast test
@@ -234,27 +235,47 @@ inline float prefilter_threshold(double contrast_threshold, int n_layers) {
   return static_cast<float>(floor(0.5 * contrast_threshold / n_layers * 255.0));
 }
 
+// Maximum and minimum that give NaN when either operand is NaN, so that a
+// NaN anywhere in a neighbourhood fails the extremum test as it fails
+// OpenCV's comparisons (fmaxf and fminf would skip it).
+CS_HD float max_or_nan(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float d;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+  return d;
+#else
+  return a > b || a != a ? a : b;
+#endif
+}
+CS_HD float min_or_nan(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float d;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+  return d;
+#else
+  return a < b || a != a ? a : b;
+#endif
+}
+
 // Maximum and minimum of the 3 x 3 neighbourhood (centre included) of `p`.
 CS_HD void neighbourhood_bounds(const float *p, int pitch, float *maximum, float *minimum) {
   float hi = p[0], lo = p[0];
   for (int dy = -1; dy <= 1; ++dy)
     for (int dx = -1; dx <= 1; ++dx) {
       const float v = p[dy * pitch + dx];
-      hi = v > hi ? v : hi;
-      lo = v < lo ? v : lo;
+      hi = max_or_nan(hi, v);
+      lo = min_or_nan(lo, v);
     }
   *maximum = hi;
   *minimum = lo;
 }
 
-// Extremum test of DoG sample `v` over its 26 neighbours, given the 3 x 3
-// bounds of the level below, its own level and the level above. As OpenCV:
-// |v| > threshold and v >= every neighbour (v > 0) or <= every one (v < 0);
-// ties count as extrema.
-CS_HD bool is_extremum(float v, float threshold, const float maximum[3], const float minimum[3]) {
-  if (!(fabsf(v) > threshold)) return false;
-  if (v > 0.f) return v >= maximum[0] && v >= maximum[1] && v >= maximum[2];
-  return v <= minimum[0] && v <= minimum[1] && v <= minimum[2];
+// Extremum test of DoG sample `v`, given the maximum and minimum of its
+// 3 x 3 x 3 neighbourhood (v included; NaN when a sample is NaN). As
+// OpenCV: |v| > threshold and v >= every neighbour (v > 0) or <= every one
+// (v < 0); ties count as extrema.
+CS_HD bool is_extremum(float v, float threshold, float maximum, float minimum) {
+  return fabsf(v) > threshold && v == (v > 0.f ? maximum : minimum);
 }
 
 // A keypoint with cv::KeyPoint's values (class_id is always -1).
@@ -287,6 +308,20 @@ struct LevelStack {
   CS_HD const float *level(int i) const { return data + static_cast<size_t>(i) * level_stride; }
   CS_HD float at(int i, int y, int x) const { return level(i)[static_cast<ptrdiff_t>(y) * pitch + x]; }
 };
+
+// The extremum test of DoG sample (row, column) of `layer` over its
+// 3 x 3 x 3 neighbourhood (levels layer - 1 .. layer + 1).
+CS_HD bool is_scale_space_extremum(const LevelStack &dogs, int layer, int row, int column, float threshold) {
+  const float *at = dogs.level(layer) + static_cast<ptrdiff_t>(row) * dogs.pitch + column;
+  float maximum = *at, minimum = maximum;
+  for (int q = -1; q <= 1; ++q) {
+    float upper, lower;
+    neighbourhood_bounds(at + q * static_cast<ptrdiff_t>(dogs.level_stride), dogs.pitch, &upper, &lower);
+    maximum = max_or_nan(maximum, upper);
+    minimum = min_or_nan(minimum, lower);
+  }
+  return is_extremum(*at, threshold, maximum, minimum);
+}
 
 // Solves H x = b for a symmetric 3x3 H by Cramer's rule; false when det == 0.
 CS_HD bool solve3(const float h[3][3], const float b[3], float x[3]) {

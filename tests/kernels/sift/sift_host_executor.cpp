@@ -103,11 +103,7 @@ HostSiftResult host_sift(const void *data, size_t pitch_bytes, int width, int he
     for (int layer = 1; layer <= n_layers; ++layer)
       for (int r = kImageBorder; r < oc.height - kImageBorder; ++r)
         for (int c = kImageBorder; c < oc.width - kImageBorder; ++c) {
-          const size_t at = size_t(r) * oc.width + c;
-          float upper[3], lower[3];
-          for (int q = 0; q < 3; ++q)
-            neighbourhood_bounds(dogs.level(layer - 1 + q) + at, oc.width, &upper[q], &lower[q]);
-          if (!is_extremum(dogs.level(layer)[at], threshold, upper, lower)) continue;
+          if (!is_scale_space_extremum(dogs, layer, r, c, threshold)) continue;
           ++result.candidates;
           RefinedExtremum e;
           if (!refine_extremum(dogs, o, layer, r, c, k, &e)) continue;

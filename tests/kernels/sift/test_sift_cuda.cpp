@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -151,6 +152,63 @@ TEST(GpuSift, OtherLayerCountsMatchTheHostExecutor) {
       ASSERT_FALSE(gpu.overflowed);
       EXPECT_GT(expect_host_executor_agrees(*img, p, gpu, what).reference, 50u);
     }
+}
+
+// The extrema kernel (a same-level screening, then the full test of the
+// queued survivors) must find exactly the extrema of the sample-by-sample
+// test in the same pyramid: odd sizes, other layer counts, unblurred noise
+// (many extrema per row), no doubling, and a float image with NaN samples
+// (a NaN anywhere in the neighbourhood rejects, as OpenCV's comparisons do).
+TEST(GpuSift, ExtremaAreThoseOfThePyramid) {
+  CS_REQUIRE_GPU();
+  struct Case {
+    std::string name;
+    cv::Mat image;
+    int layers;
+    bool upsample;
+  };
+  const uint32_t seed = cs_test::fresh_seed();
+  std::vector<uint8_t> bytes = cs_test::random_bytes(333 * 257, seed);
+  const cv::Mat noise = cv::Mat(257, 333, CV_8U, bytes.data()).clone();
+  cv::Mat with_nan;
+  random_image(300, 200, seed + 1).convertTo(with_nan, CV_32F);
+  with_nan(cv::Rect(100, 80, 3, 2)).setTo(std::numeric_limits<float>::quiet_NaN());
+  std::vector<Case> cases = {{"1001x607", random_image(1001, 607, seed + 2), 3, true},
+                             {"640x480 layers 2", random_image(640, 480, seed + 3), 2, true},
+                             {"640x480 layers 4", random_image(640, 480, seed + 3), 4, true},
+                             {"640x480 layers 7", random_image(640, 480, seed + 3), 7, true},
+                             {"noise", noise, 3, true},
+                             {"noise no doubling", noise, 3, false},
+                             {"23x17 no doubling", random_image(23, 17, seed + 4), 3, false},
+                             {"float with NaN", with_nan, 3, true}};
+  const cv::Mat picture = sift_test::load_skimage("astronaut");
+  if (!picture.empty()) cases.push_back({"astronaut", picture, 3, true});
+  cs::Stream stream(kDevice);
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.name);
+    Params p;
+    p.n_octave_layers = c.layers;
+    p.upsample = c.upsample;
+    CudaSift sift(p, kDevice);
+    DeviceGray d(c.image);
+    sift.run(d.image(), DescriptorFormat::opencv, stream.get());
+    const Result r = sift.download(stream.get());
+    const PyramidLevels pyramid = sift.download_pyramid(stream.get());
+    const float threshold = prefilter_threshold(p.contrast_threshold, p.n_octave_layers);
+    int expected = 0;
+    for (const PyramidLevels::Octave &o : pyramid.octaves) {
+      const LevelStack dogs{o.dog.data(), size_t(o.width) * size_t(o.height), o.width, o.width, o.height};
+      for (int layer = 1; layer <= c.layers; ++layer)
+        for (int row = kImageBorder; row < o.height - kImageBorder; ++row)
+          for (int column = kImageBorder; column < o.width - kImageBorder; ++column)
+            expected += is_scale_space_extremum(dogs, layer, row, column, threshold);
+    }
+    std::printf("[ extrema  ] %s: %d in %zu octaves\n", c.name.c_str(), expected, pyramid.octaves.size());
+    EXPECT_EQ(r.counts.candidates, expected);
+    if (c.name != "23x17 no doubling") {
+      EXPECT_GT(expected, 20);
+    }
+  }
 }
 
 TEST(GpuSift, DeterministicAndReusable) {
