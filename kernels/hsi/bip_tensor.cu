@@ -1,7 +1,7 @@
 // The contiguous-BIP tensor kernels (bip_tensor.h says when they are used):
-// the kernel below in its three product forms, and the screen for f32
-// class maps on Hopper (classify_bip_screen_kernel, further down, with its
-// own figures).
+// the kernel below in its three product forms, and the screen for class
+// maps on Hopper (classify_bip_screen_kernel, further down, with its own
+// figures; f32 rows copied as they are, 16-bit rows widened on the way).
 //
 // Shape. One persistent thread block per multiprocessor (256 threads, 8
 // warps) walks tiles of kTilePixels = 128 pixels. For each tile and each group
@@ -1422,12 +1422,82 @@ __device__ void stage_screen_rows(const Args &a, float *tile, size_t first_pixel
       }
 }
 
+// 16-bit blocks: a tile's pixel rows converted to float (exactly) into the
+// same swizzled layout, through registers (the copies cannot widen). Warp w
+// converts rows 16w .. 16w + 15: per instruction 8 rows (lane / 4) by a
+// slab's four 8-band pieces (lane % 4), each 16 bytes read and 32 written
+// (two 16-byte blocks). Rows whose bands fill the slabs in aligned 16-byte
+// pieces take vector loads, up to kBatchSlabs slabs of both row halves in
+// flight at once (224 bands: one round trip per tile; the loads, converts
+// and stores of each piece in turn took ~0.1 ms more per i16 cube). Others
+// (other band counts or alignments, rows past the block) read sample by
+// sample.
+template <DataType T>
+__device__ void stage_screen_rows_widened(const Args &a, float *tile, size_t first_pixel, int slabs, int thread,
+                                          bool vector_rows) {
+  constexpr int kBatchSlabs = 4;
+  constexpr int kSlabFloats = kScreenSlabBytes / sizeof(float);
+  const int lane = thread % 32, warp = thread / 32, piece = lane % 4;
+  int rows[2];
+  const unsigned char *src[2];
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    rows[half] = 16 * warp + 8 * half + lane / 4;
+    const size_t pixel = first_pixel + rows[half];
+    src[half] = a.data + (pixel < a.pixels ? pixel : 0) * a.pixel_stride;
+  }
+  auto store = [&](int m, int slab, const float (&x)[8]) {
+    float *const row = tile + slab * kSlabFloats + m * 32;
+    *reinterpret_cast<float4 *>(row + 4 * ((2 * piece) ^ (m % 8))) = make_float4(x[0], x[1], x[2], x[3]);
+    *reinterpret_cast<float4 *>(row + 4 * ((2 * piece + 1) ^ (m % 8))) = make_float4(x[4], x[5], x[6], x[7]);
+  };
+  if (vector_rows && first_pixel + kScreenRows <= a.pixels) {
+    for (int first_slab = 0; first_slab < slabs; first_slab += kBatchSlabs) {
+      uint4 v[2][kBatchSlabs];
+#pragma unroll
+      for (int i = 0; i < kBatchSlabs; ++i)
+#pragma unroll
+        for (int half = 0; half < 2; ++half)
+          if (first_slab + i < slabs)
+            v[half][i] = __ldg(reinterpret_cast<const uint4 *>(src[half] + ((first_slab + i) * 4 + piece) * 16));
+#pragma unroll
+      for (int i = 0; i < kBatchSlabs; ++i)
+#pragma unroll
+        for (int half = 0; half < 2; ++half)
+          if (first_slab + i < slabs) {
+            float x[8];
+            widen_pair<T>(v[half][i].x, x[0], x[1]);
+            widen_pair<T>(v[half][i].y, x[2], x[3]);
+            widen_pair<T>(v[half][i].z, x[4], x[5]);
+            widen_pair<T>(v[half][i].w, x[6], x[7]);
+            store(rows[half], first_slab + i, x);
+          }
+    }
+    return;
+  }
+#pragma unroll
+  for (int half = 0; half < 2; ++half)
+    for (int slab = 0; slab < slabs; ++slab) {
+      float x[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const int band = slab * 32 + piece * 8 + i;
+        float unused;
+        x[i] = 0.0f;
+        if (first_pixel + rows[half] < a.pixels && band < a.bands)
+          widen_pair<T>(__ldg(reinterpret_cast<const uint16_t *>(src[half]) + band), x[i], unused);
+      }
+      store(rows[half], slab, x);
+    }
+}
+
 // Asks L2 for a tile's rows ahead of their staging (one bulk prefetch of
 // the rows' whole span; 16-byte multiples, as 16-byte staging copies imply).
+template <DataType T>
 __device__ __forceinline__ void prefetch_screen_tile(const Args &a, size_t first_pixel) {
   if (first_pixel >= a.pixels) return;
   const size_t rows = min(size_t(kScreenRows), a.pixels - first_pixel);
-  const size_t bytes = ((rows - 1) * a.pixel_stride + a.bands * sizeof(float) + 15) / 16 * 16;
+  const size_t bytes = ((rows - 1) * a.pixel_stride + a.bands * Sample<T>::kBytes + 15) / 16 * 16;
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(a.data + first_pixel * a.pixel_stride),
                "r"(uint32_t(min(bytes, size_t(0xfffffff0u)))) : "memory");
 }
@@ -1475,7 +1545,7 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
 // shared-memory wavefront per lane (0.82 against 0.64 ms). Staging and
 // screening slab by slab as the slabs arrived was no faster (0.54 against
 // 0.53 ms).
-template <Method M>
+template <Method M, DataType T>
 __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     classify_bip_screen_kernel(const Args a, const int copy_bytes) {
 #if defined(CS_HSI_WGMMA_BUILT)
@@ -1638,21 +1708,28 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   };
   const size_t tiles = (a.pixels + kScreenRows - 1) / kScreenRows;
   const size_t tile_step = size_t(gridDim.x) * warpgroups;
+  // 16-bit rows read as whole 16-byte pieces: aligned, and the bands fill the slabs.
+  const bool widened_vector_rows = copy_bytes == 16 && a.bands == slabs * 32;
   const uint64_t tile_descriptor = swizzled_descriptor(tile_address, 1024);
   const uint64_t table_descriptor = matrix_descriptor(table_address, 1024, 128);
   for (size_t tile_index = size_t(blockIdx.x) * warpgroups + warpgroup; tile_index < tiles;
        tile_index += tile_step) {
     const size_t first_pixel = tile_index * kScreenRows;
-    if (copy_bytes == 16)
+    if constexpr (T != DataType::f32) {
+      __syncwarp();  // the lanes still scoring the warp's rows of the last tile read them as floats
+      stage_screen_rows_widened<T>(a, tile, first_pixel, slabs, thread, widened_vector_rows);
+    } else if (copy_bytes == 16) {
       stage_screen_rows<16>(a, tile, first_pixel, slabs, thread);
-    else if (copy_bytes == 8)
+    } else if (copy_bytes == 8) {
       stage_screen_rows<8>(a, tile, first_pixel, slabs, thread);
-    else
+    } else {
       stage_screen_rows<4>(a, tile, first_pixel, slabs, thread);
+    }
     commit_copies();
     // The warp group's next tile into L2 while this one is scored.
-    if (thread == 0 && copy_bytes == 16) prefetch_screen_tile(a, first_pixel + tile_step * kScreenRows);
+    if (thread == 0 && copy_bytes == 16) prefetch_screen_tile<T>(a, first_pixel + tile_step * kScreenRows);
     wait_copies<0>();
+    if constexpr (T != DataType::f32) __syncwarp();  // the warp's rows, converted by its lanes
     // The ignore value is looked for among the samples as stored.
     bool ignored = false;
     auto find_ignored = [&] {
@@ -1817,17 +1894,28 @@ void launch_typed(const Args &args, int copy_bytes, int sm_count, StreamHandle s
   }
 }
 
-template <Method M>
-void launch_screen(const Args &args, int copy_bytes, int warpgroups, int sm_count, StreamHandle stream) {
+template <Method M, DataType T>
+void launch_screen_typed(const Args &args, int copy_bytes, int warpgroups, int sm_count, StreamHandle stream) {
   const size_t bytes = screen_shared_bytes(args.bands, warpgroups);
-  cs::check_cuda(cudaFuncSetAttribute(classify_bip_screen_kernel<M>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      int(bytes)),
+  cs::check_cuda(cudaFuncSetAttribute(classify_bip_screen_kernel<M, T>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
                  "allow the BIP screen kernel's shared memory");
   const size_t tiles = (args.pixels + kScreenRows - 1) / kScreenRows;
   const size_t blocks = (tiles + warpgroups - 1) / warpgroups;
   const unsigned grid = unsigned(blocks < size_t(sm_count) ? blocks : size_t(sm_count));
-  classify_bip_screen_kernel<M><<<grid, warpgroups * kWarpgroupThreads, bytes, stream>>>(args, copy_bytes);
+  classify_bip_screen_kernel<M, T><<<grid, warpgroups * kWarpgroupThreads, bytes, stream>>>(args, copy_bytes);
   cs::check_cuda(cudaGetLastError(), "classify (screen, BIP) kernel launch");
+}
+
+template <Method M>
+void launch_screen(const Args &args, DataType type, int copy_bytes, int warpgroups, int sm_count,
+                   StreamHandle stream) {
+  if (type == DataType::i16)
+    launch_screen_typed<M, DataType::i16>(args, copy_bytes, warpgroups, sm_count, stream);
+  else if (type == DataType::u16)
+    launch_screen_typed<M, DataType::u16>(args, copy_bytes, warpgroups, sm_count, stream);
+  else
+    launch_screen_typed<M, DataType::f32>(args, copy_bytes, warpgroups, sm_count, stream);
 }
 
 template <Product P, Method M>
@@ -1883,8 +1971,9 @@ bool wgmma_available(int device) {
 }
 
 bool uses_screen(Method method, const DeviceTables &tables, DataType type, const ClassificationOutput &output) {
-  return tables.screen_warpgroups > 0 && tables.screen_references && type == DataType::f32 &&
-         !output.rule_images && screened(method);
+  const bool staged_type = type == DataType::f32 || type == DataType::i16 || type == DataType::u16;
+  return tables.screen_warpgroups > 0 && tables.screen_references && staged_type && !output.rule_images &&
+         screened(method);
 }
 
 void classify(Method method, const DeviceTables &tables, const CubeBlock &block, int first_band, int copy_bytes,
@@ -1928,13 +2017,17 @@ void classify(Method method, const DeviceTables &tables, const CubeBlock &block,
     args.screen_terms = tables.screen_terms;
     args.screen_largest_norm2 = tables.screen_largest_norm2;
     if (method == Method::sam)
-      launch_screen<Method::sam>(args, copy_bytes, tables.screen_warpgroups, sm_count, stream);
+      launch_screen<Method::sam>(args, block.format.type, copy_bytes, tables.screen_warpgroups, sm_count,
+                                   stream);
     else if (method == Method::correlation)
-      launch_screen<Method::correlation>(args, copy_bytes, tables.screen_warpgroups, sm_count, stream);
+      launch_screen<Method::correlation>(args, block.format.type, copy_bytes, tables.screen_warpgroups, sm_count,
+                                   stream);
     else if (method == Method::bandfit)
-      launch_screen<Method::bandfit>(args, copy_bytes, tables.screen_warpgroups, sm_count, stream);
+      launch_screen<Method::bandfit>(args, block.format.type, copy_bytes, tables.screen_warpgroups, sm_count,
+                                   stream);
     else
-      launch_screen<Method::euclidean>(args, copy_bytes, tables.screen_warpgroups, sm_count, stream);
+      launch_screen<Method::euclidean>(args, block.format.type, copy_bytes, tables.screen_warpgroups, sm_count,
+                                   stream);
     return;
   }
   if (tables.product == Product::wgmma)

@@ -31,8 +31,8 @@
 // Every method: sam, correlation (pixels shifted by their first band),
 // bandfit (pixels continuum-removed in float) and euclidean as one product;
 // sid (wgmma only) as two, one after the other, over twice the chunks
-// (Tables::sid_terms). With wgmma, f32 class maps of every method but sid
-// take the screen below instead where three tiles fit per SM (one TF32
+// (Tables::sid_terms). With wgmma, class maps of f32, i16 and u16 blocks,
+// every method but sid, take the screen below instead where three tiles fit per SM (one TF32
 // product, then the candidates scored exactly).
 #pragma once
 
@@ -185,8 +185,8 @@ CS_HD size_t wgmma_reference_index(int group, int part, int reference, int posit
 }
 
 // What the kernel needs about the references, prepared once per classifier.
-// The screen (wgmma builds, f32 blocks, every method but sid, K <= 64, no
-// rule images): one TF32 product per term on the warp-group instructions,
+// The screen (wgmma builds, f32, i16 and u16 blocks (widened to f32 when
+// staged), every method but sid, K <= 64, no rule images): one TF32 product per term on the warp-group instructions,
 // both operands read from shared memory, then every reference the product
 // cannot rule out (classify_math.h, kScreenOperandError) scored again from
 // the staged samples in the fast precision (correlation and bandfit: the
@@ -211,7 +211,8 @@ CS_HD constexpr size_t screen_index(int row, int band) {
 }
 inline constexpr int kScreenSlabBytes = kScreenRows * 128;  // a tile's 32 bands
 inline constexpr int kScreenMostWarpgroups = 3;
-// Shared memory of the screen with `warpgroups` tiles of f32 rows: the
+// Shared memory of the screen with `warpgroups` tiles of f32 rows (16-bit
+// samples widened): the
 // references, their key terms, the tiles and 1 KB to align them (the
 // swizzle's period).
 size_t screen_shared_bytes(int bands, int warpgroups);

@@ -174,15 +174,15 @@ double device_classify_ms(const SpectralClassifier &classifier, const EnviHeader
   const CubeBlock block = make_cube_block(h, d_cube, h.lines);
   kernel = gpu.kernel_for(block);
   static bool said = false;
-  static unsigned screened_said = 0;  // methods, by bit
+  static unsigned screened_said = 0;  // methods by bit, f32 and 16-bit blocks apart
   if (kernel == CudaSpectralClassifier::Kernel::tensor_bip && !said) {
     std::printf("tensor-bip runs the %s product\n", gpu.bip_tensor_product());
     said = true;
   }
-  const unsigned method_bit = 1u << int(classifier.method());
+  const unsigned method_bit = 1u << (int(classifier.method()) + 8 * (block.format.type == DataType::f32 ? 0 : 1));
   if (gpu.screens(block, out) && !(screened_said & method_bit)) {
-    std::printf("tensor-bip screens f32 blocks for %s (CS_HSI_BIP_SCREEN=0 turns it off)\n",
-                method_name(classifier.method()));
+    std::printf("tensor-bip screens %s blocks for %s (CS_HSI_BIP_SCREEN=0 turns it off)\n",
+                data_type_name(block.format.type), method_name(classifier.method()));
     screened_said |= method_bit;
   }
   cs::Stream stream(kDevice);

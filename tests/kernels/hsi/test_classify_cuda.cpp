@@ -5,6 +5,7 @@
 // without a device (tests/run-suite.sh counts them).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <tuple>
@@ -604,21 +605,22 @@ TEST(GpuClassify, TensorBipKernelWideDynamicRange) {
       }
 }
 
-// The BIP kernel's screen (f32, every method but sid, K <= 64, class maps
-// only; bip_tensor.h) on what makes screening hard: references that differ
+// The BIP kernel's screen (f32, i16 and u16, every method but sid, K <= 64,
+// class maps only; bip_tensor.h) on what makes screening hard: references that differ
 // from another one by ~1e-6 (the TF32 product cannot tell them apart, so
 // both are scored again), pixels equal to a reference, zero pixels, NaN
 // pixels, pixels with the ignore value, pixels with a large offset, pixels
 // from 1e-30 to 1e30 (scaled sums), and a band range with a partial slab
-// (bands padded to 32). Class maps within the tensor bounds of the exact
-// CPU ones.
+// (bands padded to 32), as f32 and as i16 samples. Class maps within the
+// tensor bounds of the exact CPU ones.
 TEST(GpuClassify, TensorBipScreenCandidates) {
   CS_REQUIRE_GPU();
   std::mt19937_64 rng(cs_test::fresh_seed());
   cs::Stream stream(kDevice);
   const size_t lines = 4, samples = 83, pixels = lines * samples;
   for (Method method : {Method::sam, Method::correlation, Method::bandfit, Method::euclidean})
-    for (const auto &[bands, first_band, band_count] : {std::tuple<size_t, int, int>{224, 0, 224}, {61, 4, 53}})
+    for (const auto &[bands, first_band, band_count] :
+         {std::tuple<size_t, int, int>{224, 0, 224}, {61, 4, 53}, {62, 4, 53}})
       for (size_t K : {size_t(17), size_t(64)})
         for (float ignore : {-9999.0f, 0.0f}) {  // 0: as the zeros staged past the last band
           SCOPED_TRACE(std::string(method_name(method)) + " K=" + std::to_string(K) + " bands " +
@@ -649,24 +651,45 @@ TEST(GpuClassify, TensorBipScreenCandidates) {
           for (int u = 0; u < band_count; ++u) selected[size_t(u)] = first_band + u;
           const auto [tensor, exact] = tensor_and_exact(method, default_threshold(method), scene, selected);
           CudaSpectralClassifier gpu(tensor, kDevice);
-          const auto bytes = hsi_test::encode_block(scene.pixels, lines, samples, bands, DataType::f32,
-                                                    Interleave::bip, host_byte_order(), 1.0);
-          const CubeBlock block = hsi_test::block_of(bytes, lines, samples, bands, DataType::f32, Interleave::bip,
-                                                     host_byte_order(), double(ignore), std::nullopt);
-          if (bip_tensor::product_from_environment() == bip_tensor::Product::wgmma &&
-              bip_tensor::screen_from_environment() && cs::compute_capability(kDevice) == 90) {
-            ClassificationOutput class_map_only;
-            EXPECT_TRUE(gpu.screens(block, class_map_only));
+          // 16-bit cubes: the scene at 300 per unit (the offset pixels reach ~30000: past TF32's 11 bits),
+          // saturated, NaN as 0, with a reflectance scale of 300; the ignore value set on the stored samples.
+          for (DataType type : {DataType::f32, DataType::i16}) {
+            SCOPED_TRACE(data_type_name(type));
+            constexpr float kUnits = 300.0f;
+            std::vector<float> stored = scene.pixels;
+            if (type == DataType::i16) {
+              for (float &v : stored) v = v == v ? std::round(std::clamp(v * kUnits, -32768.0f, 32767.0f)) : 0.0f;
+              for (size_t p = 4; p < pixels; p += 9)
+                stored[p * bands + size_t(first_band) + rng() % size_t(band_count)] = ignore;
+            }
+            hsi_test::Scene decoded = scene;
+            decoded.pixels = stored;
+            if (type == DataType::i16)
+              for (float &v : decoded.pixels) v /= kUnits;
+            const auto bytes = hsi_test::encode_block(stored, lines, samples, bands, type, Interleave::bip,
+                                                      host_byte_order(), 1.0);
+            const CubeBlock block =
+                hsi_test::block_of(bytes, lines, samples, bands, type, Interleave::bip, host_byte_order(),
+                                   double(ignore),
+                                   type == DataType::f32 ? std::nullopt : std::optional<double>(kUnits));
+            if (bip_tensor::product_from_environment() == bip_tensor::Product::wgmma &&
+                bip_tensor::screen_from_environment() && cs::compute_capability(kDevice) == 90) {
+              // i16 rows of 61 bands are 122 bytes: not the 4-byte alignment the BIP kernels copy with.
+              const bool bip_kernel = type == DataType::f32 || bands % 2 == 0;
+              ClassificationOutput class_map_only;
+              EXPECT_EQ(gpu.screens(block, class_map_only), bip_kernel);
+            }
+            const hsi_test::Result want = hsi_test::classify_cpu(exact, block);
+            const hsi_test::Result got = classify_gpu(gpu, tensor, bytes, block, stream, false);
+            const auto [x2, r2] = largest_squared_norms(decoded);
+            const double worst =
+                expect_within_tensor_bounds(method, want, got, pixels, K, x2, r2, tensor.threshold());
+            size_t same = 0;
+            for (size_t p = 0; p < pixels; ++p) same += want.labels[p] == got.labels[p];
+            std::printf("[ info     ] %s %s screen, K=%zu bands=%d, ignore %g: %zu of %zu labels as exact, worst %.3g\n",
+                        method_name(method), data_type_name(type), K, band_count, double(ignore), same, pixels,
+                        worst);
           }
-          const hsi_test::Result want = hsi_test::classify_cpu(exact, block);
-          const hsi_test::Result got = classify_gpu(gpu, tensor, bytes, block, stream, false);
-          const auto [x2, r2] = largest_squared_norms(scene);
-          const double worst =
-              expect_within_tensor_bounds(method, want, got, pixels, K, x2, r2, tensor.threshold());
-          size_t same = 0;
-          for (size_t p = 0; p < pixels; ++p) same += want.labels[p] == got.labels[p];
-          std::printf("[ info     ] %s screen, K=%zu bands=%d, ignore %g: %zu of %zu labels as exact, worst %.3g\n",
-                      method_name(method), K, band_count, double(ignore), same, pixels, worst);
         }
 }
 
