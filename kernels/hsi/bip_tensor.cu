@@ -272,6 +272,7 @@ struct Args {
   double screen_largest_norm2;                      // of the usable references
   bool has_ignore;
   float ignore_value;
+  bool swap_bytes;  // 16-bit samples in the other byte order
   double scale;  // decoded value = scale x stored value
   float threshold;
   void *class_map;
@@ -374,11 +375,13 @@ __device__ void stage_references(const Args &a, uint4 *references, int group) {
 
 // 16-bit samples to float without the quarter-rate integer conversion:
 // 2^23 + u as float bits, minus 2^23 (exact for u < 2^23). Signed samples are
-// biased by 2^15 first.
+// biased by 2^15 first. `swap`: stored in the other byte order (the block's
+// byte order is not the machine's).
 template <DataType T>
-__device__ __forceinline__ void widen_pair(uint32_t pair, float &first, float &second) {
+__device__ __forceinline__ void widen_pair(uint32_t pair, bool swap, float &first, float &second) {
   constexpr uint32_t kBias = T == DataType::i16 ? 0x80008000u : 0u;
   constexpr float kOffset = T == DataType::i16 ? 8388608.0f + 32768.0f : 8388608.0f;
+  if (swap) pair = __byte_perm(pair, 0u, 0x2301);
   pair ^= kBias;
   first = __uint_as_float(__byte_perm(pair, 0x4Bu, 0x4510)) - kOffset;   // bytes 0, 1, then 0x00, 0x4B
   second = __uint_as_float(__byte_perm(pair, 0x4Bu, 0x4532)) - kOffset;  // bytes 2, 3, then 0x00, 0x4B
@@ -424,8 +427,8 @@ __device__ __forceinline__ void load_four(const Args &a, const unsigned char *ti
     x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
   } else {
     const uint2 v = *reinterpret_cast<const uint2 *>(tile + row * kRowBytes<T> + band * 2);
-    widen_pair<T>(v.x, x[0], x[1]);
-    widen_pair<T>(v.y, x[2], x[3]);
+    widen_pair<T>(v.x, a.swap_bytes, x[0], x[1]);
+    widen_pair<T>(v.y, a.swap_bytes, x[2], x[3]);
   }
   if (a.has_ignore)
     for (float &v : x) v = v == a.ignore_value ? quiet_nan() : v;
@@ -451,7 +454,7 @@ __device__ __forceinline__ float load_sample(const Args &a, const unsigned char 
     const uint16_t *const sample = reinterpret_cast<const uint16_t *>(at);
     const uint16_t stored = kGlobal ? __ldg(sample) : *sample;
     float unused;
-    widen_pair<T>(stored, v, unused);
+    widen_pair<T>(stored, a.swap_bytes, v, unused);
   }
   return a.has_ignore && v == a.ignore_value ? quiet_nan() : v;
 }
@@ -493,8 +496,8 @@ __device__ double sid_quarter_sum(const Args &a, int copy_bytes, size_t pixel, i
         x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
       } else {
         const uint2 v = __ldg(reinterpret_cast<const uint2 *>(row + band * kBytes));
-        widen_pair<T>(v.x, x[0], x[1]);
-        widen_pair<T>(v.y, x[2], x[3]);
+        widen_pair<T>(v.x, a.swap_bytes, x[0], x[1]);
+        widen_pair<T>(v.y, a.swap_bytes, x[2], x[3]);
       }
       if (a.has_ignore)
         for (float &v : x) v = v == a.ignore_value ? quiet_nan() : v;
@@ -1466,10 +1469,10 @@ __device__ void stage_screen_rows_widened(const Args &a, float *tile, size_t fir
         for (int half = 0; half < 2; ++half)
           if (first_slab + i < slabs) {
             float x[8];
-            widen_pair<T>(v[half][i].x, x[0], x[1]);
-            widen_pair<T>(v[half][i].y, x[2], x[3]);
-            widen_pair<T>(v[half][i].z, x[4], x[5]);
-            widen_pair<T>(v[half][i].w, x[6], x[7]);
+            widen_pair<T>(v[half][i].x, a.swap_bytes, x[0], x[1]);
+            widen_pair<T>(v[half][i].y, a.swap_bytes, x[2], x[3]);
+            widen_pair<T>(v[half][i].z, a.swap_bytes, x[4], x[5]);
+            widen_pair<T>(v[half][i].w, a.swap_bytes, x[6], x[7]);
             store(rows[half], first_slab + i, x);
           }
     }
@@ -1485,7 +1488,7 @@ __device__ void stage_screen_rows_widened(const Args &a, float *tile, size_t fir
         float unused;
         x[i] = 0.0f;
         if (first_pixel + rows[half] < a.pixels && band < a.bands)
-          widen_pair<T>(__ldg(reinterpret_cast<const uint16_t *>(src[half]) + band), x[i], unused);
+          widen_pair<T>(__ldg(reinterpret_cast<const uint16_t *>(src[half]) + band), a.swap_bytes, x[i], unused);
       }
       store(rows[half], slab, x);
     }
@@ -1998,6 +2001,7 @@ void classify(Method method, const DeviceTables &tables, const CubeBlock &block,
   args.shape = tables.shape;
   args.positions = tables.positions;
   args.has_ignore = block.format.has_ignore;
+  args.swap_bytes = block.format.swap_bytes;
   args.ignore_value = float(block.format.ignore_value);
   // Continuum-removed values and sid's p and log p (its floor excepted) do
   // not depend on the samples' scale: those kernels take the stored values.

@@ -1,5 +1,6 @@
 // Hyperspectral classification throughput: a SAMPLES x LINES x BANDS cube
-// (f32 and i16, BIP) against REFERENCES spectra, every method and precision
+// (f32 and i16, BIP; also i16 stored big-endian, tensor precision only)
+// against REFERENCES spectra, every method and precision
 // (tensor only for the dot-product methods; elsewhere it runs as fast). The
 // tensor rows run twice: the kernel specialised for BIP blocks
 // (kernels/hsi/bip_tensor.cu; "tensor-bip" in the kernel column) and the
@@ -129,15 +130,25 @@ std::vector<int16_t> to_i16(const std::vector<float> &cube) {
   return out;
 }
 
-EnviHeader cube_header(const Options &o, DataType type, size_t lines) {
+EnviHeader cube_header(const Options &o, DataType type, size_t lines, ByteOrder order = ByteOrder::little_endian) {
   EnviHeader h;
   h.samples = o.samples;
   h.lines = lines;
   h.bands = o.bands;
   h.data_type = type;
   h.interleave = Interleave::bip;
-  h.byte_order = ByteOrder::little_endian;
+  h.byte_order = order;
   return h;
+}
+
+// The same samples stored big-endian (as older sensors' ENVI files are).
+std::vector<int16_t> byte_swapped(const std::vector<int16_t> &samples) {
+  std::vector<int16_t> out(samples.size());
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const uint16_t u = uint16_t(samples[i]);
+    out[i] = int16_t(uint16_t(u << 8 | u >> 8));
+  }
+  return out;
 }
 
 std::vector<int> all_bands(size_t bands) {
@@ -424,7 +435,7 @@ int main(int argc, char **argv) {
   Random rng(0x5eed0fc0ffeeull);
   const ReferenceSet refs = make_references(o, rng);
   const std::vector<float> cube_f32 = make_cube(o, refs, rng);
-  const std::vector<int16_t> cube_i16 = to_i16(cube_f32);
+  const std::vector<int16_t> cube_i16 = to_i16(cube_f32), cube_i16_big = byte_swapped(cube_i16);
   const size_t pixels = o.samples * o.lines;
   const double copy_gbps = device_copy_gbps(cube_f32.size() * sizeof(float), o.repeats);
   std::printf("device-to-device copy of the f32 cube: %.0f GB/s of traffic (read + write); HBM nominal %.0f GB/s\n",
@@ -432,12 +443,16 @@ int main(int argc, char **argv) {
   if (csv) std::fprintf(csv, "copy,f32,,,device,,%.1f,,%.1f\n", copy_gbps, kNominalHbmGBps);
 
   // --- device-resident, and the CPU on a crop ---
-  std::printf("\n%-4s %-12s %-6s %-10s | %9s %9s %6s %6s | %10s %9s\n", "fmt", "method", "prec", "kernel", "GPU ms",
+  std::printf("\n%-5s %-12s %-6s %-10s | %9s %9s %6s %6s | %10s %9s\n", "fmt", "method", "prec", "kernel", "GPU ms",
               "GB/s", "%HBM", "%copy", "CPU s/cube", "GPU/CPU");
   double sam_exact_f32_seconds = NAN, sam_tensor_f32_seconds = NAN;
-  for (DataType type : {DataType::f32, DataType::i16}) {
-    const bool f32 = type == DataType::f32;
-    const void *host = f32 ? static_cast<const void *>(cube_f32.data()) : static_cast<const void *>(cube_i16.data());
+  // i16be: the i16 cube stored big-endian, tensor precision only (the BIP kernels swap 16-bit samples as they
+  // widen them).
+  for (const char *format : {"f32", "i16", "i16be"}) {
+    const bool f32 = std::string(format) == "f32", big = std::string(format) == "i16be";
+    const DataType type = f32 ? DataType::f32 : DataType::i16;
+    const void *host = f32 ? static_cast<const void *>(cube_f32.data())
+                           : static_cast<const void *>(big ? cube_i16_big.data() : cube_i16.data());
     const size_t bytes = pixels * o.bands * sample_size(type);
     DeviceArray d_cube(bytes);
     {
@@ -445,14 +460,15 @@ int main(int argc, char **argv) {
       cs::copy_async(d_cube.get(), host, bytes, s.get());
       s.synchronize();
     }
-    const EnviHeader h = cube_header(o, type, o.lines), crop = cube_header(o, type, o.crop_lines);
+    const ByteOrder order = big ? ByteOrder::big_endian : ByteOrder::little_endian;
+    const EnviHeader h = cube_header(o, type, o.lines, order), crop = cube_header(o, type, o.crop_lines, order);
     std::vector<uint8_t> labels, bip_labels;
     for (Method method : kAllMethods)
       for (Precision precision : {Precision::exact, Precision::fast, Precision::tensor})
         // tensor twice: the specialised BIP kernel, then the generic one for comparison
         for (bool bip_tensor : {true, false}) {
           if (!bip_tensor && precision != Precision::tensor) continue;
-          if (o.tensor_only && precision != Precision::tensor) continue;
+          if ((o.tensor_only || big) && precision != Precision::tensor) continue;
           ClassifierConfig config;
           config.method = method;
           config.precision = precision;
@@ -463,13 +479,13 @@ int main(int argc, char **argv) {
           if (precision == Precision::tensor && bip_tensor) bip_labels = labels;
           const double gbps = double(bytes) / (ms / 1e3) / 1e9;
           // the CPU has one tensor figure (it runs tensor as fast): timed once
-          const double cpu_s = bip_tensor && !o.tensor_only ? cpu_classify_seconds(classifier, crop, host) *
-                                                                  double(o.lines) / double(o.crop_lines)
-                                                            : NAN;
+          const bool time_cpu = bip_tensor && !o.tensor_only && !big;
+          const double cpu_s =
+              time_cpu ? cpu_classify_seconds(classifier, crop, host) * double(o.lines) / double(o.crop_lines) : NAN;
           if (f32 && method == Method::sam && precision == Precision::exact) sam_exact_f32_seconds = ms / 1e3;
           if (f32 && method == Method::sam && precision == Precision::tensor && bip_tensor)
             sam_tensor_f32_seconds = ms / 1e3;
-          std::printf("%-4s %-12s %-6s %-10s | %9.2f %9.0f %5.1f%% %5.1f%% | %10.2f %8.0fx\n", data_type_name(type),
+          std::printf("%-5s %-12s %-6s %-10s | %9.2f %9.0f %5.1f%% %5.1f%% | %10.2f %8.0fx\n", format,
                       method_name(method), precision_name(precision), kernel_name(kernel), ms, gbps,
                       100 * gbps / kNominalHbmGBps, 100 * gbps / copy_gbps, cpu_s, cpu_s / (ms / 1e3));
           if (precision == Precision::tensor && !bip_tensor) {
@@ -479,11 +495,11 @@ int main(int argc, char **argv) {
             std::printf("     class maps of tensor-bip and tensor differ at %zu of %zu pixels\n", differ, pixels);
           }
           if (csv) {
-            std::fprintf(csv, "device,%s,%s,%s%s,device,%.6f,%.1f,%.2f,%.1f\n", data_type_name(type),
+            std::fprintf(csv, "device,%s,%s,%s%s,device,%.6f,%.1f,%.2f,%.1f\n", format,
                          method_name(method), precision_name(precision), bip_tensor ? "" : "-generic", ms / 1e3, gbps,
                          100 * gbps / copy_gbps, copy_gbps);
             if (bip_tensor)
-              std::fprintf(csv, "cpu,%s,%s,%s,host,%.6f,%.3f,,\n", data_type_name(type), method_name(method),
+              std::fprintf(csv, "cpu,%s,%s,%s,host,%.6f,%.3f,,\n", format, method_name(method),
                            precision_name(precision), cpu_s, double(bytes) / cpu_s / 1e9);
           }
         }

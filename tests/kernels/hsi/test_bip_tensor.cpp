@@ -252,6 +252,8 @@ TEST(BipTensor, AcceptsOnlyContiguousNativeBipBlocks) {
   const ByteOrder other =
       host_byte_order() == ByteOrder::little_endian ? ByteOrder::big_endian : ByteOrder::little_endian;
   EXPECT_EQ(bt::copy_bytes_for(block(DataType::f32, Interleave::bip, 224, 0, other), 0, 224), 0);
+  EXPECT_EQ(bt::copy_bytes_for(block(DataType::i16, Interleave::bip, 224, 0, other), 0, 224), 16);  // widened, swapped
+  EXPECT_EQ(bt::copy_bytes_for(block(DataType::u16, Interleave::bip, 224, 0, other), 2, 100), 4);
   CubeBlock padded = block(DataType::f32, Interleave::bip, 224);
   padded.layout.line_stride += 4;  // lines not packed: pixel p is not at p * sample_stride
   EXPECT_EQ(bt::copy_bytes_for(padded, 0, 224), 0);

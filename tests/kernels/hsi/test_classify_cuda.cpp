@@ -539,7 +539,13 @@ TEST(GpuClassify, TensorBipKernelWideDynamicRange) {
             cs::compute_capability(kDevice) == 90 && (method != Method::sid || K <= 64)) {
           EXPECT_STREQ(gpu.bip_tensor_product(), "wgmma");
         }
-        for (DataType type : {DataType::f32, DataType::i16, DataType::u16}) {
+        const ByteOrder native = host_byte_order();
+        const ByteOrder swapped = native == ByteOrder::little_endian ? ByteOrder::big_endian : ByteOrder::little_endian;
+        // 16-bit samples also in the other byte order (the kernels swap them as they widen them).
+        const std::pair<DataType, ByteOrder> encodings[] = {
+            {DataType::f32, native}, {DataType::i16, native}, {DataType::u16, native}, {DataType::i16, swapped},
+            {DataType::u16, swapped}};
+        for (const auto &[type, order] : encodings) {
           std::vector<float> values = scene.pixels;
           if (type == DataType::f32) {
             for (size_t p = 0; p < pixels; ++p) {
@@ -579,18 +585,18 @@ TEST(GpuClassify, TensorBipKernelWideDynamicRange) {
           decoded.pixels = values;
           for (float &v : decoded.pixels) v = type == DataType::f32 ? v : v / 32768.0f;
           const auto [x2, r2] = largest_squared_norms(decoded);
-          const auto bytes = hsi_test::encode_block(values, lines, samples, bands, type, Interleave::bip,
-                                                    host_byte_order(), 1.0);
+          const auto bytes = hsi_test::encode_block(values, lines, samples, bands, type, Interleave::bip, order, 1.0);
           // Integers: a reflectance scale of 2^-15 (no ignore value: zeros are data).
           const CubeBlock block = hsi_test::block_of(
-              bytes, lines, samples, bands, type, Interleave::bip, host_byte_order(), std::nullopt,
+              bytes, lines, samples, bands, type, Interleave::bip, order, std::nullopt,
               type == DataType::f32 ? std::nullopt : std::optional<double>(32768.0));
           const hsi_test::Result want = hsi_test::classify_cpu(exact, block);
           const TensorConditioning conditioning = tensor_conditioning(decoded.pixels, bands, tensor);
           double worst = 0;
           for (bool with_rules : {true, false}) {
-            SCOPED_TRACE(std::string(method_name(method)) + " " + data_type_name(type) + " K=" + std::to_string(K) +
-                         " bands " + std::to_string(first_band) + "+" + std::to_string(band_count) +
+            SCOPED_TRACE(std::string(method_name(method)) + " " + data_type_name(type) +
+                         (order == native ? "" : " swapped") + " K=" + std::to_string(K) + " bands " +
+                         std::to_string(first_band) + "+" + std::to_string(band_count) +
                          (with_rules ? " with rules" : " class map only"));
             CudaSpectralClassifier::Kernel kernel;
             const hsi_test::Result got = classify_gpu(gpu, tensor, bytes, block, stream, with_rules, &kernel);
@@ -599,8 +605,9 @@ TEST(GpuClassify, TensorBipKernelWideDynamicRange) {
             worst = std::max(worst, expect_within_tensor_bounds(method, want, got, pixels, K, x2, r2,
                                                                 tensor.threshold(), conditioning));
           }
-          std::printf("[ info     ] %s %s BIP tensor, K=%zu bands=%d: worst |exact - tensor| %.3g\n",
-                      method_name(method), data_type_name(type), K, band_count, worst);
+          std::printf("[ info     ] %s %s%s BIP tensor, K=%zu bands=%d: worst |exact - tensor| %.3g\n",
+                      method_name(method), data_type_name(type), order == native ? "" : " swapped", K, band_count,
+                      worst);
         }
       }
 }
@@ -611,8 +618,8 @@ TEST(GpuClassify, TensorBipKernelWideDynamicRange) {
 // both are scored again), pixels equal to a reference, zero pixels, NaN
 // pixels, pixels with the ignore value, pixels with a large offset, pixels
 // from 1e-30 to 1e30 (scaled sums), and a band range with a partial slab
-// (bands padded to 32), as f32 and as i16 samples. Class maps within the
-// tensor bounds of the exact CPU ones.
+// (bands padded to 32), as f32 and as i16 samples (also in the other byte
+// order). Class maps within the tensor bounds of the exact CPU ones.
 TEST(GpuClassify, TensorBipScreenCandidates) {
   CS_REQUIRE_GPU();
   std::mt19937_64 rng(cs_test::fresh_seed());
@@ -653,8 +660,13 @@ TEST(GpuClassify, TensorBipScreenCandidates) {
           CudaSpectralClassifier gpu(tensor, kDevice);
           // 16-bit cubes: the scene at 300 per unit (the offset pixels reach ~30000: past TF32's 11 bits),
           // saturated, NaN as 0, with a reflectance scale of 300; the ignore value set on the stored samples.
-          for (DataType type : {DataType::f32, DataType::i16}) {
-            SCOPED_TRACE(data_type_name(type));
+          const ByteOrder native = host_byte_order();
+          const ByteOrder swapped =
+              native == ByteOrder::little_endian ? ByteOrder::big_endian : ByteOrder::little_endian;
+          const std::pair<DataType, ByteOrder> encodings[] = {
+              {DataType::f32, native}, {DataType::i16, native}, {DataType::i16, swapped}};
+          for (const auto &[type, order] : encodings) {
+            SCOPED_TRACE(std::string(data_type_name(type)) + (order == native ? "" : " swapped"));
             constexpr float kUnits = 300.0f;
             std::vector<float> stored = scene.pixels;
             if (type == DataType::i16) {
@@ -666,11 +678,10 @@ TEST(GpuClassify, TensorBipScreenCandidates) {
             decoded.pixels = stored;
             if (type == DataType::i16)
               for (float &v : decoded.pixels) v /= kUnits;
-            const auto bytes = hsi_test::encode_block(stored, lines, samples, bands, type, Interleave::bip,
-                                                      host_byte_order(), 1.0);
+            const auto bytes = hsi_test::encode_block(stored, lines, samples, bands, type, Interleave::bip, order,
+                                                      1.0);
             const CubeBlock block =
-                hsi_test::block_of(bytes, lines, samples, bands, type, Interleave::bip, host_byte_order(),
-                                   double(ignore),
+                hsi_test::block_of(bytes, lines, samples, bands, type, Interleave::bip, order, double(ignore),
                                    type == DataType::f32 ? std::nullopt : std::optional<double>(kUnits));
             if (bip_tensor::product_from_environment() == bip_tensor::Product::wgmma &&
                 bip_tensor::screen_from_environment() && cs::compute_capability(kDevice) == 90) {
@@ -686,9 +697,10 @@ TEST(GpuClassify, TensorBipScreenCandidates) {
                 expect_within_tensor_bounds(method, want, got, pixels, K, x2, r2, tensor.threshold());
             size_t same = 0;
             for (size_t p = 0; p < pixels; ++p) same += want.labels[p] == got.labels[p];
-            std::printf("[ info     ] %s %s screen, K=%zu bands=%d, ignore %g: %zu of %zu labels as exact, worst %.3g\n",
-                        method_name(method), data_type_name(type), K, band_count, double(ignore), same, pixels,
-                        worst);
+            std::printf("[ info     ] %s %s%s screen, K=%zu bands=%d, ignore %g: %zu of %zu labels as exact, "
+                        "worst %.3g\n",
+                        method_name(method), data_type_name(type), order == native ? "" : " swapped", K, band_count,
+                        double(ignore), same, pixels, worst);
           }
         }
 }
@@ -721,6 +733,8 @@ TEST(GpuClassify, TensorBipKernelOnlyForBlocksItFits) {
   EXPECT_EQ(gpu.kernel_for(block(DataType::i16, Interleave::bip, native)), Kernel::tensor_bip);
   EXPECT_EQ(gpu.kernel_for(block(DataType::u16, Interleave::bip, native)), Kernel::tensor_bip);
   EXPECT_EQ(gpu.kernel_for(block(DataType::f32, Interleave::bip, swapped)), Kernel::tensor);
+  EXPECT_EQ(gpu.kernel_for(block(DataType::i16, Interleave::bip, swapped)), Kernel::tensor_bip);  // swapped as widened
+  EXPECT_EQ(gpu.kernel_for(block(DataType::u16, Interleave::bip, swapped)), Kernel::tensor_bip);
   EXPECT_EQ(gpu.kernel_for(block(DataType::f32, Interleave::bil, native)), Kernel::tensor);
   EXPECT_EQ(gpu.kernel_for(block(DataType::f64, Interleave::bip, native)), Kernel::tensor);
   EXPECT_EQ(gpu.kernel_for(block(DataType::u8, Interleave::bip, native)), Kernel::tensor);
