@@ -313,9 +313,8 @@ int contiguous_first_band(const std::vector<int> &bands) {
 int copy_bytes_for(const CubeBlock &block, int first_band, int band_count) {
   const DataType type = block.format.type;
   if (type != DataType::f32 && type != DataType::i16 && type != DataType::u16) return 0;
-  // 16-bit samples are widened in registers, where swapping their bytes costs one instruction; f32 are copied as
-  // they are.
-  if ((block.format.swap_bytes && type == DataType::f32) || first_band < 0) return 0;
+  // Samples in the other byte order are swapped where the kernels read them (one byte permute each).
+  if (first_band < 0) return 0;
   const BlockLayout &l = block.layout;
   // Pixel p's bands start at p * sample_stride: BIP, lines packed.
   if (l.band_stride != 1 || l.line_stride != l.samples * l.sample_stride) return 0;

@@ -272,7 +272,7 @@ struct Args {
   double screen_largest_norm2;                      // of the usable references
   bool has_ignore;
   float ignore_value;
-  bool swap_bytes;  // 16-bit samples in the other byte order
+  bool swap_bytes;  // samples in the other byte order
   double scale;  // decoded value = scale x stored value
   float threshold;
   void *class_map;
@@ -387,6 +387,12 @@ __device__ __forceinline__ void widen_pair(uint32_t pair, bool swap, float &firs
   second = __uint_as_float(__byte_perm(pair, 0x4Bu, 0x4532)) - kOffset;  // bytes 2, 3, then 0x00, 0x4B
 }
 
+// An f32 sample as stored in the other byte order (the block's byte order
+// is not the machine's), when `swap`.
+__device__ __forceinline__ float native_float(float stored, bool swap) {
+  return swap ? __uint_as_float(__byte_perm(__float_as_uint(stored), 0u, 0x0123)) : stored;
+}
+
 // Whether the values a kernel multiplies are fractions: f32 samples, and
 // bandfit's continuum-removed values and sid's logs and p whatever the
 // samples (integer samples are otherwise multiplied exactly, as integers,
@@ -424,7 +430,8 @@ __device__ __forceinline__ void load_four(const Args &a, const unsigned char *ti
   const int band = span * 16 + 4 * t;
   if constexpr (T == DataType::f32) {
     const float4 v = *reinterpret_cast<const float4 *>(tile + row * kRowBytes<T> + band * 4);
-    x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+    x[0] = native_float(v.x, a.swap_bytes), x[1] = native_float(v.y, a.swap_bytes);
+    x[2] = native_float(v.z, a.swap_bytes), x[3] = native_float(v.w, a.swap_bytes);
   } else {
     const uint2 v = *reinterpret_cast<const uint2 *>(tile + row * kRowBytes<T> + band * 2);
     widen_pair<T>(v.x, a.swap_bytes, x[0], x[1]);
@@ -449,7 +456,8 @@ template <DataType T, bool kGlobal>
 __device__ __forceinline__ float load_sample(const Args &a, const unsigned char *at) {
   float v;
   if constexpr (T == DataType::f32) {
-    v = kGlobal ? __ldg(reinterpret_cast<const float *>(at)) : *reinterpret_cast<const float *>(at);
+    v = native_float(kGlobal ? __ldg(reinterpret_cast<const float *>(at)) : *reinterpret_cast<const float *>(at),
+                     a.swap_bytes);
   } else {
     const uint16_t *const sample = reinterpret_cast<const uint16_t *>(at);
     const uint16_t stored = kGlobal ? __ldg(sample) : *sample;
@@ -493,7 +501,8 @@ __device__ double sid_quarter_sum(const Args &a, int copy_bytes, size_t pixel, i
     if (whole && band + 4 <= a.bands) {
       if constexpr (T == DataType::f32) {
         const float4 v = __ldg(reinterpret_cast<const float4 *>(row + band * kBytes));
-        x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+        x[0] = native_float(v.x, a.swap_bytes), x[1] = native_float(v.y, a.swap_bytes);
+        x[2] = native_float(v.z, a.swap_bytes), x[3] = native_float(v.w, a.swap_bytes);
       } else {
         const uint2 v = __ldg(reinterpret_cast<const uint2 *>(row + band * kBytes));
         widen_pair<T>(v.x, a.swap_bytes, x[0], x[1]);
@@ -1676,6 +1685,17 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
         *at = v;
       }
   };
+  // f32 blocks in the other byte order: the own pixel's half of the tile in place, as the machine's floats.
+  auto swap_half = [&] {
+    for (int s = 0; s < slabs; ++s)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        float4 *const at = reinterpret_cast<float4 *>(own + s * kSlabFloats + x_offset[i]);
+        const float4 v = *at;
+        *at = make_float4(native_float(v.x, true), native_float(v.y, true), native_float(v.z, true),
+                          native_float(v.w, true));
+      }
+  };
   auto half_largest = [&] {
     float largest = 0;
     for (int s = 0; s < slabs; ++s) {
@@ -1732,7 +1752,13 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     // The warp group's next tile into L2 while this one is scored.
     if (thread == 0 && copy_bytes == 16) prefetch_screen_tile<T>(a, first_pixel + tile_step * kScreenRows);
     wait_copies<0>();
-    if constexpr (T != DataType::f32) __syncwarp();  // the warp's rows, converted by its lanes
+    if constexpr (T != DataType::f32) {
+      __syncwarp();  // the warp's rows, converted by its lanes
+    } else if (a.swap_bytes) {
+      __syncwarp();  // the warp's rows, copied by its lanes
+      swap_half();
+      __syncwarp();
+    }
     // The ignore value is looked for among the samples as stored.
     bool ignored = false;
     auto find_ignored = [&] {

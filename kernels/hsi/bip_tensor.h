@@ -293,8 +293,7 @@ int contiguous_first_band(const std::vector<int> &bands);
 
 // Bytes per asynchronous copy (16, 8 or 4) the kernel can use for `block`
 // with `band_count` bands from `first_band`, or 0 when the block does not
-// fit it (not BIP-ordered, f32 in the other byte order, another sample type,
-// misaligned).
+// fit it (not BIP-ordered, another sample type, misaligned).
 int copy_bytes_for(const CubeBlock &block, int first_band, int band_count);
 
 // Staging buffers for pixel chunks: with S buffers the kernel keeps S - 2

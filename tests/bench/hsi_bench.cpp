@@ -1,5 +1,5 @@
 // Hyperspectral classification throughput: a SAMPLES x LINES x BANDS cube
-// (f32 and i16, BIP; also i16 stored big-endian, tensor precision only)
+// (f32 and i16, BIP; also both stored big-endian, tensor precision only)
 // against REFERENCES spectra, every method and precision
 // (tensor only for the dot-product methods; elsewhere it runs as fast). The
 // tensor rows run twice: the kernel specialised for BIP blocks
@@ -141,12 +141,15 @@ EnviHeader cube_header(const Options &o, DataType type, size_t lines, ByteOrder 
   return h;
 }
 
-// The same samples stored big-endian (as older sensors' ENVI files are).
-std::vector<int16_t> byte_swapped(const std::vector<int16_t> &samples) {
-  std::vector<int16_t> out(samples.size());
+// The same samples stored big-endian (as many ENVI files are).
+template <class Sample>
+std::vector<Sample> byte_swapped(const std::vector<Sample> &samples) {
+  std::vector<Sample> out(samples.size());
   for (size_t i = 0; i < samples.size(); ++i) {
-    const uint16_t u = uint16_t(samples[i]);
-    out[i] = int16_t(uint16_t(u << 8 | u >> 8));
+    unsigned char bytes[sizeof(Sample)];
+    std::memcpy(bytes, &samples[i], sizeof(Sample));
+    std::reverse(bytes, bytes + sizeof(Sample));
+    std::memcpy(&out[i], bytes, sizeof(Sample));
   }
   return out;
 }
@@ -435,7 +438,7 @@ int main(int argc, char **argv) {
   Random rng(0x5eed0fc0ffeeull);
   const ReferenceSet refs = make_references(o, rng);
   const std::vector<float> cube_f32 = make_cube(o, refs, rng);
-  const std::vector<int16_t> cube_i16 = to_i16(cube_f32), cube_i16_big = byte_swapped(cube_i16);
+  const std::vector<int16_t> cube_i16 = to_i16(cube_f32);
   const size_t pixels = o.samples * o.lines;
   const double copy_gbps = device_copy_gbps(cube_f32.size() * sizeof(float), o.repeats);
   std::printf("device-to-device copy of the f32 cube: %.0f GB/s of traffic (read + write); HBM nominal %.0f GB/s\n",
@@ -446,13 +449,18 @@ int main(int argc, char **argv) {
   std::printf("\n%-5s %-12s %-6s %-10s | %9s %9s %6s %6s | %10s %9s\n", "fmt", "method", "prec", "kernel", "GPU ms",
               "GB/s", "%HBM", "%copy", "CPU s/cube", "GPU/CPU");
   double sam_exact_f32_seconds = NAN, sam_tensor_f32_seconds = NAN;
-  // i16be: the i16 cube stored big-endian, tensor precision only (the BIP kernels swap 16-bit samples as they
-  // widen them).
-  for (const char *format : {"f32", "i16", "i16be"}) {
-    const bool f32 = std::string(format) == "f32", big = std::string(format) == "i16be";
-    const DataType type = f32 ? DataType::f32 : DataType::i16;
-    const void *host = f32 ? static_cast<const void *>(cube_f32.data())
-                           : static_cast<const void *>(big ? cube_i16_big.data() : cube_i16.data());
+  // f32be, i16be: the cubes stored big-endian, tensor precision only (the BIP kernels swap the samples' bytes
+  // where they read them).
+  for (const std::string format : {"f32", "i16", "f32be", "i16be"}) {
+    const bool big = format.size() > 3;
+    const DataType type = format.compare(0, 3, "f32") == 0 ? DataType::f32 : DataType::i16;
+    const bool f32 = type == DataType::f32 && !big;  // the reference rows
+    std::vector<float> f32_big;
+    std::vector<int16_t> i16_big;
+    if (big && type == DataType::f32) f32_big = byte_swapped(cube_f32);
+    if (big && type == DataType::i16) i16_big = byte_swapped(cube_i16);
+    const void *host = type == DataType::f32 ? static_cast<const void *>(big ? f32_big.data() : cube_f32.data())
+                                             : static_cast<const void *>(big ? i16_big.data() : cube_i16.data());
     const size_t bytes = pixels * o.bands * sample_size(type);
     DeviceArray d_cube(bytes);
     {
@@ -485,7 +493,7 @@ int main(int argc, char **argv) {
           if (f32 && method == Method::sam && precision == Precision::exact) sam_exact_f32_seconds = ms / 1e3;
           if (f32 && method == Method::sam && precision == Precision::tensor && bip_tensor)
             sam_tensor_f32_seconds = ms / 1e3;
-          std::printf("%-5s %-12s %-6s %-10s | %9.2f %9.0f %5.1f%% %5.1f%% | %10.2f %8.0fx\n", format,
+          std::printf("%-5s %-12s %-6s %-10s | %9.2f %9.0f %5.1f%% %5.1f%% | %10.2f %8.0fx\n", format.c_str(),
                       method_name(method), precision_name(precision), kernel_name(kernel), ms, gbps,
                       100 * gbps / kNominalHbmGBps, 100 * gbps / copy_gbps, cpu_s, cpu_s / (ms / 1e3));
           if (precision == Precision::tensor && !bip_tensor) {
@@ -495,11 +503,11 @@ int main(int argc, char **argv) {
             std::printf("     class maps of tensor-bip and tensor differ at %zu of %zu pixels\n", differ, pixels);
           }
           if (csv) {
-            std::fprintf(csv, "device,%s,%s,%s%s,device,%.6f,%.1f,%.2f,%.1f\n", format,
+            std::fprintf(csv, "device,%s,%s,%s%s,device,%.6f,%.1f,%.2f,%.1f\n", format.c_str(),
                          method_name(method), precision_name(precision), bip_tensor ? "" : "-generic", ms / 1e3, gbps,
                          100 * gbps / copy_gbps, copy_gbps);
             if (bip_tensor)
-              std::fprintf(csv, "cpu,%s,%s,%s,host,%.6f,%.3f,,\n", format, method_name(method),
+              std::fprintf(csv, "cpu,%s,%s,%s,host,%.6f,%.3f,,\n", format.c_str(), method_name(method),
                            precision_name(precision), cpu_s, double(bytes) / cpu_s / 1e9);
           }
         }

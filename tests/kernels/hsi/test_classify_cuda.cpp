@@ -541,10 +541,10 @@ TEST(GpuClassify, TensorBipKernelWideDynamicRange) {
         }
         const ByteOrder native = host_byte_order();
         const ByteOrder swapped = native == ByteOrder::little_endian ? ByteOrder::big_endian : ByteOrder::little_endian;
-        // 16-bit samples also in the other byte order (the kernels swap them as they widen them).
+        // Also in the other byte order (the kernels swap the samples' bytes where they read them).
         const std::pair<DataType, ByteOrder> encodings[] = {
-            {DataType::f32, native}, {DataType::i16, native}, {DataType::u16, native}, {DataType::i16, swapped},
-            {DataType::u16, swapped}};
+            {DataType::f32, native},  {DataType::i16, native},  {DataType::u16, native},
+            {DataType::f32, swapped}, {DataType::i16, swapped}, {DataType::u16, swapped}};
         for (const auto &[type, order] : encodings) {
           std::vector<float> values = scene.pixels;
           if (type == DataType::f32) {
@@ -618,8 +618,8 @@ TEST(GpuClassify, TensorBipKernelWideDynamicRange) {
 // both are scored again), pixels equal to a reference, zero pixels, NaN
 // pixels, pixels with the ignore value, pixels with a large offset, pixels
 // from 1e-30 to 1e30 (scaled sums), and a band range with a partial slab
-// (bands padded to 32), as f32 and as i16 samples (also in the other byte
-// order). Class maps within the tensor bounds of the exact CPU ones.
+// (bands padded to 32), as f32 and as i16 samples (both also in the other
+// byte order). Class maps within the tensor bounds of the exact CPU ones.
 TEST(GpuClassify, TensorBipScreenCandidates) {
   CS_REQUIRE_GPU();
   std::mt19937_64 rng(cs_test::fresh_seed());
@@ -664,7 +664,7 @@ TEST(GpuClassify, TensorBipScreenCandidates) {
           const ByteOrder swapped =
               native == ByteOrder::little_endian ? ByteOrder::big_endian : ByteOrder::little_endian;
           const std::pair<DataType, ByteOrder> encodings[] = {
-              {DataType::f32, native}, {DataType::i16, native}, {DataType::i16, swapped}};
+              {DataType::f32, native}, {DataType::i16, native}, {DataType::f32, swapped}, {DataType::i16, swapped}};
           for (const auto &[type, order] : encodings) {
             SCOPED_TRACE(std::string(data_type_name(type)) + (order == native ? "" : " swapped"));
             constexpr float kUnits = 300.0f;
@@ -732,8 +732,8 @@ TEST(GpuClassify, TensorBipKernelOnlyForBlocksItFits) {
   EXPECT_EQ(gpu.kernel_for(block(DataType::f32, Interleave::bip, native)), Kernel::tensor_bip);
   EXPECT_EQ(gpu.kernel_for(block(DataType::i16, Interleave::bip, native)), Kernel::tensor_bip);
   EXPECT_EQ(gpu.kernel_for(block(DataType::u16, Interleave::bip, native)), Kernel::tensor_bip);
-  EXPECT_EQ(gpu.kernel_for(block(DataType::f32, Interleave::bip, swapped)), Kernel::tensor);
-  EXPECT_EQ(gpu.kernel_for(block(DataType::i16, Interleave::bip, swapped)), Kernel::tensor_bip);  // swapped as widened
+  EXPECT_EQ(gpu.kernel_for(block(DataType::f32, Interleave::bip, swapped)), Kernel::tensor_bip);  // swapped as read
+  EXPECT_EQ(gpu.kernel_for(block(DataType::i16, Interleave::bip, swapped)), Kernel::tensor_bip);
   EXPECT_EQ(gpu.kernel_for(block(DataType::u16, Interleave::bip, swapped)), Kernel::tensor_bip);
   EXPECT_EQ(gpu.kernel_for(block(DataType::f32, Interleave::bil, native)), Kernel::tensor);
   EXPECT_EQ(gpu.kernel_for(block(DataType::f64, Interleave::bip, native)), Kernel::tensor);
