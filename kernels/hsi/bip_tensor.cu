@@ -1439,11 +1439,11 @@ __device__ void stage_screen_rows(const Args &a, float *tile, size_t first_pixel
 // converts rows 16w .. 16w + 15: per instruction 8 rows (lane / 4) by a
 // slab's four 8-band pieces (lane % 4), each 16 bytes read and 32 written
 // (two 16-byte blocks). Rows whose bands fill the slabs in aligned 16-byte
-// pieces take vector loads, up to kBatchSlabs slabs of both row halves in
-// flight at once (224 bands: one round trip per tile; the loads, converts
-// and stores of each piece in turn took ~0.1 ms more per i16 cube). Others
-// (other band counts or alignments, rows past the block) read sample by
-// sample.
+// pieces take vector loads, kBatchSlabs slabs of both row halves in flight
+// at once (224 bands: two round trips per tile; eight slabs at once
+// spilled, and the loads, converts and stores of each piece in turn took
+// ~0.05-0.1 ms more per i16 cube). Others (other band counts or
+// alignments, rows past the block) read sample by sample.
 template <DataType T>
 __device__ void stage_screen_rows_widened(const Args &a, float *tile, size_t first_pixel, int slabs, int thread,
                                           bool vector_rows) {
