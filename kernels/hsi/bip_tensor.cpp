@@ -327,6 +327,18 @@ int copy_bytes_for(const CubeBlock &block, int first_band, int band_count) {
   return 0;
 }
 
+bool uses_screen(Method method, const DeviceTables &tables, DataType type, int copy_bytes,
+                 const ClassificationOutput &output) {
+  if (tables.screen_warpgroups == 0 || !tables.screen_references || output.rule_images || !screened(method))
+    return false;
+  if (type == DataType::f32) return true;
+  // 16-bit rows are widened through registers, fast only in whole aligned 16-byte pieces: at 200 bands (the last
+  // piece of each row cut) the screen's sample-by-sample staging took i16 sam to 554 GB/s, where the kernel without
+  // the screen reads whole chunks.
+  const bool sixteen_bit = type == DataType::i16 || type == DataType::u16;
+  return sixteen_bit && copy_bytes == 16 && tables.shape.bands % 32 == 0;
+}
+
 size_t shared_bytes(DataType type, int chunks, int stages, Product product, int groups) {
   if (product == Product::wgmma)  // every group's table and ranking terms; staging per warp group
     return size_t(groups) * kGroupReferences * (2 * chunks * kChunkBands * sizeof(uint16_t) + 3 * sizeof(double)) +

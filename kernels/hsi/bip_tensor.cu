@@ -1999,12 +1999,6 @@ bool wgmma_available(int device) {
   return built;
 }
 
-bool uses_screen(Method method, const DeviceTables &tables, DataType type, const ClassificationOutput &output) {
-  const bool staged_type = type == DataType::f32 || type == DataType::i16 || type == DataType::u16;
-  return tables.screen_warpgroups > 0 && tables.screen_references && staged_type && !output.rule_images &&
-         screened(method);
-}
-
 void classify(Method method, const DeviceTables &tables, const CubeBlock &block, int first_band, int copy_bytes,
               int stages, float threshold, const ClassificationOutput &output, size_t class_map_stride, int sm_count,
               StreamHandle stream) {
@@ -2042,7 +2036,7 @@ void classify(Method method, const DeviceTables &tables, const CubeBlock &block,
   args.class_map_16bit = output.class_map_format == ClassMapFormat::gray16;
   args.rule_images = output.rule_images;
   if (args.pixels == 0) return;
-  if (uses_screen(method, tables, block.format.type, output)) {
+  if (uses_screen(method, tables, block.format.type, copy_bytes, output)) {
     args.screen_references = tables.screen_references;
     args.screen_terms = tables.screen_terms;
     args.screen_largest_norm2 = tables.screen_largest_norm2;

@@ -333,8 +333,11 @@ struct DeviceTables {
 // block with copy_bytes_for (returned `copy_bytes`) and chose `stages` with
 // stages_for. `sm_count`: the device's multiprocessors (one persistent block
 // each).
-// Whether classify() runs the screen for this method, sample type and output.
-bool uses_screen(Method method, const DeviceTables &tables, DataType type, const ClassificationOutput &output);
+// Whether classify() runs the screen for this method, sample type, block
+// (copy_bytes_for's answer) and output: f32 blocks, and 16-bit blocks whose
+// rows come in whole aligned 16-byte pieces (bands a multiple of 32).
+bool uses_screen(Method method, const DeviceTables &tables, DataType type, int copy_bytes,
+                 const ClassificationOutput &output);
 
 void classify(Method method, const DeviceTables &tables, const CubeBlock &block, int first_band, int copy_bytes,
               int stages, float threshold, const ClassificationOutput &output, size_t class_map_stride, int sm_count,

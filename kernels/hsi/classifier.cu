@@ -639,7 +639,8 @@ const char *CudaSpectralClassifier::bip_tensor_product() const {
 
 bool CudaSpectralClassifier::screens(const CubeBlock &block, const ClassificationOutput &output) const {
   return kernel_for(block) == Kernel::tensor_bip &&
-         bip_tensor::uses_screen(impl_->host.method(), impl_->bip, block.format.type, output);
+         bip_tensor::uses_screen(impl_->host.method(), impl_->bip, block.format.type,
+                                 impl_->bip_plan(block).copy_bytes, output);
 }
 
 bool CudaSpectralClassifier::table_in_constant_memory() const { return impl_->in_constant; }

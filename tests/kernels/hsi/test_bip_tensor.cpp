@@ -692,6 +692,34 @@ TEST(BipTensor, ScreenBoundsCoverTf32Products) {
       }
 }
 
+// Which blocks take the screen: f32 ones, and 16-bit ones only in whole
+// aligned 16-byte pieces (bands a multiple of 32), the rows it widens fast;
+// class maps only, every method but sid, and only when the screen was made.
+TEST(BipTensor, ScreenTakesF32AndWhole16BitPieces) {
+  static const float references[1] = {0};
+  float rules[1] = {0};
+  bt::DeviceTables t;
+  t.screen_warpgroups = 3;
+  t.screen_references = references;
+  ClassificationOutput map_only, with_rules;
+  with_rules.rule_images = rules;
+  auto screens = [&](Method m, DataType type, int bands, int copy_bytes, const ClassificationOutput &out) {
+    t.shape.bands = bands;
+    return bt::uses_screen(m, t, type, copy_bytes, out);
+  };
+  EXPECT_TRUE(screens(Method::sam, DataType::f32, 224, 16, map_only));
+  EXPECT_TRUE(screens(Method::euclidean, DataType::f32, 53, 4, map_only));
+  EXPECT_TRUE(screens(Method::sam, DataType::i16, 224, 16, map_only));
+  EXPECT_TRUE(screens(Method::bandfit, DataType::u16, 64, 16, map_only));
+  EXPECT_FALSE(screens(Method::sam, DataType::i16, 200, 16, map_only));  // each row's last piece cut
+  EXPECT_FALSE(screens(Method::sam, DataType::i16, 224, 8, map_only));   // rows off the 16-byte alignment
+  EXPECT_FALSE(screens(Method::sam, DataType::f32, 224, 16, with_rules));
+  EXPECT_FALSE(screens(Method::sid, DataType::f32, 224, 16, map_only));
+  EXPECT_FALSE(screens(Method::sam, DataType::f64, 224, 16, map_only));
+  t.screen_warpgroups = 0;
+  EXPECT_FALSE(screens(Method::sam, DataType::f32, 224, 16, map_only));
+}
+
 TEST(BipTensor, ScreenSharedMemory) {
   const size_t hopper = 227 * 1024;
   // The references and per warp group a tile, each 64 rows of the bands
