@@ -5,26 +5,27 @@
 // tile plus a halo of the kernel radius R is staged in shared memory
 // (reflect-101 indices), the horizontal pass writes (64 + 2R) x 32
 // intermediate values to shared memory, the vertical pass produces the
-// tile; the DoG of the level below is the output minus the staged centre
-// sample, so it costs one store and no load. Per output pixel: 4 B read
-// (plus the halo, served mostly by L2), 8 B written (Gaussian + DoG),
-// (R + 1) * 2 multiplies and 4R adds; with OpenCV's defaults R <= 13. A
-// level of octave 0 of a 1080p frame (3840 x 2160 = 8.3 Mpx) moves 8.3 Mpx x
-// 12 B = 100 MB of DRAM (25 us at 4 TB/s); octave 0 in all: level 0 reads
-// the 2 MB input and writes 33 MB, levels 1..4 read 33 MB and write 66 MB
-// each, level 5 (not stored) reads 33 MB and writes its 33 MB DoG: ~500 MB,
-// a floor of ~125 us at 4 TB/s. A level measured ~50 us with 32 x 32 tiles
-// on an H200: shared-memory traffic and issue bind, hence the register
-// blocking of both passes and the taller tile (kTileRows). The top level of each
-// octave (n_layers + 2) is not stored: only its DoG is used; nor is level 0
-// of octaves after the first (level 1's loader takes every second sample of
-// the octave below). The doubled input is written once, into DoG level
-// 0's plane before level 1 needs it (upsample_kernel; CS_SIFT_UPSAMPLE=staged
-// samples the input bilinearly while level 0's tiles are staged instead).
+// tile. No DoG level is stored: detection subtracts the Gaussian levels
+// where it reads them (the subtraction OpenCV stores), which saves a third
+// of the pyramid's writes; the extrema kernel reads six Gaussian levels
+// instead of five DoG levels. Per output pixel: 4 B read (plus the halo, served
+// mostly by L2), 4 B written, (R + 1) * 2 multiplies and 4R adds; with
+// OpenCV's defaults R <= 13. A level of octave 0 of a 1080p frame (3840 x
+// 2160 = 8.3 Mpx) moves 8.3 Mpx x 8 B = 66 MB of DRAM (17 us at 4 TB/s);
+// octave 0 in all: level 0 reads the 2 MB input and writes 33 MB, levels
+// 1..5 read 33 MB and write 33 MB each: ~370 MB, a floor of ~90 us at 4
+// TB/s. A level measured ~50 us with 32 x 32 tiles on an H200:
+// shared-memory traffic and issue bind, hence the register blocking of
+// both passes and the taller tile (kTileRows). Level 0 of the octaves after
+// the first is not blurred: level 1's loader takes every second sample of
+// the octave below, and stores them as level 0. The doubled input is written once, into the top level's
+// plane before the octave's last blur writes it (upsample_kernel;
+// CS_SIFT_UPSAMPLE=staged samples the input bilinearly while level 0's
+// tiles are staged instead).
 //
 // Detection. One launch over all octaves finds the extrema of every DoG
-// layer (a same-level screening, then the 26-neighbour test of the
-// survivors; see extrema_kernel) and appends them to a dense candidate list
+// layer (separable bounds of each sample's 3 x 3 x 3 neighbourhood; see
+// extrema_kernel) and appends them to a dense candidate list
 // with warp-aggregated atomics (one atomicAdd per warp). Refinement
 // runs one thread per candidate over that dense list (full warps instead of
 // one thread in a thousand per pixel), appending survivors to a second dense
@@ -100,8 +101,9 @@ struct Candidate {
 struct OctaveGeometry {
   int width, height, pitch;
   size_t level_stride;  // elements between levels
-  size_t gauss_offset, dog_offset;  // elements from the pool starts
-  int block_begin, blocks_x;        // extrema launch: first block, blocks per row
+  size_t gauss_offset;        // elements from the pool start
+  int block_begin, blocks_x;  // extrema launch: first block, blocks per row of strips
+  int strip_rows;             // extrema launch: rows a warp tests
 };
 
 struct OctaveTable {
@@ -230,7 +232,8 @@ constexpr size_t blur_shared_bytes(int radius) {
 }
 
 // Level 1 of octave o > 0 reads level 0 straight from level n_layers of the
-// octave below (every second sample), so level 0 is never stored there.
+// octave below (every second sample); level 0 is stored there by that
+// blur, from its staged samples (detection reads it for DoG level 0).
 struct DownsampleSource {
   static constexpr bool kFloatPlane = true;
   const float *p;  // level n_layers of octave o - 1
@@ -288,13 +291,17 @@ __device__ __forceinline__ void wait_async_copies() {
 constexpr int kStageColumns = (kTileColumns + 2 * kMaxBlurRadius + 31) / 32;
 constexpr int kStageBatch = 4;
 
-// Gaussian level from `src` (the level below, or the input for level 0);
-// `gauss` may be null (top level), `dog` is null for level 0. Staging:
-// tiles of an aligned float plane whose staged rows lie inside the image
-// (all but the outer ring) copy them in 16-byte pieces (a quarter of the
-// copies of 4-byte pieces, whose address arithmetic was 42 % of the
-// kernel's instructions at R = 8); the others resolve the borders once per
-// row and column, and either copy floats asynchronously or issue
+// Gaussian level from `src` (the level below, or the input for level 0),
+// and, where `source_out` is not null, the staged source samples of the
+// tile (level 0 of the octaves after the first: see DownsampleSource).
+// No DoG level is stored: detection makes the DoG from the Gaussian levels
+// where it reads them (at 1080p, 133 MB less written by octave 0's levels;
+// the pyramid 0.337 -> 0.307 ms, H200). Staging: tiles of an aligned float
+// plane whose staged rows lie inside the image (all but the outer ring)
+// copy them in 16-byte pieces (a quarter of the copies of 4-byte pieces,
+// whose address arithmetic was 42 % of the kernel's instructions at R =
+// 8); the others resolve the borders once per row and column, and either
+// copy floats asynchronously or issue
 // kStageBatch x kStageColumns independent loads per thread before storing
 // any, so that global latency overlaps (one load at a time per thread made
 // the kernel latency-bound).
@@ -306,7 +313,7 @@ constexpr int kStageBatch = 4;
 // form). R == 0: any radius (taps.radius), one output per thread and pass.
 template <class Source, int R>
 __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, const BlurTaps taps, float *gauss,
-                                                               float *dog, int pitch, int width, int height) {
+                                                               float *source_out, int pitch, int width, int height) {
   begin_dependent_grid();  // may be launched under the previous kernel's tail
   extern __shared__ float4 shared4[];
   float *shared = reinterpret_cast<float *>(shared4);
@@ -441,15 +448,15 @@ __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, 
   const size_t at = static_cast<size_t>(y0 + first) * pitch + x;
   const float *centre = in + (first + r) * sp + tx + lead;
   // A thread's rows: all of them, without a predicate per store where every
-  // row lies in the level (predicated, the stores recomputed each centre's
-  // address: ~100 instructions a thread for 16 values), or the first rows_out.
+  // row lies in the level (predicated, the stores recomputed their
+  // addresses: ~100 instructions a thread for 16 values), or the first rows_out.
   auto store = [&](auto every_row) {
 #pragma unroll
     for (int q = 0; q < kRowsPerThread; ++q) {
       if (!every_row && q >= rows_out) continue;
       const size_t to = at + static_cast<size_t>(q) * pitch;
-      if (gauss) gauss[to] = out[q];
-      if (dog) dog[to] = out[q] - centre[q * sp];
+      gauss[to] = out[q];
+      if (source_out) source_out[to] = centre[q * sp];
     }
   };
   if (rows_out == kRowsPerThread)
@@ -459,13 +466,13 @@ __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, 
 }
 
 template <class Source, int R>
-void launch_blur(const Source &src, const BlurTaps &t, float *gauss, float *dog, int pitch, int width, int height,
-                 cudaStream_t stream, bool overlap_previous) {
+void launch_blur(const Source &src, const BlurTaps &t, float *gauss, float *source_out, int pitch, int width,
+                 int height, cudaStream_t stream, bool overlap_previous) {
   const dim3 grid((width + kTileColumns - 1) / kTileColumns, (height + kTileRows - 1) / kTileRows),
       block(kTileColumns, kBlurRows);
   const size_t bytes = blur_shared_bytes(t.radius);  // over 48 KB: see allow_wide_blurs
   launch_kernel("SIFT blur kernel", blur_level_kernel<Source, R>, grid, block, bytes, stream, overlap_previous, src, t,
-                gauss, dog, pitch, width, height);
+                gauss, source_out, pitch, width, height);
 }
 
 // Kernels of the generic path past R = 21 need more than 48 KB of shared
@@ -492,14 +499,14 @@ void allow_wide_blurs(size_t bytes) {
 }
 
 template <class Source, int... Rs>
-void dispatch_blur(std::integer_sequence<int, Rs...>, const Source &src, const BlurTaps &t, float *gauss, float *dog,
-                   int pitch, int width, int height, cudaStream_t stream, bool overlap_previous) {
+void dispatch_blur(std::integer_sequence<int, Rs...>, const Source &src, const BlurTaps &t, float *gauss,
+                   float *source_out, int pitch, int width, int height, cudaStream_t stream, bool overlap_previous) {
   using Launch = void (*)(const Source &, const BlurTaps &, float *, float *, int, int, int, cudaStream_t, bool);
   static constexpr Launch unrolled[] = {&launch_blur<Source, Rs + 1>...};
   if (t.radius >= 1 && t.radius <= static_cast<int>(sizeof...(Rs)))
-    unrolled[t.radius - 1](src, t, gauss, dog, pitch, width, height, stream, overlap_previous);
+    unrolled[t.radius - 1](src, t, gauss, source_out, pitch, width, height, stream, overlap_previous);
   else
-    launch_blur<Source, 0>(src, t, gauss, dog, pitch, width, height, stream, overlap_previous);
+    launch_blur<Source, 0>(src, t, gauss, source_out, pitch, width, height, stream, overlap_previous);
 }
 
 // -------------------------------------------------------- small octaves
@@ -568,7 +575,7 @@ struct FusedPyramid {
   int blocks;         // of the cluster (= the grid)
   int band_capacity;  // floats per band buffer: max over the fused octaves of band rows x width
   int halo_capacity;  // floats of the halo buffer: max of (band + 2 R_max) x width
-  float *gauss, *dog;
+  float *gauss;
   BlurTaps taps[kMaxFusedLevels];  // [i]: level i (0 unused)
 };
 
@@ -640,7 +647,7 @@ __device__ void fused_horizontal(const float *cur, float *mid, int rows, int w, 
 // outputs per thread from a column of kFusedRows + 2R values.
 template <int R>
 __device__ void fused_vertical(const float *halo, float *cur, float *keep, int y0, int rows, int w, const BlurTaps &t,
-                               float *gauss, float *dog, int pitch) {
+                               float *gauss, int pitch) {
   const int groups = (rows + kFusedRows - 1) / kFusedRows;
   for (int i = static_cast<int>(threadIdx.x); i < groups * w; i += kFusedThreads) {
     const int group = i / w, x = i - group * w, first = group * kFusedRows;
@@ -655,8 +662,7 @@ __device__ void fused_vertical(const float *halo, float *cur, float *keep, int y
         const float out = blur_1d_fixed<R>(&column[q + R], 1, t);
         const size_t at = static_cast<size_t>(y0 + row) * pitch + x;
         const int local = row * w + x;
-        if (gauss) gauss[at] = out;
-        dog[at] = out - cur[local];
+        gauss[at] = out;
         cur[local] = out;
         if (keep) keep[local] = out;
       }
@@ -714,6 +720,13 @@ __global__ void __launch_bounds__(kFusedThreads) small_octaves_kernel(const Fuse
       });
     }
     __syncthreads();
+    if (o > 0) {  // level 0 for detection (DoG level 0); octave 0's is where the band came from
+      float *level0 = p.gauss + g.gauss_offset;
+      for (int i = static_cast<int>(threadIdx.x); i < rows * w; i += kFusedThreads) {
+        const int row = i / w;
+        level0[static_cast<size_t>(y0 + row) * g.pitch + (i - row * w)] = cur[i];
+      }
+    }
     for (int level = 1; level < layers + 3; ++level, ++step) {
       const BlurTaps &t = s.taps[level];
       const int r = t.radius;
@@ -727,12 +740,10 @@ __global__ void __launch_bounds__(kFusedThreads) small_octaves_kernel(const Fuse
                (yy - owner * band) * w;
       });
       __syncthreads();
-      float *gauss = level < layers + 2 ? p.gauss + g.gauss_offset + static_cast<size_t>(level) * g.level_stride
-                                        : nullptr;
-      float *dog = p.dog + g.dog_offset + static_cast<size_t>(level - 1) * g.level_stride;
+      float *gauss = p.gauss + g.gauss_offset + static_cast<size_t>(level) * g.level_stride;
       float *kept = level == layers ? keep : nullptr;
       auto vertical = [&](auto radius) {
-        fused_vertical<decltype(radius)::value>(halo, cur, kept, y0, rows, w, t, gauss, dog, g.pitch);
+        fused_vertical<decltype(radius)::value>(halo, cur, kept, y0, rows, w, t, gauss, g.pitch);
       };
       with_radius(r, vertical, std::make_integer_sequence<int, kMaxUnrolledRadius>());
       __syncthreads();  // the band's new level, before the next horizontal pass reads it
@@ -767,132 +778,179 @@ __device__ int warp_append(bool pred, int *counter) {
   return pred ? base + __popc(mask & ((1u << lane) - 1u)) : -1;
 }
 
-__device__ LevelStack dog_stack(const float *dog_pool, const OctaveGeometry &g) {
-  return {dog_pool + g.dog_offset, g.level_stride, g.pitch, g.width, g.height};
+__device__ LevelStack gauss_stack(const float *gauss_pool, const OctaveGeometry &g) {
+  return {gauss_pool + g.gauss_offset, g.level_stride, g.pitch, g.width, g.height};
 }
 
 __device__ PlaneView gauss_plane(const float *gauss_pool, const OctaveGeometry &g, int level) {
   return {gauss_pool + g.gauss_offset + static_cast<size_t>(level) * g.level_stride, g.pitch, g.width, g.height};
 }
 
-// Extrema of every octave in one launch: a block covers 128 x 8 pixels, a
-// warp one row of 128 (kExtremaPixels per lane, 32 apart, so that warps
-// load whole rows). In two passes so that lanes stay busy:
-//  1. screening, layer by layer: each lane loads its pixels' DoG values
-//     together (four independent loads in flight, issued while the layer
-//     before is screened) and, for those past the pre-filter (a third to a
-//     half of them), tests the 8 neighbours of the same level (8 loads,
-//     mostly L1 hits; beats_same_level); about one pixel in nine survives
-//     into the warp's queue in shared memory (ballot and popc, no atomics);
-//  2. once the queue holds every layer's survivors (kExtremaQueue), the
-//     warp's lanes take it densely and finish the 26-neighbour test (the
-//     levels below and above: 18 more loads), appending extrema to the
-//     dense candidate list with one atomicAdd per warp.
-// The warps are independent (no block barriers). Measured and not kept
-// (1080p, H200): per-block queues behind block barriers (112 us against
-// 110), and a three-pass screening whose first pass takes the horizontal
-// neighbours by shuffles (120 us: 15 % more instructions, not fewer).
+// Extrema of every octave in one launch, without branches per pixel: the
+// 26-neighbour test is v == the maximum (or minimum) of the 3 x 3 x 3
+// neighbourhood (is_extremum), and that bound is separable. Per row: the
+// DoG samples of each level (differences of the Gaussian levels: none is
+// stored), their bound over the three levels of each layer, then over three
+// columns (the outer columns from the neighbour lanes by shuffles), then
+// over three rows (rolling from row to row, each row's pair kept). A warp
+// covers a strip of up to kExtremaStripRows rows by 64 columns, a lane 2
+// adjacent columns (one 8-byte load per Gaussian level and row, the next
+// row's loads issued before this row's bounds); lanes 0 and 31 only lend
+// their columns to their neighbours, so a warp tests 60 columns. The
+// layers are taken three at a time, the six Gaussian levels they need
+// loaded once per row. Extrema are rare: they are appended with one
+// atomicAdd per warp. A warp's rows run one after the other, so octaves
+// with few strips take shorter ones (with 16-row strips everywhere, the
+// small octaves' launch at the end of the frame, a few warps of 18 rows
+// each, made 640 x 480 frames 0.199-0.201 ms against 0.192-0.194, H200).
 // `first_block`: the launch covers the octaves whose blocks start there.
-constexpr int kExtremaPixels = 4;
-// Screened pixels a warp queues, of up to three layers, before it finishes
-// them: a row leaves few per layer, and finished layer by layer they kept
-// 1.4 lanes of 32 busy on average through the 26-neighbour test (Nsight
-// Compute, 1080p), a fifth of the kernel's instructions.
-constexpr int kExtremaQueue = 3 * 32 * kExtremaPixels;
+constexpr int kExtremaStripRows = 16;
+constexpr int kExtremaFewestStripRows = 2;
+constexpr int kExtremaEnoughWarps = 2048;  // an octave's strips shorten until it has as many (about an H200's fill)
+constexpr int kExtremaLaneColumns = 2;
+constexpr int kExtremaTileColumns = (32 - 2) * kExtremaLaneColumns;  // tested columns of a warp
+constexpr int kExtremaLayers = 3;                                      // layers of one pass over a strip
+constexpr int kExtremaLevels = kExtremaLayers + 3;                     // Gaussian levels they need
+constexpr int kExtremaMinBlocks = 2;  // blocks per SM the kernel is compiled for (128 registers)
 
-// The screening's test: DoG sample `v` at `p`, already past the threshold
-// (so not NaN), is >= (v > 0) or <= (v < 0) its 8 neighbours of the same
-// level, as is_extremum requires. One bound, by min / max (a third of the
-// instructions of both bounds by compare-and-select); they skip NaN
-// neighbours, which the full test of the survivors then rejects.
-__device__ __forceinline__ bool beats_same_level(const float *p, int pitch, float v) {
-  const bool maximum = v > 0.f;
-  float bound = v;
+// A lane's adjacent samples of one row (one aligned load).
+struct alignas(4 * kExtremaLaneColumns) LaneSamples {
+  float v[kExtremaLaneColumns];
+};
+
+template <class Bound>
+__device__ __forceinline__ LaneSamples bound_of(const LaneSamples &a, const LaneSamples &b, Bound bound) {
+  LaneSamples r;
 #pragma unroll
-  for (int dy = -1; dy <= 1; ++dy)
-#pragma unroll
-    for (int dx = -1; dx <= 1; ++dx) {
-      if (dy == 0 && dx == 0) continue;
-      const float n = __ldg(p + dy * pitch + dx);
-      bound = maximum ? fmaxf(bound, n) : fminf(bound, n);
-    }
-  return bound == v;
+  for (int c = 0; c < kExtremaLaneColumns; ++c) r.v[c] = bound(a.v[c], b.v[c]);
+  return r;
 }
 
-__global__ void __launch_bounds__(kThreads) extrema_kernel(const float *dog_pool, const OctaveTable table,
-                                                            int first_block, float threshold, Candidate *out,
-                                                            int capacity, Counters *counters) {
+// The bound over three columns of each of the lane's, the outer ones from
+// the neighbour lanes.
+template <class Bound>
+__device__ __forceinline__ LaneSamples bound_of_columns(const LaneSamples &m, Bound bound) {
+  constexpr int n = kExtremaLaneColumns;
+  const float left = __shfl_up_sync(0xffffffffu, m.v[n - 1], 1), right = __shfl_down_sync(0xffffffffu, m.v[0], 1);
+  float pairs[n + 1];  // pairs[c]: bound of columns c - 1 and c
+  pairs[0] = bound(left, m.v[0]);
+#pragma unroll
+  for (int c = 1; c < n; ++c) pairs[c] = bound(m.v[c - 1], m.v[c]);
+  pairs[n] = bound(m.v[n - 1], right);
+  LaneSamples r;
+#pragma unroll
+  for (int c = 0; c < n; ++c) r.v[c] = bound(pairs[c], c + 1 < n ? m.v[c + 1] : right);
+  return r;
+}
+
+struct LaneBounds {
+  LaneSamples maximum, minimum;
+};
+
+// Appends `count` elements per lane (any count, 0 included) with one
+// atomicAdd per warp; every lane of the warp must call it. Returns the
+// lane's first slot.
+__device__ int warp_append_counts(int count, int *counter) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  int inclusive = count;
+#pragma unroll
+  for (int step = 1; step < 32; step *= 2) {
+    const int below = __shfl_up_sync(0xffffffffu, inclusive, step);
+    if (lane >= step) inclusive += below;
+  }
+  int base = 0;
+  if (lane == 31 && inclusive > 0) base = atomicAdd(counter, inclusive);
+  return __shfl_sync(0xffffffffu, base, 31) + inclusive - count;
+}
+
+__global__ void __launch_bounds__(kThreads, kExtremaMinBlocks)
+    extrema_kernel(const float *gauss_pool, const OctaveTable table, int first_block, float threshold, Candidate *out,
+                   int capacity, Counters *counters) {
   begin_dependent_grid();  // may be launched under the previous kernel's tail
-  __shared__ int queues[kWarpsPerBlock][kExtremaQueue];  // x | layer << 16 of screened pixels of the warp's row
   const int block = first_block + static_cast<int>(blockIdx.x);
   int o = 0;
   while (o + 1 < table.count && block >= table.o[o + 1].block_begin) ++o;
   const OctaveGeometry &g = table.o[o];
   const int b = block - g.block_begin;
   const int lane = static_cast<int>(threadIdx.x) % 32;
-  int *queue = queues[threadIdx.x / 32];
-  const unsigned lanes_below = (1u << lane) - 1u;
-  const int y = (b / g.blocks_x) * kWarpsPerBlock + static_cast<int>(threadIdx.x) / 32;
-  const int x0 = (b % g.blocks_x) * 32 * kExtremaPixels + lane;
-  const LevelStack d = dog_stack(dog_pool, g);
-  const bool row_inside = y >= kImageBorder && y < g.height - kImageBorder;
-  if (!__any_sync(0xffffffffu, row_inside)) return;  // the whole warp is on one row
-  bool inside[kExtremaPixels];
+  const int strip = (b / g.blocks_x) * kWarpsPerBlock + static_cast<int>(threadIdx.x) / 32;
+  const int first_row = kImageBorder + strip * g.strip_rows;  // first tested row of the warp
+  if (first_row >= g.height - kImageBorder) return;           // the whole warp
+  const int x = (b % g.blocks_x) * kExtremaTileColumns + kExtremaLaneColumns * lane;  // the lane's first column
+  unsigned tested_columns = 0;
 #pragma unroll
-  for (int q = 0; q < kExtremaPixels; ++q) {
-    const int x = x0 + 32 * q;
-    inside[q] = row_inside && x >= kImageBorder && x < g.width - kImageBorder;
-  }
-  const size_t row_at = static_cast<size_t>(row_inside ? y : 0) * g.pitch;
-  // The 26-neighbour test of the queued pixels, a pixel per lane.
-  int queued = 0;
-  auto finish_queue = [&]() {
-    __syncwarp();
-    for (int base = 0; base < queued; base += 32) {
-      const int k = base + lane;
-      bool found = false;
-      int px = 0, layer = 0;
-      if (k < queued) {
-        px = queue[k] & 0xffff;
-        layer = queue[k] >> 16;
-        found = is_scale_space_extremum(d, layer, y, px, threshold);
+  for (int c = 0; c < kExtremaLaneColumns; ++c)
+    if (lane >= 1 && lane <= 30 && x + c >= kImageBorder && x + c < g.width - kImageBorder) tested_columns |= 1u << c;
+  // Lanes past the pitch (a multiple of 32) load the row's last samples: only untested columns see them.
+  const int load_x = min(x, g.pitch - kExtremaLaneColumns);
+  const LevelStack gauss = gauss_stack(gauss_pool, g);
+  const auto maximum = [](float a, float b) { return max_or_nan(a, b); };
+  const auto minimum = [](float a, float b) { return min_or_nan(a, b); };
+
+  for (int first_layer = 1; first_layer <= table.layers; first_layer += kExtremaLayers) {
+    // Gaussian levels first_layer - 1 .. first_layer + 4 (DoG levels first_layer - 1 .. first_layer + 3);
+    // past the top level the top again: its DoG samples are 0, and no layer that reads them is tested.
+    const float *level[kExtremaLevels];
+#pragma unroll
+    for (int k = 0; k < kExtremaLevels; ++k)
+      level[k] = gauss.level(min(first_layer - 1 + k, table.layers + 2)) + load_x;
+    unsigned tested = 0;  // bit kExtremaLaneColumns * j + c: layer first_layer + j, column x + c
+#pragma unroll
+    for (int j = 0; j < kExtremaLayers; ++j)
+      if (first_layer + j <= table.layers) tested |= tested_columns << (kExtremaLaneColumns * j);
+    // Row i of the strip is image row first_row - 1 + i (rows past the image repeat its last: untested).
+    LaneSamples next[kExtremaLevels];
+    const auto load_row = [&](int i) {
+      const size_t at = static_cast<size_t>(min(first_row - 1 + i, g.height - 1)) * g.pitch;
+#pragma unroll
+      for (int k = 0; k < kExtremaLevels; ++k) next[k] = *reinterpret_cast<const LaneSamples *>(level[k] + at);
+    };
+    load_row(0);
+    LaneBounds before[kExtremaLayers], pair[kExtremaLayers];  // the row above's bounds; the two rows above's
+    LaneSamples centre[kExtremaLayers];                        // the row above's samples of each layer
+    for (int i = 0; i < g.strip_rows + 2; ++i) {
+      LaneSamples dog[kExtremaLevels - 1];  // this row's DoG samples: G(k + 1) - G(k), as OpenCV's DoG levels
+#pragma unroll
+      for (int k = 0; k < kExtremaLevels - 1; ++k)
+#pragma unroll
+        for (int c = 0; c < kExtremaLaneColumns; ++c) dog[k].v[c] = next[k + 1].v[c] - next[k].v[c];
+      load_row(i + 1);
+      unsigned found = 0;
+#pragma unroll
+      for (int j = 0; j < kExtremaLayers; ++j) {
+        // The layer's three levels, then three columns.
+        const LaneBounds here = {
+            bound_of_columns(bound_of(bound_of(dog[j], dog[j + 1], maximum), dog[j + 2], maximum), maximum),
+            bound_of_columns(bound_of(bound_of(dog[j], dog[j + 1], minimum), dog[j + 2], minimum), minimum)};
+        if (i >= 2) {  // row i - 1 has its three rows
+          const LaneSamples hi = bound_of(pair[j].maximum, here.maximum, maximum);
+          const LaneSamples lo = bound_of(pair[j].minimum, here.minimum, minimum);
+#pragma unroll
+          for (int c = 0; c < kExtremaLaneColumns; ++c)
+            found |= static_cast<unsigned>(is_extremum(centre[j].v[c], threshold, hi.v[c], lo.v[c]))
+                     << (kExtremaLaneColumns * j + c);
+        }
+        if (i >= 1)
+          pair[j] = {bound_of(before[j].maximum, here.maximum, maximum),
+                     bound_of(before[j].minimum, here.minimum, minimum)};
+        before[j] = here;
+        centre[j] = dog[j + 1];
       }
-      const int slot = warp_append(found, &counters->candidates);
-      if (found && slot < capacity) out[slot] = {o, layer, y, px};
-    }
-    __syncwarp();  // the queue is refilled next
-    queued = 0;
-  };
-  // The pixels' samples of a layer are loaded while the layer before is
-  // screened (their latency was the kernel's most sampled stall).
-  float next[kExtremaPixels];
-  auto load_layer = [&](int layer) {
-#pragma unroll
-    for (int q = 0; q < kExtremaPixels; ++q) next[q] = inside[q] ? __ldg(d.level(layer) + row_at + x0 + 32 * q) : 0.f;
-  };
-  load_layer(1);
-  for (int layer = 1; layer <= table.layers; ++layer) {
-    const float *level = d.level(layer);
-    float v[kExtremaPixels];
-#pragma unroll
-    for (int q = 0; q < kExtremaPixels; ++q) v[q] = next[q];
-    if (layer < table.layers) load_layer(layer + 1);
-    if (queued > kExtremaQueue - 32 * kExtremaPixels) finish_queue();  // no room for a whole layer
-#pragma unroll
-    for (int q = 0; q < kExtremaPixels; ++q) {
-      bool screened = false;
-      if (inside[q] && fabsf(v[q]) > threshold)
-        screened = beats_same_level(level + row_at + x0 + 32 * q, g.pitch, v[q]);
-      const unsigned mask = __ballot_sync(0xffffffffu, screened);
-      if (screened) queue[queued + __popc(mask & lanes_below)] = (x0 + 32 * q) | (layer << 16);
-      queued += __popc(mask);
+      const int tested_row = first_row + i - 2;
+      found = tested_row < g.height - kImageBorder ? found & tested : 0u;
+      if (!__any_sync(0xffffffffu, found != 0)) continue;
+      int slot = warp_append_counts(__popc(found), &counters->candidates);
+      for (; found != 0; found &= found - 1u, ++slot) {
+        const int bit = __ffs(found) - 1;
+        if (slot < capacity)
+          out[slot] = {o, first_layer + bit / kExtremaLaneColumns, tested_row, x + bit % kExtremaLaneColumns};
+      }
     }
   }
-  finish_queue();
 }
 
 // One thread per candidate of the dense list.
-__global__ void __launch_bounds__(kThreads) refine_kernel(const float *dog_pool, const OctaveTable table,
+__global__ void __launch_bounds__(kThreads) refine_kernel(const float *gauss_pool, const OctaveTable table,
                                                            const DetectionConstants k, const Candidate *in,
                                                            int in_capacity, RefinedExtremum *out, int capacity,
                                                            Counters *counters) {
@@ -904,7 +962,7 @@ __global__ void __launch_bounds__(kThreads) refine_kernel(const float *dog_pool,
     RefinedExtremum e;
     if (i < n) {
       const Candidate c = in[i];
-      ok = refine_extremum(dog_stack(dog_pool, table.o[c.octave]), c.octave, c.layer, c.row, c.column, k, &e);
+      ok = refine_extremum(gauss_stack(gauss_pool, table.o[c.octave]), c.octave, c.layer, c.row, c.column, k, &e);
     }
     const int slot = warp_append(ok, &counters->refined);
     if (ok && slot < capacity) out[slot] = e;
@@ -1495,7 +1553,7 @@ struct CudaSift::Impl {
   OctaveTable table{};
   int extrema_blocks = 0;
   int candidate_capacity = 0, keypoint_capacity = 0;
-  DeviceBuffer gauss, dog, candidates, refined, oriented, ranks, sorted, final_list, descriptors, counters;
+  DeviceBuffer gauss, candidates, refined, oriented, ranks, sorted, final_list, descriptors, counters;
   // run(): where each sorted and final keypoint came from in `oriented`,
   // and the descriptors in the order of `oriented` (enqueue_frame).
   DeviceBuffer sorted_from, final_from, oriented_descriptors;
@@ -1649,7 +1707,7 @@ struct CudaSift::Impl {
     table.count = n_octaves;
     table.layers = layers;
     int ow = params.upsample ? 2 * w : w, oh = params.upsample ? 2 * h : h;
-    size_t gauss_total = 0, dog_total = 0;
+    size_t gauss_total = 0;
     int blocks = 0;
     for (int o = 0; o < n_octaves; ++o) {
       if (o > 0) {
@@ -1662,12 +1720,18 @@ struct CudaSift::Impl {
       g.pitch = round_up(ow, 32);
       g.level_stride = static_cast<size_t>(g.pitch) * static_cast<size_t>(oh);
       g.gauss_offset = gauss_total;
-      g.dog_offset = dog_total;
-      gauss_total += static_cast<size_t>(layers + 2) * g.level_stride;  // levels 0..n_layers + 1
-      dog_total += static_cast<size_t>(layers + 2) * g.level_stride;
+      gauss_total += static_cast<size_t>(layers + 3) * g.level_stride;  // levels 0..n_layers + 2
       g.block_begin = blocks;
-      g.blocks_x = (ow + 32 * kExtremaPixels - 1) / (32 * kExtremaPixels);
-      blocks += g.blocks_x * ((oh + kWarpsPerBlock - 1) / kWarpsPerBlock);
+      // Every octave built has a tested pixel (sides of at least 2 kImageBorder + 1). Tile t tests columns
+      // 2 + 60 t .. 61 + 60 t, strip s rows kImageBorder + R s .. + R - 1 with R = strip_rows, those inside the
+      // border (extrema_kernel).
+      const int last_column = ow - kImageBorder - 1;
+      g.blocks_x = (last_column - kExtremaLaneColumns + kExtremaTileColumns) / kExtremaTileColumns;
+      auto strips = [&](int rows) { return (oh - 2 * kImageBorder + rows - 1) / rows; };
+      g.strip_rows = kExtremaStripRows;
+      while (g.strip_rows > kExtremaFewestStripRows && g.blocks_x * strips(g.strip_rows) < kExtremaEnoughWarps)
+        g.strip_rows /= 2;
+      blocks += g.blocks_x * ((strips(g.strip_rows) + kWarpsPerBlock - 1) / kWarpsPerBlock);
     }
     extrema_blocks = blocks;
     const long long pixels = static_cast<long long>(w) * h;
@@ -1678,9 +1742,7 @@ struct CudaSift::Impl {
     DeviceGuard guard(device);
     choose_fused_octaves();
     gauss = DeviceBuffer();
-    dog = DeviceBuffer();
     gauss = DeviceBuffer(gauss_total * sizeof(float), device);
-    dog = DeviceBuffer(dog_total * sizeof(float), device);
     candidates = DeviceBuffer(static_cast<size_t>(candidate_capacity) * sizeof(Candidate), device);
     refined = DeviceBuffer(static_cast<size_t>(candidate_capacity) * sizeof(RefinedExtremum), device);
     oriented = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * sizeof(Keypoint), device);
@@ -1762,7 +1824,6 @@ struct CudaSift::Impl {
     f.band_capacity = fused_capacity;
     f.halo_capacity = fused_halo;
     f.gauss = gauss.as<float>();
-    f.dog = dog.as<float>();
     for (size_t i = 1; i < taps.size(); ++i) f.taps[i] = taps[i];
     cudaLaunchConfig_t config = fused_config(stream);
     cudaLaunchAttribute attribute = fused_cluster_attribute();
@@ -1774,9 +1835,6 @@ struct CudaSift::Impl {
 
   float *gauss_level(int o, int level) const {
     return gauss.as<float>() + table.o[o].gauss_offset + static_cast<size_t>(level) * table.o[o].level_stride;
-  }
-  float *dog_level(int o, int level) const {
-    return dog.as<float>() + table.o[o].dog_offset + static_cast<size_t>(level) * table.o[o].level_stride;
   }
 
   // The next kernel on `lane`: whether it may overlap the tail of the one
@@ -1816,27 +1874,27 @@ struct CudaSift::Impl {
   }
 
   LevelSource level_source(const float *level, int pitch) const { return {level, pitch, quad_staging}; }
+  // `source_out`: where to store the staged source too (see DownsampleSource).
   template <class Source>
-  void blur(const Source &src, int o, int level, Lane &lane) {
+  void blur(const Source &src, int o, int level, Lane &lane, float *source_out = nullptr) {
     const OctaveGeometry &g = table.o[o];
     const BlurTaps &t = taps[static_cast<size_t>(level)];
-    float *out = level < params.n_octave_layers + 2 ? gauss_level(o, level) : nullptr;
-    float *d = level > 0 ? dog_level(o, level - 1) : nullptr;
-    dispatch_blur(std::make_integer_sequence<int, kMaxUnrolledRadius>(), src, t, out, d, g.pitch, g.width, g.height,
-                  lane.stream, next_kernel(lane));
+    dispatch_blur(std::make_integer_sequence<int, kMaxUnrolledRadius>(), src, t, gauss_level(o, level), source_out,
+                  g.pitch, g.width, g.height, lane.stream, next_kernel(lane));
     if (marking) mark(lane, "blur octave " + std::to_string(o) + " level " + std::to_string(level));
   }
 
   // Level 0 of octave 0 from the caller's image. Doubled first when
-  // upsampling, into DoG level 0's plane (free until level 1 writes it).
+  // upsampling, into the top level's plane (free until the octave's last blur writes it).
   template <typename T>
   void upsample_input(const DeviceImage &image, Lane &lane) {
     const OctaveGeometry &g = table.o[0];
+    float *const top_level = gauss_level(0, params.n_octave_layers + 2);
     const dim3 block(32, kThreads / 32),  // (the doubled sides: g.width = 2 image.width)
         grid((g.width + 32 * kUpsampleColumns - 1) / (32 * kUpsampleColumns), (image.height + block.y - 1) / block.y);
     launch(lane, "SIFT upsample kernel", upsample_kernel<T>, grid, block, 0, static_cast<const T *>(image.data),
-           image.pitch_bytes, image.width, image.height, dog_level(0, 0), g.pitch);
-    blur(level_source(dog_level(0, 0), g.pitch), 0, 0, lane);
+           image.pitch_bytes, image.width, image.height, top_level, g.pitch);
+    blur(level_source(top_level, g.pitch), 0, 0, lane);
   }
   void blur_input(const DeviceImage &image, Lane &lane) {
     if (params.upsample && upsample_while_staging) {
@@ -1882,7 +1940,7 @@ struct CudaSift::Impl {
       if (o == 0)
         blur(level_source(gauss_level(0, 0), g.pitch), 0, 1, lane);
       else
-        blur(DownsampleSource{gauss_level(o - 1, layers), table.o[o - 1].pitch}, o, 1, lane);
+        blur(DownsampleSource{gauss_level(o - 1, layers), table.o[o - 1].pitch}, o, 1, lane, gauss_level(o, 0));
       for (int level = 2; level <= layers; ++level)
         blur(level_source(gauss_level(o, level - 1), g.pitch), o, level, lane);
     };
@@ -1941,7 +1999,7 @@ struct CudaSift::Impl {
     const int end_block = end < table.count ? table.o[end].block_begin : extrema_blocks;
     const float threshold = prefilter_threshold(params.contrast_threshold, params.n_octave_layers);
     launch(lane, "SIFT extrema kernel", extrema_kernel, dim3(end_block - first_block), dim3(kThreads), 0,
-           dog.as<float>(), table, first_block, threshold, candidates.as<Candidate>(), candidate_capacity,
+           gauss.as<float>(), table, first_block, threshold, candidates.as<Candidate>(), candidate_capacity,
            counters.as<Counters>());
   }
 
@@ -1965,7 +2023,7 @@ struct CudaSift::Impl {
     // Kernels over device-sized lists: enough blocks to fill the GPU, each
     // looping over the list.
     const dim3 list_blocks(4 * sm_count), threads(kThreads);
-    launch(lane, "SIFT refine kernel", refine_kernel, list_blocks, threads, 0, dog.as<float>(), table, constants,
+    launch(lane, "SIFT refine kernel", refine_kernel, list_blocks, threads, 0, gauss.as<float>(), table, constants,
            candidates.as<Candidate>(), candidate_capacity, refined.as<RefinedExtremum>(), candidate_capacity, c);
     launch(lane, "SIFT orientation kernel", orientation_kernel, list_blocks, threads, 0, gauss.as<float>(), table,
            refined.as<RefinedExtremum>(), candidate_capacity, oriented.as<Keypoint>(), keypoint_capacity, c);
@@ -2263,16 +2321,10 @@ PyramidLevels CudaSift::download_pyramid(StreamHandle stream) {
     out.width = g.width;
     out.height = g.height;
     const size_t plane = static_cast<size_t>(g.width) * static_cast<size_t>(g.height);
-    out.gauss.resize(static_cast<size_t>(layers) * plane);
-    out.dog.resize(static_cast<size_t>(layers + 2) * plane);
+    out.gauss.resize(static_cast<size_t>(layers + 3) * plane);
     const size_t row = static_cast<size_t>(g.width) * sizeof(float), pitch = static_cast<size_t>(g.pitch) * sizeof(float);
-    for (int level = 1; level <= layers; ++level)
-      check_cuda(cudaMemcpy2DAsync(out.gauss.data() + static_cast<size_t>(level - 1) * plane, row,
-                                   m.gauss_level(o, level), pitch, row, static_cast<size_t>(g.height),
-                                   cudaMemcpyDeviceToHost, stream),
-                 "cudaMemcpy2DAsync");
-    for (int level = 0; level <= layers + 1; ++level)
-      check_cuda(cudaMemcpy2DAsync(out.dog.data() + static_cast<size_t>(level) * plane, row, m.dog_level(o, level),
+    for (int level = 0; level < layers + 3; ++level)
+      check_cuda(cudaMemcpy2DAsync(out.gauss.data() + static_cast<size_t>(level) * plane, row, m.gauss_level(o, level),
                                    pitch, row, static_cast<size_t>(g.height), cudaMemcpyDeviceToHost, stream),
                  "cudaMemcpy2DAsync");
   }

@@ -88,13 +88,13 @@ struct Result {
 };
 
 // The pyramid of the last build_pyramid (a test and debugging aid), each
-// level packed width x height: `gauss` holds Gaussian levels
-// 1..n_octave_layers of an octave (those detection reads), `dog` DoG levels
-// 0..n_octave_layers + 1.
+// level packed width x height: `gauss` holds the n_octave_layers + 3
+// Gaussian levels of an octave (DoG level i is G(i + 1) - G(i); the engine
+// stores no DoG level).
 struct PyramidLevels {
   struct Octave {
     int width = 0, height = 0;
-    std::vector<float> gauss, dog;
+    std::vector<float> gauss;
   };
   std::vector<Octave> octaves;
   int fused_from = 0;           // first octave built by the one-launch small-octave kernel (octaves.size(): none)

@@ -257,19 +257,6 @@ CS_HD float min_or_nan(float a, float b) {
 #endif
 }
 
-// Maximum and minimum of the 3 x 3 neighbourhood (centre included) of `p`.
-CS_HD void neighbourhood_bounds(const float *p, int pitch, float *maximum, float *minimum) {
-  float hi = p[0], lo = p[0];
-  for (int dy = -1; dy <= 1; ++dy)
-    for (int dx = -1; dx <= 1; ++dx) {
-      const float v = p[dy * pitch + dx];
-      hi = max_or_nan(hi, v);
-      lo = min_or_nan(lo, v);
-    }
-  *maximum = hi;
-  *minimum = lo;
-}
-
 // Extremum test of DoG sample `v`, given the maximum and minimum of its
 // 3 x 3 x 3 neighbourhood (v included; NaN when a sample is NaN). As
 // OpenCV: |v| > threshold and v >= every neighbour (v > 0) or <= every one
@@ -300,27 +287,37 @@ struct DetectionConstants {
   float contrast_threshold, edge_threshold, sigma;
 };
 
-// The n_layers + 2 DoG levels of one octave: level i at data + i * level_stride.
+// The n_layers + 3 Gaussian levels of one octave: level i at data + i *
+// level_stride. The DoG levels are not stored: DoG level i is made where it
+// is read, G(i + 1) - G(i) in float, the subtraction OpenCV stores.
 struct LevelStack {
   const float *data;
   size_t level_stride;  // elements
   int pitch, width, height;
   CS_HD const float *level(int i) const { return data + static_cast<size_t>(i) * level_stride; }
   CS_HD float at(int i, int y, int x) const { return level(i)[static_cast<ptrdiff_t>(y) * pitch + x]; }
+  CS_HD float dog(int i, int y, int x) const { return at(i + 1, y, x) - at(i, y, x); }
 };
 
 // The extremum test of DoG sample (row, column) of `layer` over its
-// 3 x 3 x 3 neighbourhood (levels layer - 1 .. layer + 1).
-CS_HD bool is_scale_space_extremum(const LevelStack &dogs, int layer, int row, int column, float threshold) {
-  const float *at = dogs.level(layer) + static_cast<ptrdiff_t>(row) * dogs.pitch + column;
-  float maximum = *at, minimum = maximum;
-  for (int q = -1; q <= 1; ++q) {
-    float upper, lower;
-    neighbourhood_bounds(at + q * static_cast<ptrdiff_t>(dogs.level_stride), dogs.pitch, &upper, &lower);
-    maximum = max_or_nan(maximum, upper);
-    minimum = min_or_nan(minimum, lower);
-  }
-  return is_extremum(*at, threshold, maximum, minimum);
+// 3 x 3 x 3 neighbourhood (DoG levels layer - 1 .. layer + 1, from the
+// Gaussian levels layer - 1 .. layer + 2, each sample loaded once).
+CS_HD bool is_scale_space_extremum(const LevelStack &gauss, int layer, int row, int column, float threshold) {
+  float below[3][3];  // Gaussian level layer - 1 + q at the step's start
+  for (int dy = 0; dy < 3; ++dy)
+    for (int dx = 0; dx < 3; ++dx) below[dy][dx] = gauss.at(layer - 1, row - 1 + dy, column - 1 + dx);
+  const float v = gauss.dog(layer, row, column);
+  float maximum = v, minimum = v;
+  for (int q = 0; q < 3; ++q)
+    for (int dy = 0; dy < 3; ++dy)
+      for (int dx = 0; dx < 3; ++dx) {
+        const float above = gauss.at(layer + q, row - 1 + dy, column - 1 + dx);
+        const float n = above - below[dy][dx];
+        below[dy][dx] = above;
+        maximum = max_or_nan(maximum, n);
+        minimum = min_or_nan(minimum, n);
+      }
+  return is_extremum(v, threshold, maximum, minimum);
 }
 
 // Solves H x = b for a symmetric 3x3 H by Cramer's rule; false when det == 0.
@@ -339,35 +336,34 @@ CS_HD bool solve3(const float h[3][3], const float b[3], float x[3]) {
 
 // Gradient (dx, dy, ds) and Hessian of D at (layer, r, c) by central
 // differences, in units of the 0..1 intensity scale.
-CS_HD void dog_derivatives(const LevelStack &d, int layer, int r, int c, float g[3], float h[3][3]) {
+CS_HD void dog_derivatives(const LevelStack &gauss, int layer, int r, int c, float g[3], float h[3][3]) {
   const float img_scale = 1.f / 255.f;
   const float first = img_scale * 0.5f, second = img_scale, cross = img_scale * 0.25f;
-  const float *p = d.level(layer - 1) + static_cast<ptrdiff_t>(r) * d.pitch + c;
-  const float *m = d.level(layer) + static_cast<ptrdiff_t>(r) * d.pitch + c;
-  const float *n = d.level(layer + 1) + static_cast<ptrdiff_t>(r) * d.pitch + c;
-  const int s = d.pitch;
-  g[0] = (m[1] - m[-1]) * first;
-  g[1] = (m[s] - m[-s]) * first;
-  g[2] = (n[0] - p[0]) * first;
-  const float v2 = m[0] * 2.f;
-  h[0][0] = (m[1] + m[-1] - v2) * second;
-  h[1][1] = (m[s] + m[-s] - v2) * second;
-  h[2][2] = (n[0] + p[0] - v2) * second;
-  h[0][1] = h[1][0] = (m[s + 1] - m[s - 1] - m[-s + 1] + m[-s - 1]) * cross;
-  h[0][2] = h[2][0] = (n[1] - n[-1] - p[1] + p[-1]) * cross;
-  h[1][2] = h[2][1] = (n[s] - n[-s] - p[s] + p[-s]) * cross;
+  auto p = [&](int dy, int dx) { return gauss.dog(layer - 1, r + dy, c + dx); };
+  auto m = [&](int dy, int dx) { return gauss.dog(layer, r + dy, c + dx); };
+  auto n = [&](int dy, int dx) { return gauss.dog(layer + 1, r + dy, c + dx); };
+  g[0] = (m(0, 1) - m(0, -1)) * first;
+  g[1] = (m(1, 0) - m(-1, 0)) * first;
+  g[2] = (n(0, 0) - p(0, 0)) * first;
+  const float v2 = m(0, 0) * 2.f;
+  h[0][0] = (m(0, 1) + m(0, -1) - v2) * second;
+  h[1][1] = (m(1, 0) + m(-1, 0) - v2) * second;
+  h[2][2] = (n(0, 0) + p(0, 0) - v2) * second;
+  h[0][1] = h[1][0] = (m(1, 1) - m(1, -1) - m(-1, 1) + m(-1, -1)) * cross;
+  h[0][2] = h[2][0] = (n(0, 1) - n(0, -1) - p(0, 1) + p(0, -1)) * cross;
+  h[1][2] = h[2][1] = (n(1, 0) - n(-1, 0) - p(1, 0) + p(-1, 0)) * cross;
 }
 
 // Sub-pixel, sub-scale refinement of the extremum at (layer, r, c) of octave
 // `octave_index`, then the contrast and edge tests. On success fills `out`
 // (keypoint in input-image coordinates, angle 0) and returns true.
-CS_HD bool refine_extremum(const LevelStack &d, int octave_index, int layer, int r, int c, const DetectionConstants &k,
-                           RefinedExtremum *out) {
+CS_HD bool refine_extremum(const LevelStack &gauss, int octave_index, int layer, int r, int c,
+                           const DetectionConstants &k, RefinedExtremum *out) {
   float xi = 0.f, xr = 0.f, xc = 0.f;
   float g[3], h[3][3];
   int step = 0;
   for (; step < kMaxInterpSteps; ++step) {
-    dog_derivatives(d, layer, r, c, g, h);
+    dog_derivatives(gauss, layer, r, c, g, h);
     float x[3];
     if (!solve3(h, g, x)) x[0] = x[1] = x[2] = 0.f;  // OpenCV: a singular system gives a zero step
     xc = -x[0];
@@ -379,15 +375,15 @@ CS_HD bool refine_extremum(const LevelStack &d, int octave_index, int layer, int
     c += round_even(xc);
     r += round_even(xr);
     layer += round_even(xi);
-    if (layer < 1 || layer > k.n_layers || c < kImageBorder || c >= d.width - kImageBorder || r < kImageBorder ||
-        r >= d.height - kImageBorder)
+    if (layer < 1 || layer > k.n_layers || c < kImageBorder || c >= gauss.width - kImageBorder || r < kImageBorder ||
+        r >= gauss.height - kImageBorder)
       return false;
   }
   if (step >= kMaxInterpSteps) return false;
 
-  dog_derivatives(d, layer, r, c, g, h);
+  dog_derivatives(gauss, layer, r, c, g, h);
   const float t = g[0] * xc + g[1] * xr + g[2] * xi;
-  const float contrast = d.at(layer, r, c) * (1.f / 255.f) + t * 0.5f;
+  const float contrast = gauss.dog(layer, r, c) * (1.f / 255.f) + t * 0.5f;
   if (fabsf(contrast) * static_cast<float>(k.n_layers) < k.contrast_threshold) return false;
   const float trace = h[0][0] + h[1][1];
   const float det = h[0][0] * h[1][1] - h[0][1] * h[0][1];

@@ -12,12 +12,11 @@ namespace {
 // The levels of one octave, contiguous like the engine's: level i at i * stride.
 struct HostOctave {
   int width = 0, height = 0;
-  std::vector<float> gauss, dog;  // (n_layers + 2) levels each
+  std::vector<float> gauss;  // n_layers + 3 levels (detection makes the DoG from them, as the engine)
   size_t stride() const { return size_t(width) * size_t(height); }
   PlaneView gauss_view(int i) const { return {gauss.data() + size_t(i) * stride(), width, width, height}; }
   float *gauss_level(int i) { return gauss.data() + size_t(i) * stride(); }
-  float *dog_level(int i) { return dog.data() + size_t(i) * stride(); }
-  LevelStack dogs() const { return {dog.data(), stride(), width, width, height}; }
+  LevelStack levels() const { return {gauss.data(), stride(), width, width, height}; }
 };
 
 // Separable blur of src (w x h) into dst, horizontal pass first (as OpenCV's
@@ -64,7 +63,6 @@ HostSiftResult host_sift(const void *data, size_t pitch_bytes, int width, int he
   std::vector<BlurTaps> taps(size_t(n_layers + 3));
   taps[0] = gaussian_taps(initial_sigma(params.sigma, params.upsample));
   for (int i = 1; i < n_layers + 3; ++i) taps[size_t(i)] = gaussian_taps(level_sigma(i, n_layers, params.sigma));
-  std::vector<float> top(size_t(w) * size_t(h));  // level n_layers + 2: only its DoG is kept
   for (int o = 0; o < n_octaves; ++o) {
     HostOctave &oc = octaves[size_t(o)];
     if (o > 0) {
@@ -73,8 +71,7 @@ HostSiftResult host_sift(const void *data, size_t pitch_bytes, int width, int he
     }
     oc.width = w;
     oc.height = h;
-    oc.gauss.assign(size_t(n_layers + 2) * oc.stride(), 0.f);
-    oc.dog.assign(size_t(n_layers + 2) * oc.stride(), 0.f);
+    oc.gauss.assign(size_t(n_layers + 3) * oc.stride(), 0.f);
     if (o == 0) {
       blur(base.data(), oc.gauss_level(0), w, h, taps[0]);
     } else {
@@ -83,13 +80,7 @@ HostSiftResult host_sift(const void *data, size_t pitch_bytes, int width, int he
       for (int y = 0; y < h; ++y)
         for (int x = 0; x < w; ++x) oc.gauss_level(0)[size_t(y) * w + x] = src.at(2 * y, 2 * x);
     }
-    for (int i = 1; i < n_layers + 3; ++i) {
-      float *g = i < n_layers + 2 ? oc.gauss_level(i) : top.data();
-      blur(oc.gauss_level(i - 1), g, w, h, taps[size_t(i)]);
-      const float *g0 = oc.gauss_level(i - 1);
-      float *d = oc.dog_level(i - 1);
-      for (size_t k = 0; k < oc.stride(); ++k) d[k] = g[k] - g0[k];
-    }
+    for (int i = 1; i < n_layers + 3; ++i) blur(oc.gauss_level(i - 1), oc.gauss_level(i), w, h, taps[size_t(i)]);
   }
 
   // --- detection
@@ -99,14 +90,14 @@ HostSiftResult host_sift(const void *data, size_t pitch_bytes, int width, int he
   std::vector<Keypoint> keypoints;
   for (int o = 0; o < n_octaves; ++o) {
     const HostOctave &oc = octaves[size_t(o)];
-    const LevelStack dogs = oc.dogs();
+    const LevelStack levels = oc.levels();
     for (int layer = 1; layer <= n_layers; ++layer)
       for (int r = kImageBorder; r < oc.height - kImageBorder; ++r)
         for (int c = kImageBorder; c < oc.width - kImageBorder; ++c) {
-          if (!is_scale_space_extremum(dogs, layer, r, c, threshold)) continue;
+          if (!is_scale_space_extremum(levels, layer, r, c, threshold)) continue;
           ++result.candidates;
           RefinedExtremum e;
-          if (!refine_extremum(dogs, o, layer, r, c, k, &e)) continue;
+          if (!refine_extremum(levels, o, layer, r, c, k, &e)) continue;
           ++result.refined;
           const OrientationWindow win = orientation_window(e.octave_sigma);
           const PlaneView g = octaves[size_t(e.octave_index)].gauss_view(e.layer);
