@@ -793,7 +793,7 @@ __device__ PlaneView gauss_plane(const float *gauss_pool, const OctaveGeometry &
 // stored), their bound over the three levels of each layer, then over three
 // columns (the outer columns from the neighbour lanes by shuffles), then
 // over three rows (rolling from row to row, each row's pair kept). A warp
-// covers a strip of up to kExtremaStripRows rows by 64 columns, a lane 2
+// covers a strip of up to kExtremaLongStripRows rows by 64 columns, a lane 2
 // adjacent columns (one 8-byte load per Gaussian level and row, the next
 // row's loads issued before this row's bounds); lanes 0 and 31 only lend
 // their columns to their neighbours, so a warp tests 60 columns. The
@@ -804,9 +804,19 @@ __device__ PlaneView gauss_plane(const float *gauss_pool, const OctaveGeometry &
 // small octaves' launch at the end of the frame, a few warps of 18 rows
 // each, made 640 x 480 frames 0.199-0.201 ms against 0.192-0.194, H200).
 // `first_block`: the launch covers the octaves whose blocks start there.
-constexpr int kExtremaStripRows = 16;
+// Strip rows: 16 in octaves that have at least kExtremaLongStripWarps
+// strips of 16 (4K doubled's first octave), else 8, halved (down to 2)
+// while the octave has fewer than kExtremaEnoughWarps strips (about an
+// H200's fill). Frames against 16-row strips in every octave with 2048
+// strips or more (H200, same run, three rounds): 1080p 0.463-0.465 ->
+// 0.454-0.456 ms, 1280 x 720 0.305-0.307 -> 0.304-0.305, 640 x 480 and 4K
+// equal; with 8 rows in 4K's first octave too, 4K 1.325 -> 1.329-1.334;
+// halving until 8192 or 16384 strips was slower at every size.
+constexpr int kExtremaLongStripRows = 16;
+constexpr int kExtremaLongStripWarps = 16384;
+constexpr int kExtremaStripRows = 8;
 constexpr int kExtremaFewestStripRows = 2;
-constexpr int kExtremaEnoughWarps = 2048;  // an octave's strips shorten until it has as many (about an H200's fill)
+constexpr int kExtremaEnoughWarps = 2048;
 constexpr int kExtremaLaneColumns = 2;
 constexpr int kExtremaTileColumns = (32 - 2) * kExtremaLaneColumns;  // tested columns of a warp
 constexpr int kExtremaLayers = 3;                                      // layers of one pass over a strip
@@ -1728,7 +1738,8 @@ struct CudaSift::Impl {
       const int last_column = ow - kImageBorder - 1;
       g.blocks_x = (last_column - kExtremaLaneColumns + kExtremaTileColumns) / kExtremaTileColumns;
       auto strips = [&](int rows) { return (oh - 2 * kImageBorder + rows - 1) / rows; };
-      g.strip_rows = kExtremaStripRows;
+      g.strip_rows = g.blocks_x * strips(kExtremaLongStripRows) >= kExtremaLongStripWarps ? kExtremaLongStripRows
+                                                                                         : kExtremaStripRows;
       while (g.strip_rows > kExtremaFewestStripRows && g.blocks_x * strips(g.strip_rows) < kExtremaEnoughWarps)
         g.strip_rows /= 2;
       blocks += g.blocks_x * ((strips(g.strip_rows) + kWarpsPerBlock - 1) / kWarpsPerBlock);
