@@ -1438,12 +1438,14 @@ __device__ void stage_screen_rows(const Args &a, float *tile, size_t first_pixel
 // same swizzled layout, through registers (the copies cannot widen). Warp w
 // converts rows 16w .. 16w + 15: per instruction 8 rows (lane / 4) by a
 // slab's four 8-band pieces (lane % 4), each 16 bytes read and 32 written
-// (two 16-byte blocks). Rows whose bands fill the slabs in aligned 16-byte
-// pieces take vector loads, kBatchSlabs slabs of both row halves in flight
-// at once (224 bands: two round trips per tile; eight slabs at once
-// spilled, and the loads, converts and stores of each piece in turn took
-// ~0.05-0.1 ms more per i16 cube). Others (other band counts or
-// alignments, rows past the block) read sample by sample.
+// (two 16-byte blocks). In rows of aligned 16-byte pieces the slabs that
+// the bands fill take vector loads, kBatchSlabs slabs of both row halves
+// in flight at once (224 bands: two round trips per tile; eight slabs at
+// once spilled, and the loads, converts and stores of each piece in turn
+// took ~0.05-0.1 ms more per i16 cube); a last slab that the bands do not
+// fill, other alignments and rows past the block read sample by sample.
+// (Vector loads for every piece within the bands, the cut piece sample by
+// sample, made 224 bands 11 % slower: a predicate per load.)
 template <DataType T>
 __device__ void stage_screen_rows_widened(const Args &a, float *tile, size_t first_pixel, int slabs, int thread,
                                           bool vector_rows) {
@@ -1463,20 +1465,22 @@ __device__ void stage_screen_rows_widened(const Args &a, float *tile, size_t fir
     *reinterpret_cast<float4 *>(row + 4 * ((2 * piece) ^ (m % 8))) = make_float4(x[0], x[1], x[2], x[3]);
     *reinterpret_cast<float4 *>(row + 4 * ((2 * piece + 1) ^ (m % 8))) = make_float4(x[4], x[5], x[6], x[7]);
   };
+  int first_sampled_slab = 0;  // slabs from here on are read sample by sample
   if (vector_rows && first_pixel + kScreenRows <= a.pixels) {
-    for (int first_slab = 0; first_slab < slabs; first_slab += kBatchSlabs) {
+    const int vector_slabs = a.bands / 32;  // the slabs the bands fill
+    for (int first_slab = 0; first_slab < vector_slabs; first_slab += kBatchSlabs) {
       uint4 v[2][kBatchSlabs];
 #pragma unroll
       for (int i = 0; i < kBatchSlabs; ++i)
 #pragma unroll
         for (int half = 0; half < 2; ++half)
-          if (first_slab + i < slabs)
+          if (first_slab + i < vector_slabs)
             v[half][i] = __ldg(reinterpret_cast<const uint4 *>(src[half] + ((first_slab + i) * 4 + piece) * 16));
 #pragma unroll
       for (int i = 0; i < kBatchSlabs; ++i)
 #pragma unroll
         for (int half = 0; half < 2; ++half)
-          if (first_slab + i < slabs) {
+          if (first_slab + i < vector_slabs) {
             float x[8];
             widen_pair<T>(v[half][i].x, a.swap_bytes, x[0], x[1]);
             widen_pair<T>(v[half][i].y, a.swap_bytes, x[2], x[3]);
@@ -1485,11 +1489,11 @@ __device__ void stage_screen_rows_widened(const Args &a, float *tile, size_t fir
             store(rows[half], first_slab + i, x);
           }
     }
-    return;
+    first_sampled_slab = vector_slabs;
   }
 #pragma unroll
   for (int half = 0; half < 2; ++half)
-    for (int slab = 0; slab < slabs; ++slab) {
+    for (int slab = first_sampled_slab; slab < slabs; ++slab) {
       float x[8];
 #pragma unroll
       for (int i = 0; i < 8; ++i) {
@@ -1731,8 +1735,8 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   };
   const size_t tiles = (a.pixels + kScreenRows - 1) / kScreenRows;
   const size_t tile_step = size_t(gridDim.x) * warpgroups;
-  // 16-bit rows read as whole 16-byte pieces: aligned, and the bands fill the slabs.
-  const bool widened_vector_rows = copy_bytes == 16 && a.bands == slabs * 32;
+  // 16-bit rows read in 16-byte pieces where the bands fill the slabs.
+  const bool widened_vector_rows = copy_bytes == 16;
   const uint64_t tile_descriptor = swizzled_descriptor(tile_address, 1024);
   const uint64_t table_descriptor = matrix_descriptor(table_address, 1024, 128);
   for (size_t tile_index = size_t(blockIdx.x) * warpgroups + warpgroup; tile_index < tiles;

@@ -627,7 +627,7 @@ TEST(GpuClassify, TensorBipScreenCandidates) {
   const size_t lines = 4, samples = 83, pixels = lines * samples;
   for (Method method : {Method::sam, Method::correlation, Method::bandfit, Method::euclidean})
     for (const auto &[bands, first_band, band_count] :
-         {std::tuple<size_t, int, int>{224, 0, 224}, {61, 4, 53}, {62, 4, 53}})
+         {std::tuple<size_t, int, int>{224, 0, 224}, {61, 4, 53}, {62, 4, 53}, {64, 0, 53}})
       for (size_t K : {size_t(17), size_t(64)})
         for (float ignore : {-9999.0f, 0.0f}) {  // 0: as the zeros staged past the last band
           SCOPED_TRACE(std::string(method_name(method)) + " K=" + std::to_string(K) + " bands " +
@@ -685,9 +685,10 @@ TEST(GpuClassify, TensorBipScreenCandidates) {
                                    type == DataType::f32 ? std::nullopt : std::optional<double>(kUnits));
             if (bip_tensor::product_from_environment() == bip_tensor::Product::wgmma &&
                 bip_tensor::screen_from_environment() && cs::compute_capability(kDevice) == 90) {
-              // 16-bit blocks only in whole aligned 16-byte pieces (bip_tensor::uses_screen); the others take
-              // the kernel without the screen (or, i16 rows of 61 bands, 122 bytes, the generic one).
-              const bool screened = type == DataType::f32 || band_count % 32 == 0;
+              // 16-bit blocks only in aligned 16-byte pieces (bip_tensor::uses_screen: 224 bands, and 53 of
+              // 64, whose last slab is partial); the others take the kernel without the screen (or, i16 rows of
+              // 61 bands, 122 bytes, the generic one).
+              const bool screened = type == DataType::f32 || (bands * 2 % 16 == 0 && first_band * 2 % 16 == 0);
               ClassificationOutput class_map_only;
               EXPECT_EQ(gpu.screens(block, class_map_only), screened);
             }
