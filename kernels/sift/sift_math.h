@@ -301,7 +301,9 @@ struct LevelStack {
 
 // The extremum test of DoG sample (row, column) of `layer` over its
 // 3 x 3 x 3 neighbourhood (DoG levels layer - 1 .. layer + 1, from the
-// Gaussian levels layer - 1 .. layer + 2, each sample loaded once).
+// Gaussian levels layer - 1 .. layer + 2, each sample loaded once). The
+// reference of the host executor and the tests; the extrema kernel finds
+// the same by separable bounds (GpuSift.ExtremaAreThoseOfThePyramid).
 CS_HD bool is_scale_space_extremum(const LevelStack &gauss, int layer, int row, int column, float threshold) {
   float below[3][3];  // Gaussian level layer - 1 + q at the step's start
   for (int dy = 0; dy < 3; ++dy)
