@@ -959,14 +959,21 @@ __global__ void __launch_bounds__(kThreads, kExtremaMinBlocks)
   }
 }
 
-// One thread per candidate of the dense list.
-__global__ void __launch_bounds__(kThreads) refine_kernel(const float *gauss_pool, const OctaveTable table,
-                                                           const DetectionConstants k, const Candidate *in,
-                                                           int in_capacity, RefinedExtremum *out, int capacity,
-                                                           Counters *counters) {
+// One thread per candidate of the dense list, one warp per block: a
+// candidate's up to five refinement steps are a chain of dependent loads and
+// a 3 x 3 solve, so the kernel is latency-bound. With blocks of 256 threads a
+// frame's few thousand candidates sat on a few dozen SMs, eight warps each
+// (1080p, Nsight Compute: 6 % of issue slots used, 14.5 us); spread over
+// every SM, one warp a block: 11.2 us.
+constexpr int kRefineThreads = 32;
+__global__ void __launch_bounds__(kRefineThreads) refine_kernel(const float *gauss_pool, const OctaveTable table,
+                                                                 const DetectionConstants k, const Candidate *in,
+                                                                 int in_capacity, RefinedExtremum *out, int capacity,
+                                                                 Counters *counters) {
   begin_dependent_grid();  // may be launched under the previous kernel's tail
   const int n = min(counters->candidates, in_capacity);
-  for (int base = static_cast<int>(blockIdx.x) * kThreads; base < n; base += static_cast<int>(gridDim.x) * kThreads) {
+  for (int base = static_cast<int>(blockIdx.x) * kRefineThreads; base < n;
+       base += static_cast<int>(gridDim.x) * kRefineThreads) {
     const int i = base + static_cast<int>(threadIdx.x);
     bool ok = false;
     RefinedExtremum e;
@@ -979,23 +986,29 @@ __global__ void __launch_bounds__(kThreads) refine_kernel(const float *gauss_poo
   }
 }
 
-// Four warps per refined extremum (kOrientationWarps), two extrema per block
-// at a time: each lane bins its share of the window (every 128th sample)
+// Four warps per refined extremum (kOrientationWarps), one extremum per
+// block at a time: each lane bins its share of the window (every 128th sample)
 // into its own histogram column; the columns are summed per warp, then the
 // four warps' sums, in a fixed order. The first warp then smooths and finds
 // the peaks, a bin per lane (one lane doing them was a serial tail of ~1000
 // instructions per extremum). One warp per extremum left the kernel
 // latency-bound: a warp walked up to 28 samples per lane one after the
 // other, with about 20 warps per SM for a frame's few thousand extrema.
+// Two extrema per block of eight warps made each wait at the block's
+// barriers for the other's window, which may be four times larger (a
+// third of the kernel's stall samples at 1080p; 23.4 -> 22.5 us alone).
 constexpr int kOrientationWarps = 4;
-constexpr int kOrientationGroups = kWarpsPerBlock / kOrientationWarps;  // extrema per block at a time
-// Four blocks per SM (63 registers instead of 80, no spills): the list grid's four blocks per SM run at once.
-__global__ void __launch_bounds__(kThreads, 4)
+constexpr int kOrientationGroups = 1;  // extrema per block at a time
+constexpr int kOrientationBlockWarps = kOrientationWarps * kOrientationGroups;
+constexpr int kOrientationThreads = 32 * kOrientationBlockWarps;
+constexpr int kOrientationBlocksPerSm = 8;
+// Eight blocks per SM (63 registers, no spills): the list grid's blocks run at once.
+__global__ void __launch_bounds__(kOrientationThreads, kOrientationBlocksPerSm)
     orientation_kernel(const float *gauss_pool, const OctaveTable table, const RefinedExtremum *in, int in_capacity,
                        Keypoint *out, int capacity, Counters *counters) {
   begin_dependent_grid();  // may be launched under the previous kernel's tail
-  __shared__ float columns[kWarpsPerBlock][kOrientationBins * 32];  // [bin][lane]
-  __shared__ float warp_sums[kWarpsPerBlock][kOrientationBins];
+  __shared__ float columns[kOrientationBlockWarps][kOrientationBins * 32];  // [bin][lane]
+  __shared__ float warp_sums[kOrientationBlockWarps][kOrientationBins];
   __shared__ float raw[kOrientationGroups][kOrientationBins];
   __shared__ float smooth[kOrientationGroups][kOrientationBins];
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
@@ -1074,17 +1087,33 @@ __global__ void __launch_bounds__(kThreads, 4)
   }
 }
 
+// The canonical order's leading fields as one key: response descending,
+// then y ascending (float bits made orderable as unsigned integers, -0 as
+// +0). Keypoints with different keys are in the order of their keys
+// (keypoint_less); equal keys (the orientations of one extremum,
+// duplicates) need the other fields.
+__device__ uint64_t canonical_key(const Keypoint &k) {
+  auto orderable = [](float f) {
+    const uint32_t u = __float_as_uint(f + 0.f);
+    return (u & 0x80000000u) ? ~u : u | 0x80000000u;
+  };
+  return uint64_t(~orderable(k.response)) << 32 | orderable(k.y);
+}
+
 // Rank sort into canonical order: keypoint i goes to the number of
 // keypoints before it (ties of identical keypoints broken by index). The
 // counting is spread over a 2-D grid: blockIdx.x takes tiles of i,
-// blockIdx.y a slice of the j range (staged through shared memory), and the
+// blockIdx.y a slice of the j range (their keys staged through shared
+// memory; the whole keypoints read only where keys are equal), and the
 // partial counts meet in `ranks` by integer atomics (exact, so the order is
-// deterministic). n^2 comparisons; a few thousand keypoints take a few us.
+// deterministic). n^2 comparisons, each a 64-bit comparison of keys
+// (1080p, ~2700 keypoints, Nsight Compute: 4.4 M instructions, 13 us; the
+// keypoints compared field by field: 6.3 M, 20 us).
 constexpr int kRankSlices = 64;
 __global__ void __launch_bounds__(kThreads) rank_count_kernel(const Keypoint *in, int in_capacity, int *ranks,
                                                                const Counters *counters) {
   begin_dependent_grid();  // may be launched under the previous kernel's tail
-  __shared__ Keypoint tile[kThreads];
+  __shared__ uint64_t tile[kThreads];
   const int n = min(counters->oriented, in_capacity);
   const int slice = (n + static_cast<int>(gridDim.y) - 1) / static_cast<int>(gridDim.y);
   const int j0 = static_cast<int>(blockIdx.y) * slice, j1 = min(n, j0 + slice);
@@ -1092,17 +1121,28 @@ __global__ void __launch_bounds__(kThreads) rank_count_kernel(const Keypoint *in
   for (int base = static_cast<int>(blockIdx.x) * kThreads; base < n; base += static_cast<int>(gridDim.x) * kThreads) {
     const int i = base + static_cast<int>(threadIdx.x);
     Keypoint me{};
-    if (i < n) me = in[i];
+    uint64_t my_key = 0;
+    if (i < n) {
+      me = in[i];
+      my_key = canonical_key(me);
+    }
     int rank = 0;
     for (int t0 = j0; t0 < j1; t0 += kThreads) {
       __syncthreads();
-      if (t0 + static_cast<int>(threadIdx.x) < j1) tile[threadIdx.x] = in[t0 + static_cast<int>(threadIdx.x)];
+      const int j = t0 + static_cast<int>(threadIdx.x);
+      if (j < j1) tile[threadIdx.x] = canonical_key(in[j]);
       __syncthreads();
       const int m = min(kThreads, j1 - t0);
       if (i < n)
         for (int q = 0; q < m; ++q) {
-          const Keypoint &other = tile[q];
-          if (keypoint_less(other, me) || (t0 + q < i && !keypoint_less(me, other))) ++rank;
+          const uint64_t key = tile[q];
+          if (key < my_key) {
+            ++rank;
+          } else if (key == my_key) {
+            const int j = t0 + q;
+            const Keypoint other = in[j];
+            if (keypoint_less(other, me) || (j < i && !keypoint_less(me, other))) ++rank;
+          }
         }
     }
     if (i < n && rank > 0) atomicAdd(&ranks[i], rank);
@@ -1229,7 +1269,16 @@ constexpr int kDescriptorMinBlocks = 16;
 // conversion but the int-to-float of i and j, three MUFU; before fixed
 // point, OpenCV's atan2 and this lane layout: 255, with eight
 // compare-and-swap loops (five instructions a pass, a pass more per lost
-// race) and eight conversions.
+// race) and eight conversions. Since, a row's run read with one 16-byte
+// load (`spans`; the three arrays it replaced were ~25 instructions a pass
+// whenever a lane moved to the next row, nine passes in ten) and the
+// samples' exp, quotient and square root by the hardware's approximations
+// (sample_exp, sample_divide, sample_sqrt): 1080p, Nsight Compute, 35.1 M ->
+// 30.0 M instructions, 54.6 -> 48.6 us.
+// Tried and not kept (frames, same run): blocks of two warps, 32 per SM
+// (every keypoint of a 1080p frame at once instead of 1.3 rounds: 1080p
+// 0.467 against 0.457 ms); eight histogram copies (lane % 8): equal or
+// slower.
 // The keypoints described: the final list (describe()), or every oriented
 // keypoint, while the canonical order is being made (run(); the rows are
 // then gathered by descriptor_gather_kernel).
@@ -1245,8 +1294,10 @@ __global__ void __launch_bounds__(kDescriptorThreads, kDescriptorMinBlocks)
   using Entry = std::conditional_t<kFixed, unsigned int, float>;
   __shared__ Entry hists[kDescriptorHistograms][kDescriptorHistogramLength];
   __shared__ int span_offset[kDescriptorThreads + 1];  // where each row's samples start in the chunk
-  __shared__ int span_shift[kDescriptorThreads];       // sample s of the row: column s + shift
-  __shared__ int span_base[kDescriptorThreads];        // and element s + base from the centre
+  // Per row of the chunk, read with one load: x = where its samples end, and
+  // for its sample s the column s + y and the element s + z from the centre;
+  // w = its row offset.
+  __shared__ int4 spans[kDescriptorThreads];
   __shared__ int warp_totals[kDescriptorWarps];
   Entry *hist = hists[0];
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
@@ -1280,9 +1331,10 @@ __global__ void __launch_bounds__(kDescriptorThreads, kDescriptorMinBlocks)
     for (int chunk = -w.radius; chunk <= w.radius; chunk += kDescriptorThreads) {
       int first = 0, last = -1;
       if (chunk + tid <= w.radius) descriptor_row_span(w, chunk + tid, &first, &last);
-      const int total = block_exclusive_scan(last >= first ? last - first + 1 : 0, span_offset, warp_totals);
-      span_shift[tid] = first - span_offset[tid];
-      span_base[tid] = (chunk + tid) * pitch + first - span_offset[tid];
+      const int length = last >= first ? last - first + 1 : 0;
+      const int total = block_exclusive_scan(length, span_offset, warp_totals);
+      const int start = span_offset[tid];
+      spans[tid] = make_int4(start + length, first - start, (chunk + tid) * pitch + first - start, chunk + tid);
       __syncthreads();
       const int share = (total + kDescriptorWarps - 1) / kDescriptorWarps;
       const int s_end = min(total, (warp + 1) * share);
@@ -1291,20 +1343,11 @@ __global__ void __launch_bounds__(kDescriptorThreads, kDescriptorMinBlocks)
         int row = 0;  // the last row whose run starts at or before s (binary search)
         for (int step = kDescriptorThreads / 2; step > 0; step /= 2)
           if (row + step < kDescriptorThreads && span_offset[row + step] <= s) row += step;
-        int next = span_offset[row + 1];  // where the next row's run starts
-        int shift = span_shift[row], base = span_base[row];
+        int4 span = spans[row];
         for (; s < s_end; s += 32) {
-          if (s >= next) {
-            do {  // rows with empty runs are skipped
-              ++row;
-              next = span_offset[row + 1];
-            } while (s >= next);
-            shift = span_shift[row];
-            base = span_base[row];
-          }
-          const int i = chunk + row, j = s + shift;
+          while (s >= span.x) span = spans[++row];  // rows with empty runs are skipped
           DescriptorContribution c;
-          if (!descriptor_contribution(centre + (s + base), pitch, w, i, j, value_scale, &c)) continue;
+          if (!descriptor_contribution(centre + (s + span.z), pitch, w, span.w, s + span.y, value_scale, &c)) continue;
 #pragma unroll
           for (int k = 0; k < 8; ++k) {
             if constexpr (kFixed)
@@ -2033,11 +2076,12 @@ struct CudaSift::Impl {
     Counters *c = counters.as<Counters>();
     // Kernels over device-sized lists: enough blocks to fill the GPU, each
     // looping over the list.
-    const dim3 list_blocks(4 * sm_count), threads(kThreads);
-    launch(lane, "SIFT refine kernel", refine_kernel, list_blocks, threads, 0, gauss.as<float>(), table, constants,
-           candidates.as<Candidate>(), candidate_capacity, refined.as<RefinedExtremum>(), candidate_capacity, c);
-    launch(lane, "SIFT orientation kernel", orientation_kernel, list_blocks, threads, 0, gauss.as<float>(), table,
-           refined.as<RefinedExtremum>(), candidate_capacity, oriented.as<Keypoint>(), keypoint_capacity, c);
+    launch(lane, "SIFT refine kernel", refine_kernel, dim3(32 * sm_count), dim3(kRefineThreads), 0, gauss.as<float>(),
+           table, constants, candidates.as<Candidate>(), candidate_capacity, refined.as<RefinedExtremum>(),
+           candidate_capacity, c);
+    launch(lane, "SIFT orientation kernel", orientation_kernel, dim3(kOrientationBlocksPerSm * sm_count),
+           dim3(kOrientationThreads), 0, gauss.as<float>(), table, refined.as<RefinedExtremum>(), candidate_capacity,
+           oriented.as<Keypoint>(), keypoint_capacity, c);
   }
   // Oriented keypoints to the final list: canonical order, duplicates
   // removed, n_features.

@@ -428,6 +428,38 @@ CS_HD OrientationWindow orientation_window(float octave_sigma) {
   return w;
 }
 
+// exp, quotient and square root for the orientation and descriptor
+// windows' samples. On the GPU the hardware's approximations (ex2.approx,
+// rcp.approx, sqrt.approx: within a few units in the last place, far below
+// the ~0.01 degree of fastAtan2 below or OpenCV's own vectorised exp and
+// magnitude) instead of the correctly rounded sequences, which were 40 of
+// the descriptor loop's ~190 instructions a sample (sm_90 SASS); the host
+// executor keeps the library's, so the two may differ in a descriptor byte
+// where a value lies at a rounding boundary.
+CS_HD float sample_exp(float x) {
+#if defined(__CUDA_ARCH__)
+  return __expf(x);
+#else
+  return expf(x);
+#endif
+}
+CS_HD float sample_divide(float a, float b) {  // b in [2^-126, 2^126]
+#if defined(__CUDA_ARCH__)
+  return __fdividef(a, b);
+#else
+  return a / b;
+#endif
+}
+CS_HD float sample_sqrt(float x) {
+#if defined(__CUDA_ARCH__)
+  float r;
+  asm("sqrt.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+#else
+  return sqrtf(x);
+#endif
+}
+
 // OpenCV's fastAtan2 in degrees, [0, 360] (cv::hal::fastAtan2, which
 // OpenCV 4.6's calcOrientationHist and calcSIFTDescriptor use for the
 // gradient directions): a
@@ -442,7 +474,7 @@ CS_HD float fast_atan2_degrees(float y, float x) {
   constexpr float p1 = 0.9997878412794807f * to_degrees, p3 = -0.3258083974640975f * to_degrees;
   constexpr float p5 = 0.1555786518463281f * to_degrees, p7 = -0.04432655554792128f * to_degrees;
   const float ax = fabsf(x), ay = fabsf(y);
-  const float c = (ax < ay ? ax : ay) / ((ax < ay ? ay : ax) + static_cast<float>(DBL_EPSILON));
+  const float c = sample_divide(ax < ay ? ax : ay, (ax < ay ? ay : ax) + static_cast<float>(DBL_EPSILON));
   const float c2 = c * c;
   float a = (((p7 * c2 + p5) * c2 + p3) * c2 + p1) * c;
   a = ax >= ay ? a : 90.f - a;
@@ -459,12 +491,12 @@ CS_HD bool orientation_sample(const PlaneView &g, int r, int c, int i, int j, fl
   if (y <= 0 || y >= g.height - 1 || x <= 0 || x >= g.width - 1) return false;
   const float dx = g.at(y, x + 1) - g.at(y, x - 1);
   const float dy = g.at(y - 1, x) - g.at(y + 1, x);
-  const float w = expf(static_cast<float>(i * i + j * j) * exp_scale);
+  const float w = sample_exp(static_cast<float>(i * i + j * j) * exp_scale);
   int b = round_even((static_cast<float>(kOrientationBins) / 360.f) * fast_atan2_degrees(dy, dx));
   if (b >= kOrientationBins) b -= kOrientationBins;
   if (b < 0) b += kOrientationBins;
   *bin = b;
-  *value = w * sqrtf(dx * dx + dy * dy);
+  *value = w * sample_sqrt(dx * dx + dy * dy);
   return true;
 }
 
@@ -680,9 +712,9 @@ CS_HD bool descriptor_contribution(const float *p, int pitch, const DescriptorWi
   if (!(rbin > -1.f && rbin < static_cast<float>(d) && cbin > -1.f && cbin < static_cast<float>(d))) return false;
   const float dx = p[1] - p[-1];
   const float dy = p[-pitch] - p[pitch];
-  const float weight = expf((c_rot * c_rot + r_rot * r_rot) * w.exp_scale);
+  const float weight = sample_exp((c_rot * c_rot + r_rot * r_rot) * w.exp_scale);
   float obin = (fast_atan2_degrees(dy, dx) - w.angle) * (static_cast<float>(n) / 360.f);  // in (-8, 8]
-  const float gradient = sqrtf(dx * dx + dy * dy);
+  const float gradient = sample_sqrt(dx * dx + dy * dy);
   const float mag = (gradient < kDescriptorMaxGradient ? gradient : kDescriptorMaxGradient) * (weight * scale);
   float r0f, c0f, o0f;  // rbin in (-1, 4), cbin too
   const int r0 = floor_small(rbin, &r0f), c0 = floor_small(cbin, &c0f);
