@@ -1129,8 +1129,8 @@ __global__ void __launch_bounds__(kThreads) rank_count_kernel(const Keypoint *in
     int rank = 0;
     for (int t0 = j0; t0 < j1; t0 += kThreads) {
       __syncthreads();
-      const int j = t0 + static_cast<int>(threadIdx.x);
-      if (j < j1) tile[threadIdx.x] = canonical_key(in[j]);
+      const int staged = t0 + static_cast<int>(threadIdx.x);
+      if (staged < j1) tile[threadIdx.x] = canonical_key(in[staged]);
       __syncthreads();
       const int m = min(kThreads, j1 - t0);
       if (i < n)
