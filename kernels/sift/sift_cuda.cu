@@ -1242,11 +1242,14 @@ enum class DescriptorSums { fixed, floating };
 
 constexpr int kDescriptorWarps = kDescriptorThreads / 32;
 constexpr int kDescriptorHistograms = kDescriptorWarps;  // copies of the histogram per block
-// Blocks per SM the descriptor kernel is compiled for: 16 caps it at 32
-// registers, full occupancy (64 warps; 7.3 KB of shared memory a block),
-// at the cost of one spilled value reloaded per sample (an L1 hit); 12
-// gives 39 registers, no spills, 48 warps (-Xptxas -v, sm_90).
-constexpr int kDescriptorMinBlocks = 16;
+// Blocks per SM the descriptor kernel is compiled for: 12 gives it 40
+// registers and 48 warps an SM (12 bytes spilled, -Xptxas -v, sm_90); 16
+// capped it at 32 registers for full occupancy and spilled 40 bytes, whose
+// reloads the loop paid every sample. With the loop as it is now, 12 was
+// the faster (H200, three rounds, frames: 1280 x 720 0.2947-0.2965 ->
+// 0.2906-0.2921 ms, 1080p 0.4416-0.4435 -> 0.4393-0.4402, 640 x 480 and 4K
+// within 0.002); 14 gives 32 registers, as 16 does.
+constexpr int kDescriptorMinBlocks = 12;
 
 // One block of kDescriptorThreads per keypoint of the final list: a square
 // window has up to ~6000 samples (radius 38 at the top layer), of which the
