@@ -265,6 +265,7 @@ struct Args {
   const float *table;
   ReferenceTableShape shape;
   const float *screen_references, *screen_terms;  // the screen's table and key terms (bip_tensor.h)
+  const float *screen_mean;                        // what the table's rows were centred by (Tables::screen_mean)
   const float *positions;                          // bandfit's continuum abscissae (Tables::positions)
   const double *sid_terms;                         // sid's per-reference terms (Tables::sid_terms)
   int band_chunks;  // chunks of the bands, walked per tile and group (chunks: the table's, twice as many for sid)
@@ -1567,6 +1568,8 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
 #if defined(CS_HSI_WGMMA_BUILT)
   extern __shared__ __align__(16) unsigned char smem[];
   constexpr unsigned kAll = 0xffffffffu;
+  // sam's table rows are centred (make_screen_references): its keys add x . m.
+  constexpr bool kCentred = M == Method::sam;
   constexpr int kBlockFloats = kScreenRows * kScreenBlockBands;  // the table's blocks: 1 KB
   constexpr int kSlabFloats = kScreenSlabBytes / sizeof(float);  // a tile's 32 bands: 8 KB
   const int slabs = screen_padded_bands(a.bands) / 32;
@@ -1624,13 +1627,27 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   };
   // This thread's half of sum x^2 over slab s, in float (four chains of four:
   // shared-memory latency, not the adds, bounds the loop), and over the
-  // tile, the slabs' sums in double; correlation and bandfit also sum x.
-  auto slab_norm2 = [&](int s, auto scaled, float scale, double &sum) {
+  // tile, the slabs' sums in double; sam also x . m, m the table's centre
+  // (as the rescoring's dot products: float over the slab, then double);
+  // correlation and bandfit also sum x.
+  auto slab_norm2 = [&](int s, auto scaled, float scale, double &sum, double &centre_dot) {
     float x[16];
     load_sixteen(s, x, scaled, scale);
     float part[4] = {0, 0, 0, 0};
 #pragma unroll
     for (int i = 0; i < 16; ++i) part[i / 4] = fmaf(x[i], x[i], part[i / 4]);
+    if constexpr (kCentred) {
+      float along[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float4 m = __ldg(reinterpret_cast<const float4 *>(a.screen_mean + s * 32 + 16 * h) + i);
+        along[i] = x[4 * i] * m.x;
+        along[i] = fmaf(x[4 * i + 1], m.y, along[i]);
+        along[i] = fmaf(x[4 * i + 2], m.z, along[i]);
+        along[i] = fmaf(x[4 * i + 3], m.w, along[i]);
+      }
+      centre_dot += double((along[0] + along[1]) + (along[2] + along[3]));
+    }
     if constexpr (correlation_like(M)) {
       float plain[4] = {0, 0, 0, 0};
 #pragma unroll
@@ -1639,10 +1656,11 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     }
     return double((part[0] + part[1]) + (part[2] + part[3]));
   };
-  auto half_norm2 = [&](auto scaled, float scale, double &sum) {
+  auto half_norm2 = [&](auto scaled, float scale, double &sum, double &centre_dot) {
     double total = 0;
     sum = 0;
-    for (int s = 0; s < slabs; ++s) total += slab_norm2(s, scaled, scale, sum);
+    centre_dot = 0;
+    for (int s = 0; s < slabs; ++s) total += slab_norm2(s, scaled, scale, sum, centre_dot);
     return total;
   };
   // Whether this thread's half of the pixel holds the ignore value, among
@@ -1794,8 +1812,8 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     wgmma_commit();
 
     // 2. |x|^2 meanwhile.
-    double sum = 0;
-    double norm2 = half_norm2(std::false_type{}, 1.0f, sum);
+    double sum = 0, centre_dot = 0;
+    double norm2 = half_norm2(std::false_type{}, 1.0f, sum, centre_dot);
     norm2 += __shfl_xor_sync(kAll, norm2, 16);
     // Float sums near the ends of float's range, or all zero: the pixel
     // times 2^e, its largest magnitude into [2^14, 2^15) (finite samples).
@@ -1806,7 +1824,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       float largest = half_largest();
       largest = fmaxf(largest, __shfl_xor_sync(kAll, largest, 16));
       if (check && isfinite(largest) && largest > 0) pixel_scale = power_of_two(half_scale_exponent(largest));
-      norm2 = half_norm2(std::true_type{}, pixel_scale, sum);
+      norm2 = half_norm2(std::true_type{}, pixel_scale, sum, centre_dot);
       norm2 += __shfl_xor_sync(kAll, norm2, 16);
     }
     if constexpr (correlation_like(M))
@@ -1814,6 +1832,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     else
       find_ignored();
     const double unscale = 1.0 / double(pixel_scale);  // a power of two: exact
+    if constexpr (kCentred) centre_dot = (centre_dot + __shfl_xor_sync(kAll, centre_dot, 16)) * unscale * a.scale;
     const double raw_norm2 = ignored ? quiet_nan() : norm2 * unscale * unscale;
     // The product cannot overflow: |x.r_k| <= |x| |r_k| well inside float.
     const bool bounded = raw_norm2 * a.screen_largest_norm2 < 0x1p250;
@@ -1882,9 +1901,16 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       for (int c = 0; c < 4; ++c) {
         if (c >= n) break;
         const double dot_k = (dot[c] + __shfl_xor_sync(pair, dot[c], 16)) * unscale * a.scale;
-        best.offer(fma(dot_k, __ldg(a.key_scale + ks[c]), __ldg(a.key_offset + ks[c])), dot_k, ks[c]);
+        if constexpr (kCentred) {
+          // x . t_k + x . m = key_scale[k] x . r_k (up to the float rounding of t_k: 2^-24 |x| |t_k|)
+          const double scaled_dot = dot_k + centre_dot;
+          best.offer(scaled_dot + __ldg(a.key_offset + ks[c]), scaled_dot, ks[c]);
+        } else {
+          best.offer(fma(dot_k, __ldg(a.key_scale + ks[c]), __ldg(a.key_offset + ks[c])), dot_k, ks[c]);
+        }
       }
     }
+    if (kCentred && best.k >= 0) best.dot /= __ldg(a.key_scale + best.k);  // the winner's x . r_k
     const size_t pixel = first_pixel + own_row;
     if (lane < 16 && pixel < a.pixels)
       write_label<M>(a, pixel, best, sum * unscale * a.scale, raw_norm2 * a.scale * a.scale);
@@ -2043,6 +2069,7 @@ void classify(Method method, const DeviceTables &tables, const CubeBlock &block,
   if (uses_screen(method, tables, block.format.type, copy_bytes, output)) {
     args.screen_references = tables.screen_references;
     args.screen_terms = tables.screen_terms;
+    args.screen_mean = tables.screen_mean;
     args.screen_largest_norm2 = tables.screen_largest_norm2;
     if (method == Method::sam)
       launch_screen<Method::sam>(args, block.format.type, copy_bytes, tables.screen_warpgroups, sm_count,

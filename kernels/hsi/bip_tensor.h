@@ -251,17 +251,22 @@ struct Tables {
   // -key_offset). NaN for unusable references.
   std::vector<double> key_scale, key_offset;
   // The screen's references (wgmma, one group, screened methods; else
-  // empty): values at screen_index(k, u), zeros beyond the last band or
-  // reference; per reference the bound of the screen's error in its key,
+  // empty): at screen_index(k, u) r_k(u), or for sam the float of
+  // key_scale[k] r_k(u) - screen_mean[u], screen_mean the usable references'
+  // mean of key_scale r (x . screen_mean is the same for every reference, so
+  // such keys order them as the exact keys do; make_screen_references;
+  // screen_mean is empty for the other methods), zeros beyond the last band
+  // or reference; per reference the bound of the screen's error in its key,
   // |x| screen_weight[k] + screen_offset_slack[k] (classify_math.h,
   // kScreenOperandError; 0 for unusable references).
-  std::vector<float> screen_references;
+  std::vector<float> screen_references, screen_mean;
   std::vector<double> screen_weight, screen_offset_slack;
-  // Per reference, what the screen's kernel reads: key_scale, key_offset
+  // Per reference, what the screen's kernel reads: its key factor
+  // (key_scale, or 1 where the table holds key_scale r), key_offset
   // (-infinity for unusable references), screen_weight and
   // screen_offset_slack, as 4 floats.
   std::vector<float> screen_terms;
-  double screen_largest_norm2 = 0;  // the largest |r_k|^2 of the usable references
+  double screen_largest_norm2 = 0;  // the largest |t_k|^2 of the usable references' table rows
   // Bandfit: each selected band's continuum abscissa (the table's positions),
   // zeros to chunks x kChunkBands, so that a kernel reads 4 at once; else empty.
   std::vector<float> positions;
@@ -322,7 +327,7 @@ struct DeviceTables {
   const float *table = nullptr;  // the classifier's prepared table (per-reference constants)
   ReferenceTableShape shape;
   int groups = 0, chunks = 0;
-  const float *screen_references = nullptr, *screen_terms = nullptr;
+  const float *screen_references = nullptr, *screen_terms = nullptr, *screen_mean = nullptr;
   double screen_largest_norm2 = 0;
   int screen_warpgroups = 0;  // 0: no screen
   const float *positions = nullptr;  // Tables::positions (bandfit)

@@ -506,7 +506,8 @@ struct CudaSpectralClassifier::Impl {
                           bip.fragments, static_cast<const void *>(bip.dot_scale),
                           static_cast<const void *>(bip.key_scale), static_cast<const void *>(bip.key_offset),
                           static_cast<const void *>(bip.screen_references),
-                          static_cast<const void *>(bip.screen_terms), static_cast<const void *>(bip.positions),
+                          static_cast<const void *>(bip.screen_terms), static_cast<const void *>(bip.screen_mean),
+                          static_cast<const void *>(bip.positions),
                           static_cast<const void *>(bip.sid_terms)})
       if (p) device_free(const_cast<void *>(p), device);
   }
@@ -572,6 +573,9 @@ struct CudaSpectralClassifier::Impl {
         bip.screen_largest_norm2 = t.screen_largest_norm2;
         bip.screen_terms = static_cast<const float *>(
             upload(t.screen_terms.data(), t.screen_terms.size() * sizeof(float), "upload BIP screen terms"));
+        if (!t.screen_mean.empty())
+          bip.screen_mean = static_cast<const float *>(
+              upload(t.screen_mean.data(), t.screen_mean.size() * sizeof(float), "upload BIP screen mean"));
       }
     }
     if (!t.positions.empty())

@@ -566,7 +566,8 @@ TEST(BipTensor, WgmmaSharedMemory) {
   EXPECT_EQ(bt::chunks_for(ReferenceTableShape{70, 224, 1}), 7);
 }
 
-// The screen's table: every usable reference's value at screen_index (the
+// The screen's table: every usable reference's value (sam: times its key
+// scale, less the usable references' mean of those) at screen_index (the
 // layout its wgmma steps and its rescoring read), zeros elsewhere; no table
 // for more than 64 references or for sid.
 TEST(BipTensor, ScreenTableHoldsEveryReferenceValueOnce) {
@@ -589,7 +590,17 @@ TEST(BipTensor, ScreenTableHoldsEveryReferenceValueOnce) {
       ASSERT_EQ(t.screen_references.size(), size_t(bt::kScreenRows) * padded);
       ASSERT_EQ(t.screen_weight.size(), size_t(bt::kGroupReferences));
       ASSERT_EQ(t.screen_offset_slack.size(), size_t(bt::kGroupReferences));
+      const bool centred = method == Method::sam;
+      ASSERT_EQ(t.screen_mean.size(), centred ? size_t(padded) : 0u);
       const PointerTable refs{c.table().data(), c.table_shape()};
+      std::vector<double> mean(size_t(padded), 0.0);
+      int usable_count = 0;
+      for (size_t k = 0; k < K; ++k)
+        if (std::isfinite(t.key_scale[k])) {
+          ++usable_count;
+          for (size_t u = 0; u < bands; ++u) mean[u] += t.key_scale[k] * double(refs.ref(0, int(k), int(u)));
+        }
+      for (size_t u = 0; centred && u < bands; ++u) EXPECT_EQ(t.screen_mean[u], float(mean[u] / usable_count)) << u;
       std::vector<int> seen(t.screen_references.size(), 0);
       for (int k = 0; k < bt::kScreenRows; ++k)
         for (int u = 0; u < padded; ++u) {
@@ -597,7 +608,11 @@ TEST(BipTensor, ScreenTableHoldsEveryReferenceValueOnce) {
           ASSERT_LT(at, t.screen_references.size());
           ++seen[at];
           const bool usable = k < int(K) && std::isfinite(t.key_scale[size_t(k)]);
-          EXPECT_EQ(t.screen_references[at], usable && u < int(bands) ? refs.ref(0, k, u) : 0.0f) << k << " " << u;
+          float expected = 0.0f;
+          if (usable && u < int(bands))
+            expected = centred ? float(t.key_scale[size_t(k)] * double(refs.ref(0, k, u)) - t.screen_mean[u])
+                               : refs.ref(0, k, u);
+          EXPECT_EQ(t.screen_references[at], expected) << k << " " << u;
         }
       for (int n : seen) ASSERT_EQ(n, 1);
       for (int k = 0; k < bt::kGroupReferences; ++k)
@@ -614,9 +629,9 @@ TEST(BipTensor, ScreenTableHoldsEveryReferenceValueOnce) {
 // the references' float bits read as TF32 by truncation, or the
 // references' by rounding; products exact; each 8-band step added to a
 // float accumulator truncating; keys in float as the kernel forms them):
-// for every pair of references the screen's key difference is within
-// their bounds' sum of the exact one, so the exact best is always a
-// candidate. Similar and near-duplicate references (what makes the bound
+// for every pair of references the screen's key difference (sam's keys
+// leave out x . m, the same for every reference) is within their bounds'
+// sum of the exact one, so the exact best is always a candidate. Similar and near-duplicate references (what makes the bound
 // matter), pixels over many decades, some negative samples; correlation's
 // (and bandfit's) centred references with unequal key scales (1 / |r_k|).
 TEST(BipTensor, ScreenBoundsCoverTf32Products) {
@@ -645,6 +660,7 @@ TEST(BipTensor, ScreenBoundsCoverTf32Products) {
         config.precision = Precision::tensor;
         const SpectralClassifier c(config, scene.references, select_bands(bands, {}));
         const bt::Tables t = bt::make_tables(c.method(), c.table(), c.table_shape(), bt::Product::wgmma);
+        const PointerTable refs{c.table().data(), c.table_shape()};
         const int padded = bt::screen_padded_bands(int(bands));
         double worst = 0, candidates = 0;
         for (size_t p = 0; p < 300; ++p) {
@@ -660,12 +676,12 @@ TEST(BipTensor, ScreenBoundsCoverTf32Products) {
             float accumulator = 0;
             for (int u = 0; u < padded; ++u) {
               const float xu = u < int(bands) ? x[u] : 0.0f, r = t.screen_references[bt::screen_index(int(k), u)];
-              dot += double(xu) * r;
+              if (u < int(bands)) dot += double(xu) * refs.ref(0, int(k), u);
               step += double(tf32_truncate(xu)) * (rounded_references ? tf32_round(r) : tf32_truncate(r));
               if (u % 8 == 7) accumulator = truncate_float(step), step = accumulator;
             }
             exact[k] = t.key_scale[k] * dot + t.key_offset[k];
-            screened[k] = std::fma(accumulator, float(t.key_scale[k]), float(t.key_offset[k]));
+            screened[k] = std::fma(accumulator, t.screen_terms[4 * k], t.screen_terms[4 * k + 1]);
             bound[k] = std::fma(norm, float(t.screen_weight[k]), float(t.screen_offset_slack[k]));
           }
           // Unusable references are never candidates.
