@@ -423,6 +423,11 @@ CS_HD float tf32_low(float x, float hi) { return tf32_round(x - hi); }
 // x.r_k itself would. Keys s_k x.r_k with unequal scales (correlation):
 // s_k (dx.c + x.e) = s (dx.c + x.e) + (s_k - s) (dx.c + x.e), the first
 // common for any s, the second at most |s_k - s| |x| (2^-10 |c| + |e|).
+// Sam's table holds t_k = s_k r_k - m instead (m the references' mean, as
+// float; bip_tensor.cpp, make_screen_references): the same holds with t_k
+// for r_k, x.m is common too, and d_k, the TF32 reading's residual, is then
+// a fraction of |t_k|, small for similar references, where with r_k it is
+// ~2^-12 |r_k| whatever the references.
 inline constexpr double kScreenOperandError = 0x1p-10;
 inline constexpr double kScreenStepError = 0x1p-19;
 
