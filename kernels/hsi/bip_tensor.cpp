@@ -143,7 +143,7 @@ void make_wgmma_references(Tables &t, const PointerTable &refs, const ReferenceT
 // in |t_k| (how far r_k lies from the others) instead of |r_k|: the TF32
 // readings of similar references no longer leave an error of ~2^-12 |r_k|
 // each. The benchmark's references: 1.6 -> 1.25 candidates per pixel, sam's
-// f32 cube 1890-1932 -> 2005-2042 GB/s (H200). The other methods keep
+// f32 cube 1924-1929 -> 2029-2042 GB/s (H200, same run). The other methods keep
 // t_k = r_k and their key scales in the key terms: centred, they read
 // x.m as well and were slower (correlation 1936-1979 -> 1853-1860 GB/s,
 // euclidean 2141-2172 -> 2048-2075, bandfit 2% slower).
@@ -155,8 +155,9 @@ void make_screen_references(Tables &t, const PointerTable &refs, const Reference
   t.screen_offset_slack.assign(kGroupReferences, 0.0);
   // What the table holds for reference k and band u, exactly, before its rounding to float; and the key
   // factor the kernel multiplies the product by.
+  auto scaled = [&](int k, int u) { return t.key_scale[k] * double(refs.ref(0, k, u)); };  // s_k r_k
   auto exact_value = [&](int k, int u) {
-    return centred ? t.key_scale[k] * double(refs.ref(0, k, u)) - double(t.screen_mean[u]) : double(refs.ref(0, k, u));
+    return centred ? scaled(k, u) - double(t.screen_mean[u]) : double(refs.ref(0, k, u));
   };
   auto factor = [&](int k) { return centred ? 1.0 : t.key_scale[k]; };
   // The others (NaN samples, say) stay zeros and are never candidates: no
@@ -165,13 +166,13 @@ void make_screen_references(Tables &t, const PointerTable &refs, const Reference
   std::vector<bool> is_usable(kGroupReferences, false);
   for (int k = 0; k < shape.references; ++k) {
     bool finite = std::isfinite(t.key_scale[k]);
-    for (int u = 0; u < shape.bands && finite; ++u) finite = std::isfinite(t.key_scale[k] * refs.ref(0, k, u));
+    for (int u = 0; u < shape.bands && finite; ++u) finite = std::isfinite(scaled(k, u));
     if (finite) usable.push_back(k);
     is_usable[size_t(k)] = finite;
   }
   for (int u = 0; centred && u < shape.bands && !usable.empty(); ++u) {
     double mean = 0;
-    for (int k : usable) mean += t.key_scale[k] * double(refs.ref(0, k, u));
+    for (int k : usable) mean += scaled(k, u);
     t.screen_mean[u] = float(mean / double(usable.size()));
   }
   // Per reference: |rho_k| (with 2^-50 |s_k r_k| for the double arithmetic) and |t_k|.
@@ -179,11 +180,11 @@ void make_screen_references(Tables &t, const PointerTable &refs, const Reference
   for (int k : usable) {
     double rho2 = 0, scaled2 = 0, norm2 = 0;
     for (int u = 0; u < shape.bands; ++u) {
-      const double v = exact_value(k, u), scaled = t.key_scale[k] * double(refs.ref(0, k, u));
+      const double v = exact_value(k, u);
       const float tk = float(v);
       t.screen_references[screen_index(k, u)] = tk;
       rho2 += (v - double(tk)) * (v - double(tk));
-      scaled2 += scaled * scaled;
+      scaled2 += scaled(k, u) * scaled(k, u);
       norm2 += double(tk) * tk;
     }
     residual[k] = centred ? std::sqrt(rho2) + 0x1p-50 * std::sqrt(scaled2) : 0.0;
