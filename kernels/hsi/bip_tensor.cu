@@ -1436,21 +1436,20 @@ __device__ void stage_screen_rows(const Args &a, float *tile, size_t first_pixel
 }
 
 // 16-bit blocks: a tile's pixel rows converted to float (exactly) into the
-// same swizzled layout, through registers (the copies cannot widen). Warp w
-// converts rows 16w .. 16w + 15: per instruction 8 rows (lane / 4) by a
-// slab's four 8-band pieces (lane % 4), each 16 bytes read and 32 written
-// (two 16-byte blocks). In rows of aligned 16-byte pieces the slabs that
-// the bands fill take vector loads, kBatchSlabs slabs of both row halves
-// in flight at once (224 bands: two round trips per tile; eight slabs at
-// once spilled, and the loads, converts and stores of each piece in turn
-// took ~0.05-0.1 ms more per i16 cube); a last slab that the bands do not
+// same swizzled layout (the copies cannot widen). Warp w converts rows
+// 16w .. 16w + 15: per instruction 8 rows (lane / 4) by a slab's four
+// 8-band pieces (lane % 4), each 16 bytes read and 32 written (two 16-byte
+// blocks). In rows of aligned 16-byte pieces the slabs that the bands fill
+// are copied raw into shared memory first, all at once (one round trip per
+// tile), and widened there; before, the pieces came through registers,
+// four slabs of both row halves in flight at a time (224 bands: two round
+// trips per tile; eight at once spilled). A last slab that the bands do not
 // fill, other alignments and rows past the block read sample by sample.
 // (Vector loads for every piece within the bands, the cut piece sample by
 // sample, made 224 bands 11 % slower: a predicate per load.)
 template <DataType T>
 __device__ void stage_screen_rows_widened(const Args &a, float *tile, size_t first_pixel, int slabs, int thread,
                                           bool vector_rows) {
-  constexpr int kBatchSlabs = 4;
   constexpr int kSlabFloats = kScreenSlabBytes / sizeof(float);
   const int lane = thread % 32, warp = thread / 32, piece = lane % 4;
   int rows[2];
@@ -1469,26 +1468,35 @@ __device__ void stage_screen_rows_widened(const Args &a, float *tile, size_t fir
   int first_sampled_slab = 0;  // slabs from here on are read sample by sample
   if (vector_rows && first_pixel + kScreenRows <= a.pixels) {
     const int vector_slabs = a.bands / 32;  // the slabs the bands fill
-    for (int first_slab = 0; first_slab < vector_slabs; first_slab += kBatchSlabs) {
-      uint4 v[2][kBatchSlabs];
+    // The raw pieces of every slab in flight at once, each slab's into the
+    // second half of the warp's own rows there (rows 16w + 8 .. 16w + 15,
+    // 1 KB, unswizzled: row r at r x 64 bytes), each lane copying the two
+    // pieces it widens; then per slab: both pieces read, the warp's reads
+    // done (__syncwarp), the floats stored over them.
+    auto raw = [&](int slab, int half) {
+      return reinterpret_cast<const char *>(tile + slab * kSlabFloats + (16 * warp + 8) * 32) +
+             (8 * half + lane / 4) * 64 + piece * 16;
+    };
+    for (int slab = 0; slab < vector_slabs; ++slab)
 #pragma unroll
-      for (int i = 0; i < kBatchSlabs; ++i)
+      for (int half = 0; half < 2; ++half)
+        copy_async<16>(shared_address(raw(slab, half)), src[half] + (slab * 4 + piece) * 16, 16);
+    commit_copies();
+    wait_copies<0>();
+    for (int slab = 0; slab < vector_slabs; ++slab) {
+      uint4 v[2];
 #pragma unroll
-        for (int half = 0; half < 2; ++half)
-          if (first_slab + i < vector_slabs)
-            v[half][i] = __ldg(reinterpret_cast<const uint4 *>(src[half] + ((first_slab + i) * 4 + piece) * 16));
+      for (int half = 0; half < 2; ++half) v[half] = *reinterpret_cast<const uint4 *>(raw(slab, half));
+      __syncwarp();  // every lane's pieces read before the floats overwrite them
 #pragma unroll
-      for (int i = 0; i < kBatchSlabs; ++i)
-#pragma unroll
-        for (int half = 0; half < 2; ++half)
-          if (first_slab + i < vector_slabs) {
-            float x[8];
-            widen_pair<T>(v[half][i].x, a.swap_bytes, x[0], x[1]);
-            widen_pair<T>(v[half][i].y, a.swap_bytes, x[2], x[3]);
-            widen_pair<T>(v[half][i].z, a.swap_bytes, x[4], x[5]);
-            widen_pair<T>(v[half][i].w, a.swap_bytes, x[6], x[7]);
-            store(rows[half], first_slab + i, x);
-          }
+      for (int half = 0; half < 2; ++half) {
+        float x[8];
+        widen_pair<T>(v[half].x, a.swap_bytes, x[0], x[1]);
+        widen_pair<T>(v[half].y, a.swap_bytes, x[2], x[3]);
+        widen_pair<T>(v[half].z, a.swap_bytes, x[4], x[5]);
+        widen_pair<T>(v[half].w, a.swap_bytes, x[6], x[7]);
+        store(rows[half], slab, x);
+      }
     }
     first_sampled_slab = vector_slabs;
   }
