@@ -282,6 +282,7 @@ void stream_wait(StreamHandle, EventHandle) { no_cuda(); }
 void launch_host_func(StreamHandle, void (*)(void *), void *) { no_cuda(); }
 void copy_async(void *, const void *, size_t, StreamHandle) { no_cuda(); }
 void memset_async(void *, int, size_t, StreamHandle) { no_cuda(); }
+void copy_from_page_locked_async(void *, const void *, size_t, StreamHandle) { no_cuda(); }
 void fill_random_async(void *, size_t, unsigned, StreamHandle) { no_cuda(); }
 
 #endif

@@ -89,6 +89,11 @@ void launch_host_func(StreamHandle stream, void (*fn)(void *), void *data);
 // Asynchronous copy; direction inferred from the pointers (unified addressing).
 void copy_async(void *dst, const void *src, size_t bytes, StreamHandle stream);
 void memset_async(void *dst, int value, size_t bytes, StreamHandle stream);
+// Copies `bytes` from page-locked host memory (pinned_alloc) to the device by
+// a small kernel in stream order rather than by a copy engine: a small array
+// copied beside a stream of large uploads would otherwise queue behind them
+// on the engine, and the work that needs it would wait for those uploads.
+void copy_from_page_locked_async(void *device_dst, const void *page_locked_src, size_t bytes, StreamHandle stream);
 // Fills device memory with pseudo-random bytes from `seed` (tests, benchmarks).
 void fill_random_async(void *dst, size_t bytes, unsigned seed, StreamHandle stream);
 

@@ -47,7 +47,7 @@ void *ParameterUploader::upload(const void *src, size_t bytes, StreamHandle stre
   }
   if (bytes > 0) {
     std::memcpy(slot.staging, src, bytes);
-    copy_async(slot.device, slot.staging, bytes, stream);
+    copy_from_page_locked_async(slot.device, slot.staging, bytes, stream);
     slot.uploaded.record(stream);
     slot.pending = true;
   }

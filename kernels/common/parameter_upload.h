@@ -12,7 +12,9 @@ namespace cs {
 // host fills call N+1's slot while the device may still read call N's. A
 // slot is refilled only after its previous upload left the staging (its
 // event) and, on the same stream, after the work that read it. One uploader
-// serves one stream at a time.
+// serves one stream at a time. The copy is a small kernel, not a copy
+// engine's (copy_from_page_locked_async): beside gpuupload's large copies
+// it would wait for them, and the work on this stream with it.
 class ParameterUploader {
  public:
   explicit ParameterUploader(int device);
