@@ -141,12 +141,21 @@ class EnviReader {
   void read_lines(size_t first_line, size_t count, void *dst) const;
   std::vector<uint8_t> read_lines(size_t first_line, size_t count) const;
 
+  // Threads a large read is split over (pieces of at least kReadPiece
+  // bytes): one thread copies from the page cache at a fraction of what host
+  // memory and the link to the GPU carry. 0 = half the cores, at most 8.
+  void set_read_threads(int threads);
+  int read_threads() const { return read_threads_; }
+  static constexpr size_t kReadPiece = size_t(4) << 20;
+
  private:
   void read_exact(void *dst, size_t bytes, uint64_t offset) const;
+  void read_range(unsigned char *dst, size_t bytes, uint64_t offset) const;
 
   EnviFiles files_;
   EnviHeader header_;
   int fd_ = -1;
+  int read_threads_ = 1;
 };
 
 }  // namespace cs::hsi

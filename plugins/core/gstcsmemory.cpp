@@ -26,6 +26,50 @@ void set_gerror(GError **error, const std::exception &e) {
   g_set_error_literal(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, e.what());
 }
 
+GstBuffer *new_source_buffer(GstBaseSrc *src, gsize bytes) {
+  GstAllocator *allocator = nullptr;
+  GstAllocationParams params;
+  gst_allocation_params_init(&params);
+  gst_base_src_get_allocator(src, &allocator, &params);
+  GstBuffer *buf = gst_buffer_new_allocate(allocator, bytes, &params);
+  if (allocator) gst_object_unref(allocator);
+  return buf;
+}
+
+GstBufferPool *new_source_pool(GstBaseSrc *src, GstQuery *query, gsize block_bytes) {
+  if (block_bytes == 0 || block_bytes > G_MAXUINT) return nullptr;  // a pool's size is a guint
+  // The allocator the query settled on (the base class takes it from the query after decide_allocation).
+  GstAllocator *allocator = nullptr;
+  GstAllocationParams params;
+  gst_allocation_params_init(&params);
+  if (gst_query_get_n_allocation_params(query) > 0) gst_query_parse_nth_allocation_param(query, 0, &allocator, &params);
+  GstCaps *caps = nullptr;
+  gst_query_parse_allocation(query, &caps, nullptr);
+  GstBufferPool *pool = gst_buffer_pool_new();
+  GstStructure *config = gst_buffer_pool_get_config(pool);
+  gst_buffer_pool_config_set_params(config, caps, guint(block_bytes), 2, 0);
+  gst_buffer_pool_config_set_allocator(config, allocator, &params);
+  if (allocator) gst_object_unref(allocator);
+  if (!gst_buffer_pool_set_config(pool, config) || !gst_buffer_pool_set_active(pool, TRUE)) {
+    GST_WARNING_OBJECT(src, "cannot set up a pool of %" G_GSIZE_FORMAT "-byte blocks: allocating per buffer",
+                       block_bytes);
+    gst_object_unref(pool);
+    return nullptr;
+  }
+  return pool;
+}
+
+GstBuffer *acquire_source_buffer(GstBaseSrc *src, GstBufferPool *pool, gsize bytes) {
+  GstBuffer *buf = nullptr;
+  if (!pool || gst_buffer_pool_acquire_buffer(pool, &buf, nullptr) != GST_FLOW_OK) return new_source_buffer(src, bytes);
+  if (gst_buffer_get_size(buf) < bytes) {  // the pool's blocks are smaller than this one
+    gst_buffer_unref(buf);
+    return new_source_buffer(src, bytes);
+  }
+  gst_buffer_set_size(buf, gssize(bytes));
+  return buf;
+}
+
 void post_error(GstElement *element, const char *doing, const std::exception &error) {
   if (dynamic_cast<const cs::CudaError *>(&error)) {
     const auto &cuda = static_cast<const cs::CudaError &>(error);

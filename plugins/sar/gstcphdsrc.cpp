@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "../core/gstcs-cxx.h"
 #include "sar-common.h"
 #include "sar/cphd.h"
 
@@ -42,6 +43,7 @@ struct _GstCphdSrc {
   guint pulses_per_buffer;
   gint64 next_pulse;
   ReaderState *state;
+  GstBufferPool *pool;  // blocks of pulses-per-buffer vectors (gstcs::new_source_pool)
 };
 
 G_DEFINE_TYPE(GstCphdSrc, gst_cphd_src, GST_TYPE_PUSH_SRC)
@@ -127,8 +129,25 @@ static gboolean cphd_src_start(GstBaseSrc *src) {
   return TRUE;
 }
 
+static void cphd_src_drop_pool(GstCphdSrc *self) {
+  if (!self->pool) return;
+  gst_buffer_pool_set_active(self->pool, FALSE);
+  gst_clear_object(&self->pool);
+}
+
+static gboolean cphd_src_decide_allocation(GstBaseSrc *src, GstQuery *query) {
+  auto *self = GST_CPHD_SRC(src);
+  if (!GST_BASE_SRC_CLASS(gst_cphd_src_parent_class)->decide_allocation(src, query)) return FALSE;
+  cphd_src_drop_pool(self);
+  if (self->state)
+    self->pool =
+        gstcs::new_source_pool(src, query, size_t(self->pulses_per_buffer) * self->state->format.bytes_per_pulse());
+  return TRUE;
+}
+
 static gboolean cphd_src_stop(GstBaseSrc *src) {
   auto *self = GST_CPHD_SRC(src);
+  cphd_src_drop_pool(self);
   delete self->state;
   self->state = nullptr;
   return TRUE;
@@ -160,7 +179,8 @@ static GstFlowReturn cphd_src_create(GstPushSrc *src, GstBuffer **out) {
   const gint64 first = self->next_pulse;
   GstBuffer *buf = nullptr;
   try {
-    buf = gst_buffer_new_allocate(nullptr, static_cast<size_t>(count) * st->format.bytes_per_pulse(), nullptr);
+    buf = gstcs::acquire_source_buffer(GST_BASE_SRC(src), self->pool,
+                                       static_cast<size_t>(count) * st->format.bytes_per_pulse());
     if (!buf) throw std::runtime_error("cannot allocate a buffer");
     std::vector<cs::sar::PulseParameters> pvp = st->reader->read_pvp(st->channel, first, count);
     GstMapInfo map;
@@ -290,6 +310,7 @@ static void cphd_src_finalize(GObject *object) {
   auto *self = GST_CPHD_SRC(object);
   g_free(self->location);
   g_free(self->channel);
+  cphd_src_drop_pool(self);
   delete self->state;
   G_OBJECT_CLASS(gst_cphd_src_parent_class)->finalize(object);
 }
@@ -325,6 +346,7 @@ static void gst_cphd_src_class_init(GstCphdSrcClass *klass) {
   src_class->start = cphd_src_start;
   src_class->stop = cphd_src_stop;
   src_class->negotiate = cphd_src_negotiate;
+  src_class->decide_allocation = cphd_src_decide_allocation;
   src_class->query = cphd_src_query;
   src_class->is_seekable = cphd_src_is_seekable;
   src_class->do_seek = cphd_src_do_seek;

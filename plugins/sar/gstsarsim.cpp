@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "../core/gstcs-cxx.h"
 #include "sar-common.h"
 #include "sar-enums.h"
 #include "sar/simulator.h"
@@ -226,8 +227,8 @@ static GstFlowReturn sim_create(GstPushSrc *src, GstBuffer **out) {
   const gint64 first = self->next_pulse;
   const size_t samples = static_cast<size_t>(count * st->format.samples_per_pulse);
   try {
-    GstBuffer *buf = gst_buffer_new_allocate(nullptr, samples * gstsar::wire_bytes_per_sample(st->format.format),
-                                             nullptr);
+    GstBuffer *buf =
+        gstcs::new_source_buffer(GST_BASE_SRC(src), samples * gstsar::wire_bytes_per_sample(st->format.format));
     if (!buf) throw std::runtime_error("cannot allocate a buffer");
     st->pvp.resize(static_cast<size_t>(count));
     GstMapInfo map;

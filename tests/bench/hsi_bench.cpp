@@ -20,6 +20,11 @@
 //                    hsiclassify ! fakesink, first push to last class map
 //                    done, against cudaMemcpyAsync from page-locked memory of
 //                    the same block size in the same run;
+//   from a file      the same cube written as an ENVI BIP file (so in the
+//                    page cache) through envisrc ! gpuupload ! hsiclassify !
+//                    fakesink, the blocks after the first from when the
+//                    first leaves envisrc to the last class map; envisrc !
+//                    fakesink alone (the read's own rate);
 //   Spectral Python  tests/bench/hsi_bench_spectral.py times
 //                    spectral.spectral_angles on the same cube size (skipped
 //                    with a note when its Python or Spectral Python is absent).
@@ -27,6 +32,7 @@
 //   hsi_bench [--samples 1024] [--lines 1024] [--bands 224] [--references 64]
 //             [--block 64] [--crop 16] [--repeats 5] [--stream-cubes 3]
 //             [--python /usr/bin/python3] [--no-python] [--csv out.csv]
+//             [--tensor-only] [--file-only]
 //
 // Without a CUDA device it says so and exits 0. GB/s = 1e9 bytes/s.
 #include <gst/app/gstappsrc.h>
@@ -65,6 +71,7 @@ struct Options {
   std::string python = "/usr/bin/python3";
   bool run_python = true;
   bool tensor_only = false;  // device-resident tensor rows only (kernel work)
+  bool file_only = false;    // the "from a file" section only
   const char *csv = nullptr;
 };
 
@@ -337,6 +344,121 @@ double stream_gbps(const Options &o, const std::string &caps, const std::string 
   return double(o.lines * line_bytes) * cubes / seconds / 1e9;
 }
 
+// Writes `bytes` of BIP cube as a little-endian ENVI image in /tmp; returns the header's path (the data file is
+// the same path without ".hdr").
+std::string write_envi_cube(const Options &o, DataType type, const void *data, size_t bytes) {
+  char path[] = "/tmp/hsi-bench-XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) die("cannot create a temporary cube file");
+  FILE *f = fdopen(fd, "wb");
+  if (std::fwrite(data, 1, bytes, f) != bytes) die(std::string("cannot write ") + path);
+  std::fclose(f);
+  const std::string header = std::string(path) + ".hdr";
+  FILE *h = std::fopen(header.c_str(), "w");
+  if (!h) die("cannot write " + header);
+  std::fprintf(h, "ENVI\nsamples = %zu\nlines = %zu\nbands = %zu\nheader offset = 0\nfile type = ENVI Standard\n"
+               "data type = %d\ninterleave = bip\nbyte order = 0\n", o.samples, o.lines, o.bands, int(type));
+  std::fclose(h);
+  return header;
+}
+
+// `envisrc location=header source_settings ! chain ! fakesink`: GB/s of the
+// cube (`bytes`) after its first block, from when that block leaves envisrc
+// until the last buffer's contents are complete; per run, sorted.
+std::vector<double> file_stream_gbps(const Options &o, const std::string &header, const std::string &source_settings,
+                                     const std::string &chain, size_t bytes, int runs) {
+  const std::string launch = "envisrc name=source location=\"" + header + "\" lines-per-buffer=" +
+                             std::to_string(o.block_lines) + " " + source_settings + " ! " +
+                             (chain.empty() ? "" : chain + " ! ") + "fakesink name=sink sync=false";
+  std::vector<double> gbps;
+  for (int r = 0; r < runs; ++r) {
+    GError *error = nullptr;
+    GstElement *pipeline = gst_parse_launch(launch.c_str(), &error);
+    if (!pipeline || error) die("pipeline " + launch + ": " + (error ? error->message : "?"));
+    GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+    GstPad *sinkpad = gst_element_get_static_pad(sink, "sink");
+    LastBuffer last;
+    gst_pad_add_probe(sinkpad, GST_PAD_PROBE_TYPE_BUFFER, LastBuffer::probe, &last, nullptr);
+    // The clock starts when the first block leaves envisrc (set-up and negotiation before it are not timed).
+    GstElement *source = gst_bin_get_by_name(GST_BIN(pipeline), "source");
+    GstPad *srcpad = gst_element_get_static_pad(source, "src");
+    Clock::time_point t0;
+    gst_pad_add_probe(
+        srcpad, GST_PAD_PROBE_TYPE_BUFFER,
+        [](GstPad *, GstPadProbeInfo *, gpointer data) {
+          *static_cast<Clock::time_point *>(data) = Clock::now();
+          return GST_PAD_PROBE_REMOVE;
+        },
+        &t0, nullptr);
+    gst_object_unref(srcpad);
+    gst_object_unref(source);
+    GstBus *bus = gst_element_get_bus(pipeline);
+    gst_element_set_state(pipeline, GST_STATE_PLAYING);
+    GstMessage *msg = gst_bus_timed_pop_filtered(bus, 120 * GST_SECOND,
+                                                 GstMessageType(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+    if (!msg || GST_MESSAGE_TYPE(msg) != GST_MESSAGE_EOS || !last.buffer) die(launch + ": no end of stream");
+    GstMemory *mem = gst_buffer_peek_memory(last.buffer, 0);
+    if (gst_is_cs_memory(mem)) cs::event_synchronize(gst_cs_memory_get_ready_event(mem));
+    // The first block was read before the clock started: the rest of the cube in the time.
+    const double timed_bytes = double(bytes) * double(o.lines - o.block_lines) / double(o.lines);
+    gbps.push_back(timed_bytes / std::chrono::duration<double>(Clock::now() - t0).count() / 1e9);
+    gst_message_unref(msg);
+    gst_buffer_unref(last.buffer);
+    gst_element_set_state(pipeline, GST_STATE_NULL);
+    gst_object_unref(bus);
+    gst_object_unref(sinkpad);
+    gst_object_unref(sink);
+    gst_object_unref(pipeline);
+  }
+  std::sort(gbps.begin(), gbps.end());
+  return gbps;
+}
+
+// The cube as ENVI files through envisrc (section "from a file").
+void stream_from_files(const Options &o, const std::vector<float> &cube_f32, const std::vector<int16_t> &cube_i16,
+                       const std::string &library, FILE *csv) {
+  std::printf("\nfrom a file: envisrc (blocks of %zu lines, the file in the page cache) ! CHAIN ! fakesink, "
+              "first block out to last output complete; median (low-high) of %d runs\n", o.block_lines, o.stream_cubes);
+  std::printf("%-4s %-52s | %9s %17s %6s\n", "fmt", "envisrc settings: chain", "GB/s", "low-high", "%H2D");
+  // "system memory": the blocks in system memory, as from a source that ignores the allocator gpuupload
+  // offers (identity keeps the ALLOCATION query from reaching envisrc), so gpuupload stages them.
+  struct Row {
+    const char *label, *source, *method;
+    bool system;
+  };
+  const Row rows[] = {{"read-threads=1: (envisrc alone)", "read-threads=1", "", false},
+                      {"(envisrc alone)", "", "", false},
+                      {"read-threads=16: (envisrc alone)", "read-threads=16", "", false},
+                      {"read-threads=1: gpuupload ! hsiclassify sam", "read-threads=1", "sam", false},
+                      {"gpuupload ! hsiclassify sam", "", "sam", false},
+                      {"read-threads=16: gpuupload ! hsiclassify sam", "read-threads=16", "sam", false},
+                      {"gpuupload ! hsiclassify euclidean", "", "euclidean", false},
+                      {"system memory: gpuupload ! hsiclassify sam", "", "sam", true}};
+  for (DataType type : {DataType::f32, DataType::i16}) {
+    const bool f32 = type == DataType::f32;
+    const size_t line_bytes = o.samples * o.bands * sample_size(type), bytes = o.lines * line_bytes;
+    const double h2d = pinned_h2d_gbps(o.block_lines * line_bytes, 64);
+    const std::string header = write_envi_cube(
+        o, type, f32 ? static_cast<const void *>(cube_f32.data()) : static_cast<const void *>(cube_i16.data()), bytes);
+    for (const Row &row : rows) {
+      const std::string chain = *row.method ? std::string(row.system ? "identity drop-allocation=true ! " : "") +
+                                                  "gpuupload backend=cuda ! hsiclassify backend=cuda method=" +
+                                                  row.method + " precision=tensor library=" + library
+                                            : std::string();
+      const std::vector<double> gbps = file_stream_gbps(o, header, row.source, chain, bytes, o.stream_cubes);
+      const double median = gbps[gbps.size() / 2];
+      std::printf("%-4s %-52s | %9.1f %8.1f-%-8.1f %5.0f%%\n", data_type_name(type), row.label, median, gbps.front(),
+                  gbps.back(), 100 * median / h2d);
+      if (csv)
+        std::fprintf(csv, "file,%s,%s,tensor,\"%s\",,%.2f,%.1f,%.2f\n", data_type_name(type),
+                     *row.method ? row.method : "read", row.label, median, 100 * median / h2d, h2d);
+    }
+    std::remove(header.c_str());
+    std::remove(header.substr(0, header.size() - 4).c_str());
+  }
+  std::printf("H2D = cudaMemcpyAsync from page-locked memory, %zu-line blocks, same run\n", o.block_lines);
+}
+
 // The references as a CSV library (no wavelengths on the stream: channel i
 // is band i).
 std::string write_library_csv(const ReferenceSet &refs) {
@@ -401,11 +523,12 @@ Options parse(int argc, char **argv) {
     else if (a == "--no-python") o.run_python = false;
     else if (a == "--csv" && i + 1 < argc) o.csv = argv[++i];
     else if (a == "--tensor-only") o.tensor_only = true;
+    else if (a == "--file-only") o.file_only = true;
     else {
       std::fprintf(stderr,
                    "usage: %s [--samples 1024] [--lines 1024] [--bands 224] [--references 64] [--block 64] "
                    "[--crop 16] [--repeats 5] [--stream-cubes 3] [--python PATH] [--no-python] [--csv FILE] "
-                   "[--tensor-only]\n",
+                   "[--tensor-only] [--file-only]\n",
                    argv[0]);
       std::exit(2);
     }
@@ -440,6 +563,13 @@ int main(int argc, char **argv) {
   const std::vector<float> cube_f32 = make_cube(o, refs, rng);
   const std::vector<int16_t> cube_i16 = to_i16(cube_f32);
   const size_t pixels = o.samples * o.lines;
+  if (o.file_only) {
+    const std::string library = write_library_csv(refs);
+    stream_from_files(o, cube_f32, cube_i16, library, csv);
+    std::remove(library.c_str());
+    if (csv) std::fclose(csv);
+    return 0;
+  }
   const double copy_gbps = device_copy_gbps(cube_f32.size() * sizeof(float), o.repeats);
   std::printf("device-to-device copy of the f32 cube: %.0f GB/s of traffic (read + write); HBM nominal %.0f GB/s\n",
               copy_gbps, kNominalHbmGBps);
@@ -553,8 +683,10 @@ int main(int argc, char **argv) {
         }
     cs::pinned_free(pinned);
   }
-  std::remove(library.c_str());
   std::printf("H2D = cudaMemcpyAsync from page-locked memory, %zu-line blocks, same run\n", o.block_lines);
+
+  stream_from_files(o, cube_f32, cube_i16, library, csv);
+  std::remove(library.c_str());
 
   // --- Spectral Python ---
   if (o.run_python) {

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "hsi/envi.h"
+#include "source_allocation.h"
 #include "test_hsi_support.h"
 
 using namespace cs::hsi;
@@ -128,6 +129,45 @@ TEST(EnviSrc, LineDurationTimestampsBlocks) {
     EXPECT_EQ(GST_BUFFER_PTS(r.samples[i].buffer), i * 4 * 2 * GST_MSECOND);
     EXPECT_EQ(GST_BUFFER_DURATION(r.samples[i].buffer), (i < 2 ? 4u : 2u) * 2 * GST_MSECOND);
   }
+}
+
+// Blocks are read into pooled buffers of the allocator negotiated downstream
+// (page-locked memory before gpuupload), holding the file's bytes; system
+// memory when nothing downstream proposes one.
+TEST(EnviSrc, ReadsIntoTheAllocatorProposedDownstream) {
+  ScratchDir dir;
+  SyntheticCube cube;
+  cube.interleave = Interleave::bil;
+  const std::vector<uint8_t> data =
+      cs_test::random_bytes(cube.samples * cube.lines * cube.bands * 4, cs_test::fresh_seed());
+  cube.write(dir.file("c"), data);
+  const std::string launch = "envisrc location=\"" + dir.file("c.hdr") + "\" lines-per-buffer=4 ! fakesink name=probed";
+  const std::vector<uint8_t> expected = cube.expected_block(data, 0, cube.lines);  // BIL blocks: consecutive lines
+  for (bool propose : {true, false}) {
+    SCOPED_TRACE(propose ? "allocator proposed" : "none proposed");
+    const auto count = source_allocation_test::count_allocations(launch, propose);
+    ASSERT_TRUE(count.eos) << count.error;
+    EXPECT_EQ(count.buffers, 3);
+    EXPECT_EQ(count.from_proposed, propose ? 3 : 0);
+    EXPECT_EQ(count.pooled, 3) << "blocks come from a pool, not a fresh allocation each";
+    EXPECT_EQ(count.bytes, expected);
+  }
+}
+
+TEST(GpuEnviSrc, GpuUploadReceivesPageLockedBlocks) {
+  CS_REQUIRE_GPU();
+  ScratchDir dir;
+  SyntheticCube cube;
+  const std::vector<uint8_t> data =
+      cs_test::random_bytes(cube.samples * cube.lines * cube.bands * 4, cs_test::fresh_seed());
+  cube.write(dir.file("c"), data);
+  const auto count = source_allocation_test::count_allocations(
+      "envisrc location=\"" + dir.file("c.hdr") + "\" lines-per-buffer=3 ! gpuupload name=probed ! fakesink", false);
+  ASSERT_TRUE(count.eos) << count.error;
+  EXPECT_EQ(count.buffers, 4);
+  EXPECT_EQ(count.page_locked, 4) << "gpuupload offers page-locked memory upstream";
+  EXPECT_EQ(count.pooled, 4);
+  EXPECT_EQ(count.bytes, cube.expected_block(data, 0, cube.lines));
 }
 
 // The real AVIRIS-NG tiles: every block equals EnviReader's read of the same

@@ -12,6 +12,7 @@
 
 #include "sar/cphd.h"
 #include "sar/simulator.h"
+#include "source_allocation.h"
 #include "test_sar_support.h"
 #include "test_support.h"
 
@@ -293,6 +294,47 @@ INSTANTIATE_TEST_SUITE_P(Formats, CphdRoundTrip,
                          [](const auto &info) {
                            return std::string(cs::sar::to_string(info.param.domain)) + "_" + info.param.format;
                          });
+
+// sarsim and cphdsrc fill their buffers from the allocator negotiated
+// downstream (page-locked memory before gpuupload; cphdsrc's pooled), with
+// the same samples as in system memory, where nothing downstream proposes one.
+TEST(SarSources, FillTheAllocatorProposedDownstream) {
+  TempFile file("allocation.cphd");
+  const std::string sim = sarsim(Domain::TOA, 10, 4, "snr=10 seed=3");
+  PipelineRun write;
+  run_pipeline(sim + " ! cphdsink location=" + file.path(), &write);
+  ASSERT_EQ(write.error, "");
+  for (const std::string &source : {sim, "cphdsrc location=" + file.path() + " pulses-per-buffer=4"}) {
+    SCOPED_TRACE(source);
+    const auto proposed = source_allocation_test::count_allocations(source + " ! fakesink name=probed", true);
+    const auto plain = source_allocation_test::count_allocations(source + " ! fakesink name=probed", false);
+    ASSERT_TRUE(proposed.eos) << proposed.error;
+    ASSERT_TRUE(plain.eos) << plain.error;
+    EXPECT_EQ(proposed.buffers, 3) << "10 pulses in blocks of 4";
+    EXPECT_EQ(proposed.from_proposed, 3);
+    EXPECT_EQ(plain.from_proposed, 0);
+    if (source != sim) EXPECT_EQ(proposed.pooled + plain.pooled, 6) << "cphdsrc's blocks come from a pool";
+    EXPECT_FALSE(plain.bytes.empty());
+    EXPECT_TRUE(proposed.bytes == plain.bytes) << "the samples depend on where they were written";
+  }
+}
+
+TEST(GpuSarSources, GpuUploadReceivesPageLockedPulses) {
+  CS_REQUIRE_GPU();
+  TempFile file("allocation.cphd");
+  const std::string sim = sarsim(Domain::FX, 9, 3, "seed=4 format=ci16");
+  PipelineRun write;
+  run_pipeline(sim + " ! cphdsink location=" + file.path(), &write);
+  ASSERT_EQ(write.error, "");
+  for (const std::string &source : {sim, "cphdsrc location=" + file.path() + " pulses-per-buffer=3"}) {
+    SCOPED_TRACE(source);
+    const auto count =
+        source_allocation_test::count_allocations(source + " ! gpuupload name=probed ! fakesink", false);
+    ASSERT_TRUE(count.eos) << count.error;
+    EXPECT_EQ(count.buffers, 3);
+    EXPECT_EQ(count.page_locked, 3) << "gpuupload offers page-locked memory upstream";
+  }
+}
 
 TEST(CphdErrors, MissingFile) {
   PipelineRun run;

@@ -315,6 +315,41 @@ TEST(EnviReader, ReadsOutsideTheImageThrow) {
   EXPECT_NO_THROW(reader.read_lines(3, 1));
 }
 
+// Large blocks are read by several threads in pieces: the same bytes as one
+// thread reads, for blocks that split unevenly, and a read that fails in a
+// helper thread (the file shrank after it was opened) is the same error.
+TEST(EnviReader, ReadsSplitOverThreadsEqualOneThread) {
+  std::mt19937_64 rng(cs_test::fresh_seed());
+  ScratchDir dir;
+  // 1021 x 531 bytes a line: 37 lines are 20 MB, five pieces of 4 MiB and some.
+  write_cube(dir, "big", 1021, 37, 531, DataType::u8, Interleave::bip, ByteOrder::little_endian, 97, rng);
+  EnviReader one(dir.file("big.hdr"));
+  EXPECT_EQ(one.read_threads(), 1);
+  const std::vector<uint8_t> whole = one.read_lines(0, 37);
+  for (int threads : {2, 3, 8, 0}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    EnviReader split(dir.file("big.hdr"));
+    split.set_read_threads(threads);
+    EXPECT_GE(split.read_threads(), 1);
+    EXPECT_EQ(split.read_lines(0, 37), whole);
+    for (size_t first : {size_t(0), size_t(5), size_t(19)}) {
+      const size_t count = 37 - first - (first % 3);
+      const std::vector<uint8_t> part = split.read_lines(first, count);
+      EXPECT_TRUE(std::equal(part.begin(), part.end(), whole.begin() + long(first * one.line_bytes())))
+          << "lines " << first << " + " << count;
+    }
+  }
+  EnviReader shrinking(dir.file("big.hdr"));
+  shrinking.set_read_threads(4);
+  std::filesystem::resize_file(dir.file("big.img"), 97 + 30 * one.line_bytes());
+  try {
+    shrinking.read_lines(0, 37);
+    FAIL() << "a read past the end of the shrunk file succeeded";
+  } catch (const EnviError &e) {
+    EXPECT_NE(std::string(e.what()).find("unexpected end of file"), std::string::npos) << e.what();
+  }
+}
+
 TEST(EnviReaderRealData, AvirisNgTiles) {
   for (const std::string &tile : hsi_test::aviris_ng_tiles()) {
     HSI_REQUIRE_SHARED(path, tile);
