@@ -142,8 +142,7 @@ class EnviReader {
   std::vector<uint8_t> read_lines(size_t first_line, size_t count) const;
 
   // Threads a large read is split over (pieces of at least kReadPiece
-  // bytes): one thread copies from the page cache at a fraction of what host
-  // memory and the link to the GPU carry. 0 = half the cores, at most 8.
+  // bytes; common/split_work.h). 0 = default_read_threads().
   void set_read_threads(int threads);
   int read_threads() const { return read_threads_; }
   static constexpr size_t kReadPiece = size_t(4) << 20;

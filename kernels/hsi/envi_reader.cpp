@@ -4,13 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <exception>
-#include <thread>
-#include <vector>
 
+#include "common/split_work.h"
 #include "hsi/envi.h"
 #include "hsi/text_parse.h"
 
@@ -92,40 +89,12 @@ EnviReader::~EnviReader() {
 
 size_t EnviReader::line_bytes() const { return header_.samples * header_.bands * header_.bytes_per_sample(); }
 
-void EnviReader::set_read_threads(int threads) {
-  const int cores = int(std::thread::hardware_concurrency());
-  read_threads_ = threads > 0 ? threads : std::clamp(cores / 2, 1, 8);
-}
+void EnviReader::set_read_threads(int threads) { read_threads_ = threads > 0 ? threads : default_read_threads(); }
 
 void EnviReader::read_exact(void *dst, size_t bytes, uint64_t offset) const {
   auto *out = static_cast<unsigned char *>(dst);
-  const size_t pieces = std::min(size_t(read_threads_), bytes / kReadPiece);
-  if (pieces < 2) {
-    read_range(out, bytes, offset);
-    return;
-  }
-  // Equal pieces, the last taking the rest; this thread reads the first.
-  const size_t piece = bytes / pieces;
-  std::vector<std::thread> helpers;
-  std::vector<std::exception_ptr> failures(pieces);
-  for (size_t i = 1; i < pieces; ++i) {
-    const size_t begin = i * piece, size = i + 1 == pieces ? bytes - begin : piece;
-    helpers.emplace_back([&, i, begin, size] {
-      try {
-        read_range(out + begin, size, offset + begin);
-      } catch (...) {
-        failures[i] = std::current_exception();
-      }
-    });
-  }
-  try {
-    read_range(out, piece, offset);
-  } catch (...) {
-    failures[0] = std::current_exception();
-  }
-  for (std::thread &t : helpers) t.join();
-  for (const std::exception_ptr &f : failures)
-    if (f) std::rethrow_exception(f);
+  for_each_piece(bytes, 1, read_threads_, kReadPiece,
+                 [&](size_t begin, size_t size) { read_range(out + begin, size, offset + begin); });
 }
 
 void EnviReader::read_range(unsigned char *out, size_t bytes, uint64_t offset) const {

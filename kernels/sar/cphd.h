@@ -184,10 +184,17 @@ class CphdReader {
   // PVPs and converted samples of vectors [first, first + count), clipped to the channel.
   PulseBlock read_block(size_t channel, int64_t first, int64_t count, bool apply_amp_sf = true);
 
+  // Threads a large signal read (and its conversion) is split over, in
+  // pieces of at least kReadPiece bytes (common/split_work.h); 0 =
+  // default_read_threads(). One by default.
+  void set_read_threads(int threads);
+  int read_threads() const { return read_threads_; }
+  static constexpr size_t kReadPiece = size_t(4) << 20;
+
  private:
   void parse_header();
   void check_layout();
-  void read_at(uint64_t offset, void *dst, size_t bytes, const char *what);
+  void read_at(uint64_t offset, void *dst, size_t bytes, const char *what) const;
   void check_range(size_t channel, int64_t first, int64_t count) const;
 
   std::string path_;
@@ -201,6 +208,7 @@ class CphdReader {
   Header xml_size_, xml_offset_, support_size_, support_offset_, pvp_size_, pvp_offset_, signal_size_,
       signal_offset_;
   std::vector<uint8_t> scratch_;
+  int read_threads_ = 1;
 };
 
 // ---------------------------------------------------------------- writer

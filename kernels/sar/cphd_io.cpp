@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 
+#include "common/split_work.h"
 #include "sar/cphd.h"
 
 namespace cs::sar {
@@ -143,15 +144,35 @@ CphdReader::~CphdReader() {
   if (file_) std::fclose(file_);
 }
 
-void CphdReader::read_at(uint64_t offset, void *dst, size_t bytes, const char *what) {
+namespace {
+// Calls body(at, size) over [begin, begin + bytes) in runs of about 512 KiB
+// (whole samples of `sample_bytes`), so that a run read from the file is
+// converted while it is still in the core's cache.
+template <class Body>
+void for_each_run(size_t begin, size_t bytes, size_t sample_bytes, Body &&body) {
+  const size_t run = (size_t(512) << 10) / sample_bytes * sample_bytes;
+  for (size_t at = begin, end = begin + bytes; at < end; at += run) body(at, std::min(run, end - at));
+}
+}  // namespace
+
+void CphdReader::set_read_threads(int threads) { read_threads_ = threads > 0 ? threads : default_read_threads(); }
+
+// pread on the file's descriptor: no shared file position, so pieces of one
+// read may run on several threads.
+void CphdReader::read_at(uint64_t offset, void *dst, size_t bytes, const char *what) const {
   if (offset > file_size_ || bytes > file_size_ - offset)
     throw CphdError(std::string("CPHD: ") + what + ": bytes [" + std::to_string(offset) + ", " +
                     std::to_string(offset + bytes) + ") lie past the end of the file (" +
                     std::to_string(file_size_) + " bytes)");
-  if (bytes == 0) return;
-  if (fseeko(file_, static_cast<off_t>(offset), SEEK_SET) != 0 || std::fread(dst, 1, bytes, file_) != bytes)
-    throw CphdError(std::string("CPHD: ") + what + ": read of " + std::to_string(bytes) + " bytes at byte offset " +
-                    std::to_string(offset) + " failed (file changed or I/O error)");
+  auto *out = static_cast<uint8_t *>(dst);
+  for (size_t done = 0; done < bytes;) {
+    const ssize_t got = ::pread(fileno(file_), out + done, bytes - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0)
+      throw CphdError(std::string("CPHD: ") + what + ": read of " + std::to_string(bytes) + " bytes at byte offset " +
+                      std::to_string(offset) + " failed (file changed or I/O error)");
+    done += size_t(got);
+  }
 }
 
 void CphdReader::parse_header() {
@@ -340,10 +361,15 @@ void CphdReader::read_signal_raw(size_t channel, int64_t first, int64_t count, v
   const CphdChannel &c = meta_.channels[channel];
   const size_t bps = bytes_per_sample(meta_.format);
   const size_t samples = static_cast<size_t>(count * c.num_samples);
-  read_at(static_cast<uint64_t>(signal_offset_.value + c.signal_array_byte_offset) +
-              static_cast<uint64_t>(first * c.num_samples) * bps,
-          out, samples * bps, "signal array");
-  swap_components(meta_.format, out, samples, out);
+  const uint64_t offset = static_cast<uint64_t>(signal_offset_.value + c.signal_array_byte_offset) +
+                          static_cast<uint64_t>(first * c.num_samples) * bps;
+  auto *bytes = static_cast<uint8_t *>(out);
+  for_each_piece(samples * bps, bps, read_threads_, kReadPiece, [&](size_t begin, size_t size) {
+    for_each_run(begin, size, bps, [&](size_t at, size_t n) {
+      read_at(offset + at, bytes + at, n, "signal array");
+      swap_components(meta_.format, bytes + at, n / bps, bytes + at);
+    });
+  });
 }
 
 void CphdReader::read_signal(size_t channel, int64_t first, int64_t count, std::complex<float> *out,
@@ -352,18 +378,26 @@ void CphdReader::read_signal(size_t channel, int64_t first, int64_t count, std::
   const CphdChannel &c = meta_.channels[channel];
   const size_t bps = bytes_per_sample(meta_.format);
   const size_t samples = static_cast<size_t>(count * c.num_samples);
+  // The PVPs first: read_pvp reuses scratch_.
+  const bool scaled = apply_amp_sf && meta_.pvp.has(Pvp::AmpSF);
+  const std::vector<PulseParameters> pvp = scaled ? read_pvp(channel, first, count) : std::vector<PulseParameters>();
   scratch_.resize(samples * bps);
-  read_at(static_cast<uint64_t>(signal_offset_.value + c.signal_array_byte_offset) +
-              static_cast<uint64_t>(first * c.num_samples) * bps,
-          scratch_.data(), scratch_.size(), "signal array");
-  decode_samples(meta_.format, scratch_.data(), samples, out);
-  if (apply_amp_sf && meta_.pvp.has(Pvp::AmpSF)) {
-    const std::vector<PulseParameters> pvp = read_pvp(channel, first, count);
-    for (int64_t v = 0; v < count; ++v) {
-      const float scale = static_cast<float>(pvp[static_cast<size_t>(v)].amp_sf);
-      for (int64_t s = 0; s < c.num_samples; ++s) out[v * c.num_samples + s] *= scale;
-    }
-  }
+  const uint64_t offset = static_cast<uint64_t>(signal_offset_.value + c.signal_array_byte_offset) +
+                          static_cast<uint64_t>(first * c.num_samples) * bps;
+  const size_t per_vector = static_cast<size_t>(c.num_samples);
+  // Each piece on its own thread, read, decoded and (with AmpSF) scaled vector by vector in cache-sized runs.
+  for_each_piece(scratch_.size(), bps, read_threads_, kReadPiece, [&](size_t begin, size_t size) {
+    for_each_run(begin, size, bps, [&](size_t at, size_t n) {
+      read_at(offset + at, scratch_.data() + at, n, "signal array");
+      decode_samples(meta_.format, scratch_.data() + at, n / bps, out + at / bps);
+      if (!scaled) return;
+      for (size_t i = at / bps, end = (at + n) / bps; i < end;) {
+        const size_t vector = i / per_vector, stop = std::min(end, (vector + 1) * per_vector);
+        const float scale = static_cast<float>(pvp[vector].amp_sf);
+        for (; i < stop; ++i) out[i] *= scale;
+      }
+    });
+  });
 }
 
 PulseBlock CphdReader::read_block(size_t channel, int64_t first, int64_t count, bool apply_amp_sf) {

@@ -79,4 +79,8 @@ GstBufferPool *new_source_pool(GstBaseSrc *src, GstQuery *query, gsize block_byt
 // A buffer of `bytes` from `pool` (NULL: new_source_buffer), or NULL.
 GstBuffer *acquire_source_buffer(GstBaseSrc *src, GstBufferPool *pool, gsize bytes);
 
+// The file sources' "read-threads" property (guint, 0 = automatic): threads
+// that read each large buffer from the file (common/split_work.h).
+GParamSpec *read_threads_param_spec(GParamFlags flags);
+
 }  // namespace gstcs

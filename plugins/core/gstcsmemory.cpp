@@ -70,6 +70,14 @@ GstBuffer *acquire_source_buffer(GstBaseSrc *src, GstBufferPool *pool, gsize byt
   return buf;
 }
 
+GParamSpec *read_threads_param_spec(GParamFlags flags) {
+  return g_param_spec_uint("read-threads", "Read threads",
+                           "Threads that read each buffer from the file, in pieces of at least 4 MiB (one thread "
+                           "copies from the page cache at a fraction of what the GPU link carries); 0 = half the "
+                           "cores, at most 8",
+                           0, 256, 0, flags);
+}
+
 void post_error(GstElement *element, const char *doing, const std::exception &error) {
   if (dynamic_cast<const cs::CudaError *>(&error)) {
     const auto &cuda = static_cast<const cs::CudaError &>(error);

@@ -269,13 +269,7 @@ static void gst_envi_src_class_init(GstEnviSrcClass *klass) {
                           "would (PTS = first line x line-duration) and make the stream seekable in time; 0 = "
                           "buffers carry no timestamps",
                           0, G_MAXUINT64, 0, flags));
-  g_object_class_install_property(
-      gobject_class, PROP_READ_THREADS,
-      g_param_spec_uint("read-threads", "Read threads",
-                        "Threads that read each buffer's lines from the file, in pieces of at least 4 MiB (one "
-                        "thread copies from the page cache at a fraction of what the GPU link carries); 0 = half "
-                        "the cores, at most 8",
-                        0, 256, 0, flags));
+  g_object_class_install_property(gobject_class, PROP_READ_THREADS, gstcs::read_threads_param_spec(flags));
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   gst_element_class_add_static_pad_template(element_class, &src_template);
   gst_element_class_set_static_metadata(

@@ -41,6 +41,7 @@ struct _GstCphdSrc {
   gchar *location;
   gchar *channel;
   guint pulses_per_buffer;
+  guint read_threads;  // 0 = automatic (CphdReader::set_read_threads)
   gint64 next_pulse;
   ReaderState *state;
   GstBufferPool *pool;  // blocks of pulses-per-buffer vectors (gstcs::new_source_pool)
@@ -54,7 +55,7 @@ static GstStaticPadTemplate src_template =
                             GST_STATIC_CAPS(GST_SAR_PHASE_HISTORY_MEDIA_TYPE ", format=(string){CF32,CI16}, "
                                                                              "domain=(string){time,frequency}"));
 
-enum { PROP_0, PROP_LOCATION, PROP_CHANNEL, PROP_PULSES_PER_BUFFER };
+enum { PROP_0, PROP_LOCATION, PROP_CHANNEL, PROP_PULSES_PER_BUFFER, PROP_READ_THREADS };
 
 // The stream description of a channel, from the XML and its first vector.
 static gstsar::PhaseHistoryFormat describe_channel(cs::sar::CphdReader &reader, size_t channel) {
@@ -98,6 +99,7 @@ static gboolean cphd_src_start(GstBaseSrc *src) {
   GST_OBJECT_LOCK(self);
   const std::string location = self->location ? self->location : "";
   const std::string channel = self->channel ? self->channel : "0";
+  const int read_threads = int(self->read_threads);
   GST_OBJECT_UNLOCK(self);
   if (location.empty()) {
     GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("No file name given: set the location property"), (nullptr));
@@ -111,6 +113,7 @@ static gboolean cphd_src_start(GstBaseSrc *src) {
   try {
     auto st = std::make_unique<ReaderState>();
     st->reader = std::make_unique<cs::sar::CphdReader>(location);
+    st->reader->set_read_threads(read_threads);
     st->channel = st->reader->metadata().channel_index(channel);
     st->num_vectors = st->reader->metadata().channels[st->channel].num_vectors;
     st->format = describe_channel(*st->reader, st->channel);
@@ -289,6 +292,7 @@ static void cphd_src_set_property(GObject *object, guint prop_id, const GValue *
       self->channel = g_value_dup_string(value);
       break;
     case PROP_PULSES_PER_BUFFER: self->pulses_per_buffer = g_value_get_uint(value); break;
+    case PROP_READ_THREADS: self->read_threads = g_value_get_uint(value); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
   }
   GST_OBJECT_UNLOCK(self);
@@ -301,6 +305,7 @@ static void cphd_src_get_property(GObject *object, guint prop_id, GValue *value,
     case PROP_LOCATION: g_value_set_string(value, self->location); break;
     case PROP_CHANNEL: g_value_set_string(value, self->channel); break;
     case PROP_PULSES_PER_BUFFER: g_value_set_uint(value, self->pulses_per_buffer); break;
+    case PROP_READ_THREADS: g_value_set_uint(value, self->read_threads); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
   }
   GST_OBJECT_UNLOCK(self);
@@ -336,6 +341,7 @@ static void gst_cphd_src_class_init(GstCphdSrcClass *klass) {
       g_param_spec_uint("pulses-per-buffer", "Pulses per buffer",
                         "Vectors (pulses) in each output buffer; the last buffer may hold fewer", 1, 1 << 20, 64,
                         flags));
+  g_object_class_install_property(gobject_class, PROP_READ_THREADS, gstcs::read_threads_param_spec(flags));
   gst_element_class_add_static_pad_template(element_class, &src_template);
   gst_element_class_set_static_metadata(
       element_class, "CPHD file source", "Source/File/Radar",

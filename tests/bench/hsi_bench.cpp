@@ -363,53 +363,14 @@ std::string write_envi_cube(const Options &o, DataType type, const void *data, s
 }
 
 // `envisrc location=header source_settings ! chain ! fakesink`: GB/s of the
-// cube (`bytes`) after its first block, from when that block leaves envisrc
-// until the last buffer's contents are complete; per run, sorted.
+// cube (`bytes`) after its first block, per run, sorted (bench::source_run_seconds).
 std::vector<double> file_stream_gbps(const Options &o, const std::string &header, const std::string &source_settings,
                                      const std::string &chain, size_t bytes, int runs) {
-  const std::string launch = "envisrc name=source location=\"" + header + "\" lines-per-buffer=" +
-                             std::to_string(o.block_lines) + " " + source_settings + " ! " +
-                             (chain.empty() ? "" : chain + " ! ") + "fakesink name=sink sync=false";
+  const std::string source = "envisrc location=\"" + header + "\" lines-per-buffer=" +
+                             std::to_string(o.block_lines) + " " + source_settings;
+  const double timed_bytes = double(bytes) * double(o.lines - o.block_lines) / double(o.lines);
   std::vector<double> gbps;
-  for (int r = 0; r < runs; ++r) {
-    GError *error = nullptr;
-    GstElement *pipeline = gst_parse_launch(launch.c_str(), &error);
-    if (!pipeline || error) die("pipeline " + launch + ": " + (error ? error->message : "?"));
-    GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
-    GstPad *sinkpad = gst_element_get_static_pad(sink, "sink");
-    LastBuffer last;
-    gst_pad_add_probe(sinkpad, GST_PAD_PROBE_TYPE_BUFFER, LastBuffer::probe, &last, nullptr);
-    // The clock starts when the first block leaves envisrc (set-up and negotiation before it are not timed).
-    GstElement *source = gst_bin_get_by_name(GST_BIN(pipeline), "source");
-    GstPad *srcpad = gst_element_get_static_pad(source, "src");
-    Clock::time_point t0;
-    gst_pad_add_probe(
-        srcpad, GST_PAD_PROBE_TYPE_BUFFER,
-        [](GstPad *, GstPadProbeInfo *, gpointer data) {
-          *static_cast<Clock::time_point *>(data) = Clock::now();
-          return GST_PAD_PROBE_REMOVE;
-        },
-        &t0, nullptr);
-    gst_object_unref(srcpad);
-    gst_object_unref(source);
-    GstBus *bus = gst_element_get_bus(pipeline);
-    gst_element_set_state(pipeline, GST_STATE_PLAYING);
-    GstMessage *msg = gst_bus_timed_pop_filtered(bus, 120 * GST_SECOND,
-                                                 GstMessageType(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
-    if (!msg || GST_MESSAGE_TYPE(msg) != GST_MESSAGE_EOS || !last.buffer) die(launch + ": no end of stream");
-    GstMemory *mem = gst_buffer_peek_memory(last.buffer, 0);
-    if (gst_is_cs_memory(mem)) cs::event_synchronize(gst_cs_memory_get_ready_event(mem));
-    // The first block was read before the clock started: the rest of the cube in the time.
-    const double timed_bytes = double(bytes) * double(o.lines - o.block_lines) / double(o.lines);
-    gbps.push_back(timed_bytes / std::chrono::duration<double>(Clock::now() - t0).count() / 1e9);
-    gst_message_unref(msg);
-    gst_buffer_unref(last.buffer);
-    gst_element_set_state(pipeline, GST_STATE_NULL);
-    gst_object_unref(bus);
-    gst_object_unref(sinkpad);
-    gst_object_unref(sink);
-    gst_object_unref(pipeline);
-  }
+  for (double seconds : bench::source_run_seconds(source, chain, runs)) gbps.push_back(timed_bytes / seconds / 1e9);
   std::sort(gbps.begin(), gbps.end());
   return gbps;
 }

@@ -17,11 +17,16 @@
 //    gpuupload's allocator; CF32 and CI16) ! gpuupload ! sarpulsecompress !
 //    fakesink, GB/s of phase history against the page-locked host-to-device
 //    cudaMemcpy bandwidth measured in the same run.
+// 3. From a file: the same stream written as a CPHD file (sarsim !
+//    cphdsink), then cphdsrc alone and ! gpuupload ! sarpulsecompress, with
+//    one read thread and the default, and with the blocks kept in system
+//    memory (identity drop-allocation=true before gpuupload).
 //
 //   pulse_compression_bench [--pulses N] [--samples N] [--repeats N] [--csv FILE]
 //
 // Without a CUDA device it says so and exits 0.
 #include <gst/gst.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <complex>
@@ -178,6 +183,42 @@ int main(int argc, char **argv) {
                     g * 1e9 / double(samples * (ci16 ? 4 : 8)) / 1e6);
         streamed.push_back({what, g});
       }
+
+  // From a file: the same stream as a CPHD file (CI16 as CI4, CF32 as CF8;
+  // written by sarsim ! cphdsink, so in the page cache), through cphdsrc.
+  std::printf("\nfrom a file, buffers of %lld pulses: cphdsrc ! CHAIN ! fakesink, the pulses after the first buffer "
+              "from when it leaves cphdsrc to the last output complete; median of %d runs\n%-58s %10s %9s\n",
+              static_cast<long long>(pulses_per_buffer), repeats, "input: chain", "GB/s", "% H2D");
+  struct FileRow {
+    const char *label, *source_settings, *chain;
+  };
+  const std::string upload_compress = "gpuupload ! " + compress;
+  const std::string system_memory = "identity drop-allocation=true ! " + upload_compress;
+  const char *one = "read-threads=1";
+  const FileRow file_rows[] = {{"read-threads=1: (cphdsrc alone)", one, ""},
+                               {"(cphdsrc alone)", "", ""},
+                               {"read-threads=1: gpuupload ! sarpulsecompress", one, upload_compress.c_str()},
+                               {"gpuupload ! sarpulsecompress", "", upload_compress.c_str()},
+                               {"system memory: gpuupload ! sarpulsecompress", "", system_memory.c_str()}};
+  for (bool ci16 : {true, false}) {
+    const std::string path = "/tmp/pulse-compression-bench-" + std::to_string(getpid()) + ".cphd";
+    if (!bench::run_to_end("sarsim num-pulses=" + std::to_string(pulses) + " pulses-per-buffer=" +
+                           std::to_string(pulses_per_buffer) + " samples-per-pulse=" + std::to_string(samples) +
+                           (ci16 ? " format=ci16" : "") + " ! cphdsink location=" + path))
+      return 1;
+    const double timed_bytes = double((pulses - pulses_per_buffer) * samples) * (ci16 ? 4.0 : 8.0);
+    for (const FileRow &row : file_rows) {
+      const std::vector<double> seconds = bench::source_run_seconds(
+          "cphdsrc location=" + path + " pulses-per-buffer=" + std::to_string(pulses_per_buffer) + " " +
+              row.source_settings,
+          row.chain, repeats);
+      const double g = timed_bytes / bench::median(seconds) / 1e9;
+      const std::string what = std::string(ci16 ? "CI16 file: " : "CF32 file: ") + row.label;
+      std::printf("%-58s %10.1f %8.0f%%\n", what.c_str(), g, 100.0 * g / h2d_gbps);
+      streamed.push_back({what, g});
+    }
+    std::remove(path.c_str());
+  }
 
   if (!csv_path.empty()) {
     if (FILE *csv = std::fopen(csv_path.c_str(), "w")) {

@@ -10,9 +10,12 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "common/cuda_runtime.h"
 
 namespace bench {
 
@@ -181,6 +184,81 @@ inline StreamRun push_through(const CapturedStream &stream, const std::string &s
   }
   g_mutex_clear(&outputs.lock);
   return run;
+}
+
+// Runs `launch` to its end; false (and the error printed) if it fails.
+inline bool run_to_end(const std::string &launch) {
+  GError *error = nullptr;
+  GstElement *pipeline = gst_parse_launch(launch.c_str(), &error);
+  if (!pipeline || error) {
+    std::fprintf(stderr, "pipeline %s: %s\n", launch.c_str(), error ? error->message : "?");
+    g_clear_error(&error);
+    if (pipeline) gst_object_unref(pipeline);
+    return false;
+  }
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  GstBus *bus = gst_element_get_bus(pipeline);
+  GstMessage *msg =
+      gst_bus_timed_pop_filtered(bus, 600 * GST_SECOND, GstMessageType(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+  const bool ok = msg && GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS;
+  if (!ok) std::fprintf(stderr, "%s: no end of stream\n", launch.c_str());
+  if (msg) gst_message_unref(msg);
+  gst_object_unref(bus);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(pipeline);
+  return ok;
+}
+
+// `source` (a launch description of one source element) ! `chain` !
+// fakesink, `runs` times: seconds from when the source's first buffer
+// leaves it (set-up and negotiation before are not timed, nor the first
+// buffer's read) until the last buffer's contents are complete. Exits the
+// program on a pipeline error.
+inline std::vector<double> source_run_seconds(const std::string &source, const std::string &chain, int runs) {
+  using Clock = std::chrono::steady_clock;
+  const std::string launch =
+      source + " name=source ! " + (chain.empty() ? "" : chain + " ! ") + "fakesink name=sink sync=false";
+  std::vector<double> seconds;
+  for (int r = 0; r < runs; ++r) {
+    GError *error = nullptr;
+    GstElement *pipeline = gst_parse_launch(launch.c_str(), &error);
+    if (!pipeline || error) {
+      std::fprintf(stderr, "pipeline %s: %s\n", launch.c_str(), error ? error->message : "?");
+      std::exit(1);
+    }
+    GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+    GstPad *sink_pad = gst_element_get_static_pad(sink, "sink");
+    LastBuffer last;
+    gst_pad_add_probe(sink_pad, GST_PAD_PROBE_TYPE_BUFFER, LastBuffer::probe, &last, nullptr);
+    GstElement *src = gst_bin_get_by_name(GST_BIN(pipeline), "source");
+    GstPad *src_pad = gst_element_get_static_pad(src, "src");
+    Clock::time_point start;
+    gst_pad_add_probe(
+        src_pad, GST_PAD_PROBE_TYPE_BUFFER,
+        [](GstPad *, GstPadProbeInfo *, gpointer data) {
+          *static_cast<Clock::time_point *>(data) = Clock::now();
+          return GST_PAD_PROBE_REMOVE;
+        },
+        &start, nullptr);
+    GstBus *bus = gst_element_get_bus(pipeline);
+    gst_element_set_state(pipeline, GST_STATE_PLAYING);
+    GstMessage *msg =
+        gst_bus_timed_pop_filtered(bus, 300 * GST_SECOND, GstMessageType(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+    if (!msg || GST_MESSAGE_TYPE(msg) != GST_MESSAGE_EOS || !last.buffer) {
+      std::fprintf(stderr, "%s: no end of stream\n", launch.c_str());
+      std::exit(1);
+    }
+    GstMemory *mem = gst_buffer_peek_memory(last.buffer, 0);
+    if (gst_is_cs_memory(mem)) cs::event_synchronize(gst_cs_memory_get_ready_event(mem));
+    seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    gst_message_unref(msg);
+    gst_buffer_unref(last.buffer);
+    gst_element_set_state(pipeline, GST_STATE_NULL);
+    for (GstObject *o : {GST_OBJECT(bus), GST_OBJECT(src_pad), GST_OBJECT(src), GST_OBJECT(sink_pad),
+                         GST_OBJECT(sink), GST_OBJECT(pipeline)})
+      gst_object_unref(o);
+  }
+  return seconds;
 }
 
 }  // namespace bench

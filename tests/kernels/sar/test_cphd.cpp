@@ -274,6 +274,77 @@ TEST(Cphd, AllFormatsChannelsAndOptionalParameters) {
   }
 }
 
+// Large signal reads split over threads (read, byte swap and conversion per
+// piece) give what one thread gives, raw and converted with AmpSF, for a
+// vector size that does not divide the pieces evenly.
+TEST(Cphd, SignalReadsSplitOverThreadsEqualOneThread) {
+  std::mt19937_64 rng(cs_test::fresh_seed());
+  std::normal_distribution<float> g(0.f, 3000.f);
+  for (SampleFormat format : {SampleFormat::CF8, SampleFormat::CI4}) {
+    SCOPED_TRACE(to_string(format));
+    TempDir tmp;
+    const std::string path = tmp.file("big.cphd");
+    const int64_t vectors = 700, samples = 4099;  // 23 MB of CF8, 11.5 MB of CI4
+    CphdMetadata meta;
+    meta.format = format;
+    meta.domain = Domain::FX;
+    meta.scene.iarp_ecf = llh_to_ecf({30.0, 10.0, 100.0});
+    meta.pvp = PvpLayout::packed({Pvp::AmpSF});
+    CphdChannel ch;
+    ch.identifier = "HH";
+    ch.num_vectors = vectors;
+    ch.num_samples = samples;
+    meta.channels.push_back(ch);
+    std::vector<PulseParameters> pvp(static_cast<size_t>(vectors));
+    for (int64_t v = 0; v < vectors; ++v) {
+      PulseParameters &p = pvp[static_cast<size_t>(v)];
+      p.tx_time = 1e-3 * double(v);
+      p.rcv_time = p.tx_time + 1e-4;
+      p.amp_sf = 0.5 + 1e-3 * double(v);
+      p.fx1 = 9e9;
+      p.fx2 = 10e9;
+      p.sc0 = 9e9;
+      p.scss = 1e9 / double(samples);
+    }
+    std::vector<std::complex<float>> data(static_cast<size_t>(vectors * samples));
+    for (auto &x : data) x = {std::round(g(rng)), std::round(g(rng))};
+    {
+      CphdWriter writer(path, meta);
+      writer.write(0, pvp, data.data());
+      writer.close();
+    }
+    CphdReader one(path);
+    EXPECT_EQ(one.read_threads(), 1);
+    const size_t raw_bytes = size_t(vectors * samples) * (format == SampleFormat::CF8 ? 8 : 4);
+    std::vector<uint8_t> raw_one(raw_bytes), raw_split(raw_bytes);
+    std::vector<std::complex<float>> converted_one(data.size()), converted_split(data.size());
+    one.read_signal_raw(0, 0, vectors, raw_one.data());
+    one.read_signal(0, 0, vectors, converted_one.data());
+    for (int threads : {3, 0}) {
+      SCOPED_TRACE("threads " + std::to_string(threads));
+      CphdReader split(path);
+      split.set_read_threads(threads);
+      EXPECT_GE(split.read_threads(), 1);
+      split.read_signal_raw(0, 0, vectors, raw_split.data());
+      EXPECT_TRUE(raw_split == raw_one);
+      split.read_signal(0, 0, vectors, converted_split.data());
+      EXPECT_EQ(0, std::memcmp(converted_split.data(), converted_one.data(), data.size() * sizeof(data[0])));
+      const int64_t first = 123, count = 511;  // a block off the pieces' boundaries
+      std::vector<std::complex<float>> part(static_cast<size_t>(count * samples));
+      split.read_signal(0, first, count, part.data());
+      EXPECT_EQ(0, std::memcmp(part.data(), converted_one.data() + first * samples, part.size() * sizeof(part[0])));
+    }
+    // The samples themselves, with their AmpSF, for the first and last vectors.
+    for (int64_t v : {int64_t(0), vectors - 1})
+      for (int64_t i : {int64_t(0), samples - 1}) {
+        const std::complex<float> stored = data[static_cast<size_t>(v * samples + i)];
+        const std::complex<float> read = converted_one[static_cast<size_t>(v * samples + i)];
+        EXPECT_FLOAT_EQ(read.real(), stored.real() * static_cast<float>(pvp[size_t(v)].amp_sf));
+        EXPECT_FLOAT_EQ(read.imag(), stored.imag() * static_cast<float>(pvp[size_t(v)].amp_sf));
+      }
+  }
+}
+
 TEST(Cphd, IntegerFormatsRejectNonFiniteSamples) {
   TempDir tmp;
   CphdMetadata meta;
