@@ -10,6 +10,7 @@
 #include <iterator>
 #include <string>
 
+#include "source_allocation.h"
 #include "test_support.h"
 
 namespace {
@@ -240,6 +241,19 @@ TEST(GpuTransfer, UploadOffersPinnedMemoryUpstream) {
   gst_query_unref(query);
   gst_caps_unref(caps);
   gst_harness_teardown(h);
+}
+
+// A stock source that allocates from the query's pool (videotestsrc) hands
+// gpuupload page-locked buffers, which it copies without staging.
+TEST(GpuTransfer, StockVideoSourceFillsPageLockedBuffers) {
+  CS_REQUIRE_GPU();
+  const auto video = source_allocation_test::count_allocations(
+      "videotestsrc num-buffers=5 ! video/x-raw,format=GRAY8,width=64,height=48 ! gpuupload name=probed ! fakesink",
+      false);
+  ASSERT_TRUE(video.eos) << video.error;
+  EXPECT_EQ(video.buffers, 5);
+  EXPECT_EQ(video.page_locked, 5);
+  EXPECT_EQ(video.pooled, 5);
 }
 
 TEST(GpuTransfer, StockFilesinkAfterUploadWritesTheBytes) {
