@@ -76,6 +76,8 @@ GstBuffer *new_source_buffer(GstBaseSrc *src, gsize bytes);
 // page-locked blocks skips the allocator's lookups. NULL when no pool can be
 // made (the source then allocates per buffer).
 GstBufferPool *new_source_pool(GstBaseSrc *src, GstQuery *query, gsize block_bytes);
+// Deactivates and releases `*pool` (nothing when NULL).
+void drop_source_pool(GstBufferPool **pool);
 // A buffer of `bytes` from `pool` (NULL: new_source_buffer), or NULL.
 GstBuffer *acquire_source_buffer(GstBaseSrc *src, GstBufferPool *pool, gsize bytes);
 

@@ -59,6 +59,12 @@ GstBufferPool *new_source_pool(GstBaseSrc *src, GstQuery *query, gsize block_byt
   return pool;
 }
 
+void drop_source_pool(GstBufferPool **pool) {
+  if (!*pool) return;
+  gst_buffer_pool_set_active(*pool, FALSE);
+  gst_clear_object(pool);
+}
+
 GstBuffer *acquire_source_buffer(GstBaseSrc *src, GstBufferPool *pool, gsize bytes) {
   GstBuffer *buf = nullptr;
   if (!pool || gst_buffer_pool_acquire_buffer(pool, &buf, nullptr) != GST_FLOW_OK) return new_source_buffer(src, bytes);

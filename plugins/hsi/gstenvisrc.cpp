@@ -69,23 +69,17 @@ static gboolean envi_src_start(GstBaseSrc *base) {
   return TRUE;
 }
 
-static void envi_src_drop_pool(GstEnviSrc *self) {
-  if (!self->pool) return;
-  gst_buffer_pool_set_active(self->pool, FALSE);
-  gst_clear_object(&self->pool);
-}
-
 static gboolean envi_src_decide_allocation(GstBaseSrc *base, GstQuery *query) {
   auto *self = GST_ENVI_SRC(base);
   if (!GST_BASE_SRC_CLASS(gst_envi_src_parent_class)->decide_allocation(base, query)) return FALSE;
-  envi_src_drop_pool(self);
+  gstcs::drop_source_pool(&self->pool);
   self->pool = gstcs::new_source_pool(base, query, self->reader->block_bytes(self->lines_per_buffer));
   return TRUE;
 }
 
 static gboolean envi_src_stop(GstBaseSrc *base) {
   auto *self = GST_ENVI_SRC(base);
-  envi_src_drop_pool(self);
+  gstcs::drop_source_pool(&self->pool);
   GST_OBJECT_LOCK(self);
   cs::hsi::EnviReader *reader = self->reader;
   self->reader = nullptr;
@@ -240,7 +234,7 @@ static void envi_src_finalize(GObject *object) {
   auto *self = GST_ENVI_SRC(object);
   g_free(self->location);
   delete self->reader;
-  envi_src_drop_pool(self);
+  gstcs::drop_source_pool(&self->pool);
   G_OBJECT_CLASS(gst_envi_src_parent_class)->finalize(object);
 }
 

@@ -132,16 +132,10 @@ static gboolean cphd_src_start(GstBaseSrc *src) {
   return TRUE;
 }
 
-static void cphd_src_drop_pool(GstCphdSrc *self) {
-  if (!self->pool) return;
-  gst_buffer_pool_set_active(self->pool, FALSE);
-  gst_clear_object(&self->pool);
-}
-
 static gboolean cphd_src_decide_allocation(GstBaseSrc *src, GstQuery *query) {
   auto *self = GST_CPHD_SRC(src);
   if (!GST_BASE_SRC_CLASS(gst_cphd_src_parent_class)->decide_allocation(src, query)) return FALSE;
-  cphd_src_drop_pool(self);
+  gstcs::drop_source_pool(&self->pool);
   if (self->state)
     self->pool =
         gstcs::new_source_pool(src, query, size_t(self->pulses_per_buffer) * self->state->format.bytes_per_pulse());
@@ -150,7 +144,7 @@ static gboolean cphd_src_decide_allocation(GstBaseSrc *src, GstQuery *query) {
 
 static gboolean cphd_src_stop(GstBaseSrc *src) {
   auto *self = GST_CPHD_SRC(src);
-  cphd_src_drop_pool(self);
+  gstcs::drop_source_pool(&self->pool);
   delete self->state;
   self->state = nullptr;
   return TRUE;
@@ -315,7 +309,7 @@ static void cphd_src_finalize(GObject *object) {
   auto *self = GST_CPHD_SRC(object);
   g_free(self->location);
   g_free(self->channel);
-  cphd_src_drop_pool(self);
+  gstcs::drop_source_pool(&self->pool);
   delete self->state;
   G_OBJECT_CLASS(gst_cphd_src_parent_class)->finalize(object);
 }

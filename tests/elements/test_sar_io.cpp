@@ -298,13 +298,20 @@ INSTANTIATE_TEST_SUITE_P(Formats, CphdRoundTrip,
 // sarsim and cphdsrc fill their buffers from the allocator negotiated
 // downstream (page-locked memory before gpuupload; cphdsrc's pooled), with
 // the same samples as in system memory, where nothing downstream proposes one.
+namespace {
+// `sim` and a cphdsrc reading what it wrote to `file`, in blocks of `per_buffer`.
+std::vector<std::string> simulated_sources(const std::string &sim, const TempFile &file, int per_buffer) {
+  PipelineRun write;
+  run_pipeline(sim + " ! cphdsink location=" + file.path(), &write);
+  EXPECT_EQ(write.error, "");
+  return {sim, "cphdsrc location=" + file.path() + " pulses-per-buffer=" + std::to_string(per_buffer)};
+}
+}  // namespace
+
 TEST(SarSources, FillTheAllocatorProposedDownstream) {
   TempFile file("allocation.cphd");
   const std::string sim = sarsim(Domain::TOA, 10, 4, "snr=10 seed=3");
-  PipelineRun write;
-  run_pipeline(sim + " ! cphdsink location=" + file.path(), &write);
-  ASSERT_EQ(write.error, "");
-  for (const std::string &source : {sim, "cphdsrc location=" + file.path() + " pulses-per-buffer=4"}) {
+  for (const std::string &source : simulated_sources(sim, file, 4)) {
     SCOPED_TRACE(source);
     const auto proposed = source_allocation_test::count_allocations(source + " ! fakesink name=probed", true);
     const auto plain = source_allocation_test::count_allocations(source + " ! fakesink name=probed", false);
@@ -322,11 +329,7 @@ TEST(SarSources, FillTheAllocatorProposedDownstream) {
 TEST(GpuSarSources, GpuUploadReceivesPageLockedPulses) {
   CS_REQUIRE_GPU();
   TempFile file("allocation.cphd");
-  const std::string sim = sarsim(Domain::FX, 9, 3, "seed=4 format=ci16");
-  PipelineRun write;
-  run_pipeline(sim + " ! cphdsink location=" + file.path(), &write);
-  ASSERT_EQ(write.error, "");
-  for (const std::string &source : {sim, "cphdsrc location=" + file.path() + " pulses-per-buffer=3"}) {
+  for (const std::string &source : simulated_sources(sarsim(Domain::FX, 9, 3, "seed=4 format=ci16"), file, 3)) {
     SCOPED_TRACE(source);
     const auto count =
         source_allocation_test::count_allocations(source + " ! gpuupload name=probed ! fakesink", false);
