@@ -155,8 +155,9 @@ struct PulseBlock {
   std::vector<std::complex<float>> samples;  // pvp.size() x num_samples, row-major
 };
 
-// Converts `count` samples of a file format, big-endian, to complex float.
-void decode_samples(SampleFormat f, const uint8_t *in, size_t count, std::complex<float> *out);
+// Converts `count` samples of a file format, big-endian, to complex float,
+// each component times `scale` (a vector's AmpSF; 1 leaves them as stored).
+void decode_samples(SampleFormat f, const uint8_t *in, size_t count, std::complex<float> *out, float scale = 1.0f);
 // Encodes complex float to a file format. Integer formats round to nearest and
 // saturate; a NaN or Inf sample throws CphdError (an integer format cannot hold it).
 void encode_samples(SampleFormat f, const std::complex<float> *in, size_t count, uint8_t *out);
