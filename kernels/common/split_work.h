@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <exception>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -39,7 +40,13 @@ void for_each_piece(size_t bytes, size_t unit, int threads, size_t min_piece, Bo
       failures[i] = std::current_exception();
     }
   };
-  for (size_t i = 1; i < pieces; ++i) helpers.emplace_back(run, i);
+  size_t started = 1;
+  try {
+    for (; started < pieces; ++started) helpers.emplace_back(run, started);
+  } catch (const std::system_error &) {
+    // No thread to be had (the process's limit): this thread reads the rest.
+  }
+  for (size_t i = started; i < pieces; ++i) run(i);
   run(0);
   for (std::thread &t : helpers) t.join();
   for (const std::exception_ptr &f : failures)

@@ -6,6 +6,7 @@
  * fields hold the same line range. */
 #include "gstenvisrc.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -73,7 +74,9 @@ static gboolean envi_src_decide_allocation(GstBaseSrc *base, GstQuery *query) {
   auto *self = GST_ENVI_SRC(base);
   if (!GST_BASE_SRC_CLASS(gst_envi_src_parent_class)->decide_allocation(base, query)) return FALSE;
   gstcs::drop_source_pool(&self->pool);
-  self->pool = gstcs::new_source_pool(base, query, self->reader->block_bytes(self->lines_per_buffer));
+  // Blocks of lines-per-buffer lines, or of the whole image when it has fewer.
+  const size_t lines = std::min<size_t>(self->lines_per_buffer, self->reader->header().lines);
+  self->pool = gstcs::new_source_pool(base, query, self->reader->block_bytes(lines));
   return TRUE;
 }
 

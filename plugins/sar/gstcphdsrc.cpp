@@ -136,9 +136,10 @@ static gboolean cphd_src_decide_allocation(GstBaseSrc *src, GstQuery *query) {
   auto *self = GST_CPHD_SRC(src);
   if (!GST_BASE_SRC_CLASS(gst_cphd_src_parent_class)->decide_allocation(src, query)) return FALSE;
   gstcs::drop_source_pool(&self->pool);
-  if (self->state)
-    self->pool =
-        gstcs::new_source_pool(src, query, size_t(self->pulses_per_buffer) * self->state->format.bytes_per_pulse());
+  if (self->state) {  // blocks of pulses-per-buffer vectors, or of the whole channel when it has fewer
+    const int64_t pulses = std::min<int64_t>(self->pulses_per_buffer, self->state->num_vectors);
+    self->pool = gstcs::new_source_pool(src, query, size_t(pulses) * self->state->format.bytes_per_pulse());
+  }
   return TRUE;
 }
 
