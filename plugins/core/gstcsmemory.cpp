@@ -47,7 +47,8 @@ GstBufferPool *new_source_pool(GstBaseSrc *src, GstQuery *query, gsize block_byt
   gst_query_parse_allocation(query, &caps, nullptr);
   GstBufferPool *pool = gst_buffer_pool_new();
   GstStructure *config = gst_buffer_pool_get_config(pool);
-  gst_buffer_pool_config_set_params(config, caps, guint(block_bytes), 0, 0);  // allocated as asked for
+  // Two blocks made when the pool starts, before the stream does; more as they are asked for.
+  gst_buffer_pool_config_set_params(config, caps, guint(block_bytes), 2, 0);
   gst_buffer_pool_config_set_allocator(config, allocator, &params);
   if (allocator) gst_object_unref(allocator);
   if (!gst_buffer_pool_set_config(pool, config) || !gst_buffer_pool_set_active(pool, TRUE)) {
