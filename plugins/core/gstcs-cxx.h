@@ -62,12 +62,6 @@ gboolean guard_bool(GstElement *element, const char *doing, Body &&body) {
 
 void set_gerror(GError **error, const std::exception &e);
 
-// A buffer of `bytes` for a source to fill, from the allocator negotiated
-// downstream (gpuupload offers page-locked memory, which it then copies to
-// the device directly, without staging); system memory when none was. NULL
-// when the allocation fails.
-GstBuffer *new_source_buffer(GstBaseSrc *src, gsize bytes);
-
 // Blocks of up to `block_bytes` for a source, recycled: a pool with the
 // allocator `query` settled on, made in the source's decide_allocation
 // (after the parent's). A fresh block of system memory per buffer is mapped
@@ -78,7 +72,10 @@ GstBuffer *new_source_buffer(GstBaseSrc *src, gsize bytes);
 GstBufferPool *new_source_pool(GstBaseSrc *src, GstQuery *query, gsize block_bytes);
 // Deactivates and releases `*pool` (nothing when NULL).
 void drop_source_pool(GstBufferPool **pool);
-// A buffer of `bytes` from `pool` (NULL: new_source_buffer), or NULL.
+// A buffer of `bytes` from `pool`; without one (or when it cannot give one),
+// newly allocated from the allocator negotiated downstream (gpuupload offers
+// page-locked memory, which it copies to the device without staging). NULL
+// when the allocation fails.
 GstBuffer *acquire_source_buffer(GstBaseSrc *src, GstBufferPool *pool, gsize bytes);
 
 // The file sources' "read-threads" property (guint, 0 = automatic): threads

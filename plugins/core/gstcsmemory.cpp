@@ -26,6 +26,8 @@ void set_gerror(GError **error, const std::exception &e) {
   g_set_error_literal(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, e.what());
 }
 
+namespace {
+// A buffer of `bytes` from the allocator the base class took from the query.
 GstBuffer *new_source_buffer(GstBaseSrc *src, gsize bytes) {
   GstAllocator *allocator = nullptr;
   GstAllocationParams params;
@@ -35,6 +37,7 @@ GstBuffer *new_source_buffer(GstBaseSrc *src, gsize bytes) {
   if (allocator) gst_object_unref(allocator);
   return buf;
 }
+}  // namespace
 
 GstBufferPool *new_source_pool(GstBaseSrc *src, GstQuery *query, gsize block_bytes) {
   if (block_bytes == 0 || block_bytes > G_MAXUINT) return nullptr;  // a pool's size is a guint

@@ -95,6 +95,7 @@ struct _GstSarSim {
   // streaming
   gint64 next_pulse;
   SimState *state;
+  GstBufferPool *pool;  // blocks of pulses-per-buffer pulses (gstcs::new_source_pool)
 };
 
 G_DEFINE_TYPE(GstSarSim, gst_sar_sim, GST_TYPE_PUSH_SRC)
@@ -187,8 +188,21 @@ static gboolean sim_start(GstBaseSrc *src) {
   return TRUE;
 }
 
+static gboolean sim_decide_allocation(GstBaseSrc *src, GstQuery *query) {
+  auto *self = GST_SAR_SIM(src);
+  if (!GST_BASE_SRC_CLASS(gst_sar_sim_parent_class)->decide_allocation(src, query)) return FALSE;
+  gstcs::drop_source_pool(&self->pool);
+  if (self->state) {
+    const gstsar::PhaseHistoryFormat &f = self->state->format;
+    const size_t pulse_bytes = size_t(f.samples_per_pulse) * gstsar::wire_bytes_per_sample(f.format);
+    self->pool = gstcs::new_source_pool(src, query, size_t(self->pulses_per_buffer) * pulse_bytes);
+  }
+  return TRUE;
+}
+
 static gboolean sim_stop(GstBaseSrc *src) {
   auto *self = GST_SAR_SIM(src);
+  gstcs::drop_source_pool(&self->pool);
   delete self->state;
   self->state = nullptr;
   return TRUE;
@@ -227,8 +241,8 @@ static GstFlowReturn sim_create(GstPushSrc *src, GstBuffer **out) {
   const gint64 first = self->next_pulse;
   const size_t samples = static_cast<size_t>(count * st->format.samples_per_pulse);
   try {
-    GstBuffer *buf =
-        gstcs::new_source_buffer(GST_BASE_SRC(src), samples * gstsar::wire_bytes_per_sample(st->format.format));
+    GstBuffer *buf = gstcs::acquire_source_buffer(GST_BASE_SRC(src), self->pool,
+                                                  samples * gstsar::wire_bytes_per_sample(st->format.format));
     if (!buf) throw std::runtime_error("cannot allocate a buffer");
     st->pvp.resize(static_cast<size_t>(count));
     GstMapInfo map;
@@ -328,6 +342,7 @@ static void sim_get_property(GObject *object, guint prop_id, GValue *value, GPar
 static void sim_finalize(GObject *object) {
   auto *self = GST_SAR_SIM(object);
   g_free(self->targets);
+  gstcs::drop_source_pool(&self->pool);
   delete self->state;
   G_OBJECT_CLASS(gst_sar_sim_parent_class)->finalize(object);
 }
@@ -435,6 +450,7 @@ static void gst_sar_sim_class_init(GstSarSimClass *klass) {
   src_class->start = sim_start;
   src_class->stop = sim_stop;
   src_class->negotiate = sim_negotiate;
+  src_class->decide_allocation = sim_decide_allocation;
   push_class->create = sim_create;
   gst_type_mark_as_plugin_api(GST_TYPE_SAR_COLLECTION, GstPluginAPIFlags(0));
   gst_type_mark_as_plugin_api(GST_TYPE_SAR_DOMAIN, GstPluginAPIFlags(0));

@@ -296,7 +296,7 @@ INSTANTIATE_TEST_SUITE_P(Formats, CphdRoundTrip,
                          });
 
 // sarsim and cphdsrc fill their buffers from the allocator negotiated
-// downstream (page-locked memory before gpuupload; cphdsrc's pooled), with
+// downstream (page-locked memory before gpuupload), pooled, with
 // the same samples as in system memory, where nothing downstream proposes one.
 namespace {
 // `sim` and a cphdsrc reading what it wrote to `file`, in blocks of `per_buffer`.
@@ -320,7 +320,7 @@ TEST(SarSources, FillTheAllocatorProposedDownstream) {
     EXPECT_EQ(proposed.buffers, 3) << "10 pulses in blocks of 4";
     EXPECT_EQ(proposed.from_proposed, 3);
     EXPECT_EQ(plain.from_proposed, 0);
-    if (source != sim) EXPECT_EQ(proposed.pooled + plain.pooled, 6) << "cphdsrc's blocks come from a pool";
+    EXPECT_EQ(proposed.pooled + plain.pooled, 6) << "the blocks come from a pool";
     EXPECT_FALSE(plain.bytes.empty());
     EXPECT_TRUE(proposed.bytes == plain.bytes) << "the samples depend on where they were written";
   }
