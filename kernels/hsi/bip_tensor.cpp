@@ -241,6 +241,13 @@ void make_screen_references(Tables &t, const PointerTable &refs, const Reference
     t.screen_weight[k] = std::isfinite(weight) ? weight : 0.0;
     t.screen_offset_slack[k] = 0x1p-22 * std::fabs(t.key_offset[k]);
   }
+  // What a key's own bound leaves out: the middle factor times the common
+  // term, and sam's x . m, which the kernel sums in float over 16 bands
+  // (at most 2^-20 |x| |m|).
+  double mean2 = 0;
+  for (float m : t.screen_mean) mean2 += double(m) * m;
+  const double common_weight = (std::fabs(middle_factor) * common + 0x1p-20 * std::sqrt(mean2)) * (1 + 0x1p-8);
+  t.screen_common_weight = std::isfinite(common_weight) ? common_weight : INFINITY;  // infinite: nothing settled
   t.screen_terms.assign(4 * size_t(kGroupReferences), 0.0f);
   for (int k = 0; k < kGroupReferences; ++k) {
     const bool use = is_usable[size_t(k)];

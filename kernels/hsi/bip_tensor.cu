@@ -189,6 +189,7 @@
 #include <math_constants.h>
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -271,11 +272,13 @@ struct Args {
   int band_chunks;  // chunks of the bands, walked per tile and group (chunks: the table's, twice as many for sid)
   float sid_floor;  // sid's floor for the stored values (kSidFloor / scale)
   double screen_largest_norm2;                      // of the usable references
+  double screen_common_weight;                      // Tables::screen_common_weight
   bool has_ignore;
   float ignore_value;
   bool swap_bytes;  // samples in the other byte order
   double scale;  // decoded value = scale x stored value
   float threshold;
+  double threshold_cos;  // sam: the cosine of the threshold (within 0 .. pi)
   void *class_map;
   size_t class_map_stride;
   bool class_map_16bit;
@@ -760,15 +763,48 @@ __device__ __forceinline__ void quad_best(Candidate &best) {
   }
 }
 
-// The pixel's class from its best reference over every group: the winner's
-// score against the threshold.
+// The dot product with reference k at which a screened method's score meets
+// the threshold (a larger dot product scores better in all of them: sam's
+// angle acos(dot / |x|), correlation's dot / sqrt(variance x the reference's
+// constant), euclidean's sqrt(|x|^2 - 2 dot + |r|^2)); NaN where the score
+// is undefined (score_of's NaN: no label), +infinity where no score meets
+// it. `s`, `s2`: the pixel's sums as score_of takes them; `scale`: the size
+// of the dot products there, for the score's float rounding.
+template <Method M>
+__device__ double threshold_dot(const Args &a, int k, double s, double s2, double &scale) {
+  const double t = a.threshold;
+  scale = 0;
+  if (!isfinite(s) || !isfinite(s2)) return quiet_nan();
+  if constexpr (M == Method::sam) {
+    if (!(s2 > 0)) return quiet_nan();
+    scale = sqrt(s2);
+    return t < 0 ? CUDART_INF : scale * a.threshold_cos;
+  } else if constexpr (correlation_like(M)) {
+    const double variance = s2 - s * s / a.bands;
+    if (!(variance > 0)) return quiet_nan();
+    scale = sqrt(variance * double(__ldg(a.table + a.shape.constant_index(k))));
+    return t * scale;
+  } else {
+    const double r2 = -__ldg(a.key_offset + k);  // key_offset = -|r|^2
+    scale = (s2 + r2 + t * t) / 2;
+    return t < 0 ? CUDART_INF : (s2 + r2 - t * t) / 2;
+  }
+}
+
+// The class of a pixel whose best reference is k (-1: none) with dot
+// product `dot`: its score against the threshold.
+template <Method M>
+__device__ int label_of(const Args &a, int k, double dot, double s, double s2, const PixelContext &px = PixelContext()) {
+  BestMatch match;
+  if (k >= 0 && isfinite(s) && isfinite(s2)) match.offer(score_of<M>(a, k, dot, s, s2, px), k, higher_is_better(M));
+  return match.label(a.threshold, higher_is_better(M));
+}
+
+// The pixel's class from its best reference over every group, written.
 template <Method M>
 __device__ void write_label(const Args &a, size_t pixel, const Candidate &best, double s, double s2,
                             const PixelContext &px = PixelContext()) {
-  BestMatch match;
-  if (best.k >= 0 && isfinite(s) && isfinite(s2))
-    match.offer(score_of<M>(a, best.k, best.dot, s, s2, px), best.k, higher_is_better(M));
-  const int label = match.label(a.threshold, higher_is_better(M));
+  const int label = label_of<M>(a, best.k, best.dot, s, s2, px);
   auto *line = static_cast<unsigned char *>(a.class_map) + (pixel / a.samples) * a.class_map_stride;
   if (a.class_map_16bit)
     reinterpret_cast<uint16_t *>(line)[pixel % a.samples] = uint16_t(label);
@@ -1551,9 +1587,14 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
 //     the references whose key + e_k reaches the largest key - e_j are the
 //     candidates (the exact best is one of them; all usable references
 //     when the product could overflow);
-//  4. the candidates scored again from the staged samples by the same two
-//     threads (up to four per pass over the bands), in the fast precision;
-//     the best key wins, ties to the lower index; the class map written.
+//  4. a lone candidate is the class without more work when there is no
+//     threshold, or when its key, within its bound and the term common to
+//     every reference (Tables::screen_common_weight), puts the dot product
+//     clearly on one side of the threshold's (threshold_dot); the other
+//     pixels' candidates are scored again from the staged samples in the
+//     fast precision, one (pixel, reference) per lane pair and round, each
+//     lane half of the bands; the best key wins, ties to the lower index;
+//     the class map written.
 // Shared memory: the references (57 KB for 224 bands), their terms, and one
 // tile per warp group (57 KB): three warp groups per SM at 224 bands.
 // Measured on an H200 (2026-11-30, 1024 x 1024 x 224, K = 64): 0.49 ms per
@@ -1566,6 +1607,15 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
 // scored in turn (since then the barrier at a tile's end is gone: within
 // the runs' spread). With two or one tiles per SM (288 or 425 bands) it was
 // slower than the wgmma kernel; the classifier takes it only with three.
+// Step 4 took the pixel's candidates up to four per pass by the pixel's own
+// two threads until 2026-11-30: with ~1.3 candidates per pixel on the
+// benchmark's cube but a warp's pass as long as its pixel with the most,
+// and 77% of the pixels with one. Settling those and spreading the rest
+// over the warp: f32 sam 2.00-2.03 -> 2.09-2.11 TB/s, correlation 1.92-1.98
+// -> 2.11-2.13, euclidean 2.13-2.16 -> 2.28-2.33, bandfit 1.38-1.40 ->
+// 1.54-1.55 (i16 3-12%; same run, three rounds). Comparing sam's settled
+// keys through the score (two double acos per pixel) instead of the
+// threshold's dot product made it 3% slower than before.
 // Staged with blocks 1 KB apart (no swizzle), every copy took one
 // shared-memory wavefront per lane (0.82 against 0.64 ms). Staging and
 // screening slab by slab as the slabs arrived was no faster (0.54 against
@@ -1619,7 +1669,6 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   int x_offset[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) x_offset[i] = 4 * ((4 * h + i) ^ (own_row % 8));
-  const unsigned pair = (1u << lane) | (1u << (lane ^ 16));
   auto sync_warpgroup = [&] {
     asm volatile("bar.sync %0, %1;\n" ::"r"(warpgroup + 1), "n"(kWarpgroupThreads) : "memory");
   };
@@ -1735,29 +1784,28 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     }
     return largest;
   };
-  // This thread's half of x . r_k for n <= 4 candidates ks, into dot (float
-  // over 16 bands in four chains, double beyond).
-  auto half_dots = [&](auto scaled, float scale, const int (&ks)[4], int n, double (&dot)[4]) {
+  // This thread's half of x . r_k, x the tile's row `row` (times `scale`
+  // when scaled): float over 16 bands in four chains, double beyond.
+  auto half_dot = [&](int row, int k, auto scaled, float scale) {
+    const float *x_row = tile + row * 32;
+    double dot = 0;
 #pragma unroll 2
     for (int s = 0; s < slabs; ++s) {
-      float x[16];
-      load_sixteen(s, x, scaled, scale);
+      const float *r = table + s * kSlabFloats + 4 * h * kBlockFloats + k * kScreenBlockBands;
+      float part[4];
 #pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        if (c >= n) break;
-        const float *r = table + s * kSlabFloats + 4 * h * kBlockFloats + ks[c] * kScreenBlockBands;
-        float part[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const float4 v = *reinterpret_cast<const float4 *>(r + i * kBlockFloats);
-          part[i] = x[4 * i] * v.x;
-          part[i] = fmaf(x[4 * i + 1], v.y, part[i]);
-          part[i] = fmaf(x[4 * i + 2], v.z, part[i]);
-          part[i] = fmaf(x[4 * i + 3], v.w, part[i]);
-        }
-        dot[c] += (part[0] + part[1]) + (part[2] + part[3]);
+      for (int i = 0; i < 4; ++i) {
+        float4 x = *reinterpret_cast<const float4 *>(x_row + s * kSlabFloats + 4 * ((4 * h + i) ^ (row % 8)));
+        if constexpr (decltype(scaled)::value) x.x *= scale, x.y *= scale, x.z *= scale, x.w *= scale;
+        const float4 v = *reinterpret_cast<const float4 *>(r + i * kBlockFloats);
+        part[i] = x.x * v.x;
+        part[i] = fmaf(x.y, v.y, part[i]);
+        part[i] = fmaf(x.z, v.z, part[i]);
+        part[i] = fmaf(x.w, v.w, part[i]);
       }
+      dot += (part[0] + part[1]) + (part[2] + part[3]);
     }
+    return dot;
   };
   const size_t tiles = (a.pixels + kScreenRows - 1) / kScreenRows;
   const size_t tile_step = size_t(gridDim.x) * warpgroups;
@@ -1849,6 +1897,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     wgmma_wait<0>();
     hold(acc);
     uint64_t candidates[2];
+    float lone_key[2];  // per row: the key of its candidate, where it has one
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const double n2 = __shfl_sync(kAll, raw_norm2, g + 8 * half) * a.scale * a.scale;
@@ -1865,17 +1914,22 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       lower = fmaxf(lower, __shfl_xor_sync(kAll, lower, 1));
       lower = fmaxf(lower, __shfl_xor_sync(kAll, lower, 2));
       uint32_t low = 0, high = 0;  // references 0-31 and 32-63: bits 8j + 2t + c
+      float last_key = -CUDART_INF_F;  // of this lane's last candidate (unusable references never pass)
 #pragma unroll
       for (int i = 0; i < 16; ++i) {
-        const uint32_t bit = uint32_t(key[i] + bound[i] >= lower) << (8 * (i / 2) % 32 + 2 * t + i % 2);
+        const bool passes = key[i] + bound[i] >= lower;
+        const uint32_t bit = uint32_t(passes) << (8 * (i / 2) % 32 + 2 * t + i % 2);
         if (i < 8)
           low |= bit;
         else
           high |= bit;
+        last_key = passes ? key[i] : last_key;
       }
       uint64_t mine = (uint64_t(high) << 32 | low) & usable;
       mine |= __shfl_xor_sync(kAll, mine, 1);
       mine |= __shfl_xor_sync(kAll, mine, 2);
+      last_key = fmaxf(last_key, __shfl_xor_sync(kAll, last_key, 1));
+      lone_key[half] = fmaxf(last_key, __shfl_xor_sync(kAll, last_key, 2));
       if (!isfinite(n2))
         mine = 0;  // no-data: class 0
       else if (!row_bounded)
@@ -1885,43 +1939,92 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       candidates[half] = mine;
     }
 
-    // 4. The candidates again, from the staged samples.
+    // 4. A lone candidate is the pixel's class when there is no threshold, or
+    // when its key, within the screen's bound (the common term included),
+    // puts the dot product on one side of the threshold's (below it: class
+    // 0). The other pixels' candidates are scored again from the
+    // staged samples, spread over the warp's 16 lane pairs: one (pixel,
+    // reference) per pair and round, each lane half of the bands.
     const int local = lane % 16;
     const uint64_t from_first = __shfl_sync(kAll, candidates[0], 4 * (local % 8));
     const uint64_t from_second = __shfl_sync(kAll, candidates[1], 4 * (local % 8));
-    uint64_t rest = local < 8 ? from_first : from_second;
+    const float key_first = __shfl_sync(kAll, lone_key[0], 4 * (local % 8));
+    const float key_second = __shfl_sync(kAll, lone_key[1], 4 * (local % 8));
+    const uint64_t mine = local < 8 ? from_first : from_second;
+    const double pixel_sum = sum * unscale * a.scale, pixel_norm2 = raw_norm2 * a.scale * a.scale;
     Candidate best;
     best.clear();
-    while (rest) {
-      int ks[4], n = 0;
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {  // registers, not an indexed array in local memory
-        ks[c] = rest ? __ffsll(static_cast<long long>(rest)) - 1 : ks[0];
-        n += rest ? 1 : 0;
-        rest &= rest - 1;
-      }
-      double dot[4] = {0, 0, 0, 0};
-      if (any_scaled)
-        half_dots(std::true_type{}, pixel_scale, ks, n, dot);
-      else
-        half_dots(std::false_type{}, 1.0f, ks, n, dot);
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        if (c >= n) break;
-        const double dot_k = (dot[c] + __shfl_xor_sync(pair, dot[c], 16)) * unscale * a.scale;
-        if constexpr (kCentred) {
-          // x . t_k + x . m = key_scale[k] x . r_k (up to the float rounding of t_k: 2^-24 |x| |t_k|)
-          const double scaled_dot = dot_k + centre_dot;
-          best.offer(scaled_dot + __ldg(a.key_offset + ks[c]), scaled_dot, ks[c]);
-        } else {
-          best.offer(fma(dot_k, __ldg(a.key_scale + ks[c]), __ldg(a.key_offset + ks[c])), dot_k, ks[c]);
+    bool settled = mine == 0;
+    if (mine != 0 && (mine & (mine - 1)) == 0) {
+      const int k = __ffsll(static_cast<long long>(mine)) - 1;
+      const float4 r = terms[k];
+      const float norm = sqrtf(float(pixel_norm2));
+      const double key_scale = __ldg(a.key_scale + k);
+      const double width =
+          (double(fmaf(norm, r.z, r.w)) + a.screen_common_weight * double(norm)) * (1 + 0x1p-20) / fabs(key_scale);
+      // key = key_scale x . r_k + key_offset (sam's keys leave out x . m).
+      const double dot = (double(local < 8 ? key_first : key_second) - __ldg(a.key_offset + k) +
+                          (kCentred ? centre_dot : 0.0)) / key_scale;
+      if (!(a.threshold == a.threshold)) {
+        settled = true;
+        best.offer(0.0, dot, k);
+      } else if (isfinite(dot) && isfinite(width)) {
+        // Clear of the threshold by more than its float rounding in the score.
+        double scale;
+        const double at = threshold_dot<M>(a, k, pixel_sum, pixel_norm2, scale), margin = 0x1p-20 * scale;
+        if (dot - width > at + margin) {
+          settled = true;
+          best.offer(0.0, dot, k);
+        } else if (dot + width < at - margin) {
+          settled = true;  // unclassified
         }
       }
     }
-    if (kCentred && best.k >= 0) best.dot /= __ldg(a.key_scale + best.k);  // the winner's x . r_k
+    const uint64_t pending = settled ? 0 : mine;
+    const int count = __popcll(pending);
+    int end = count;  // of this pixel's items, counted over the warp's pixels in order
+#pragma unroll
+    for (int d = 1; d < 16; d <<= 1) {
+      const int before = __shfl_up_sync(kAll, end, d, 16);
+      if (local >= d) end += before;
+    }
+    const int start = end - count, items = __shfl_sync(kAll, end, 15);
+    for (int first_item = 0; first_item < items; first_item += 16) {
+      // This pair's item: of the last pixel whose items start at or before it.
+      const int item = first_item + local;
+      int p = 0;
+#pragma unroll
+      for (int step = 8; step > 0; step >>= 1)
+        if (__shfl_sync(kAll, start, p + step) <= item) p += step;
+      const int nth = item - __shfl_sync(kAll, start, p);
+      uint64_t bits = uint64_t(__shfl_sync(kAll, uint32_t(pending >> 32), p)) << 32 |
+                      __shfl_sync(kAll, uint32_t(pending), p);
+      for (int n = 0; n < nth && item < items; ++n) bits &= bits - 1;
+      const int k = item < items ? __ffsll(static_cast<long long>(bits)) - 1 : 0;
+      const float scale_p = __shfl_sync(kAll, pixel_scale, p);
+      double dot = any_scaled ? half_dot(warp * 16 + p, k, std::true_type{}, scale_p)
+                              : half_dot(warp * 16 + p, k, std::false_type{}, 1.0f);
+      dot += __shfl_xor_sync(kAll, dot, 16);
+      // Back to the pixels: this pixel's items of the round are pairs [from, to).
+      const int from = max(start, first_item) - first_item, to = min(end, first_item + 16) - first_item;
+      const int here = max(to - from, 0);
+      const int most = __reduce_max_sync(kAll, unsigned(here));
+      for (int c = 0; c < most; ++c) {
+        const int source = min(from + c, 15);
+        const double dot_k = __shfl_sync(kAll, dot, source) * unscale * a.scale;
+        const int k_c = __shfl_sync(kAll, k, source);
+        if (c >= here) continue;
+        if constexpr (kCentred) {
+          // x . t_k + x . m = key_scale[k] x . r_k (up to the float rounding of t_k: 2^-24 |x| |t_k|)
+          const double scaled_dot = dot_k + centre_dot;
+          best.offer(scaled_dot + __ldg(a.key_offset + k_c), scaled_dot / __ldg(a.key_scale + k_c), k_c);
+        } else {
+          best.offer(fma(dot_k, __ldg(a.key_scale + k_c), __ldg(a.key_offset + k_c)), dot_k, k_c);
+        }
+      }
+    }
     const size_t pixel = first_pixel + own_row;
-    if (lane < 16 && pixel < a.pixels)
-      write_label<M>(a, pixel, best, sum * unscale * a.scale, raw_norm2 * a.scale * a.scale);
+    if (lane < 16 && pixel < a.pixels) write_label<M>(a, pixel, best, pixel_sum, pixel_norm2);
     // No barrier before the next staging: a warp copies and reads only its
     // own 16 rows, which feed only its own accumulators (complete at its
     // wait above), so it restages them while the other warps still score.
@@ -2069,6 +2172,7 @@ void classify(Method method, const DeviceTables &tables, const CubeBlock &block,
   args.sid_terms = tables.sid_terms;
   args.band_chunks = chunks_for(tables.shape);
   args.threshold = threshold;
+  args.threshold_cos = std::cos(std::fmin(std::fmax(double(threshold), 0.0), CUDART_PI));
   args.class_map = output.class_map;
   args.class_map_stride = class_map_stride;
   args.class_map_16bit = output.class_map_format == ClassMapFormat::gray16;
@@ -2079,6 +2183,7 @@ void classify(Method method, const DeviceTables &tables, const CubeBlock &block,
     args.screen_terms = tables.screen_terms;
     args.screen_mean = tables.screen_mean;
     args.screen_largest_norm2 = tables.screen_largest_norm2;
+    args.screen_common_weight = tables.screen_common_weight;
     if (method == Method::sam)
       launch_screen<Method::sam>(args, block.format.type, copy_bytes, tables.screen_warpgroups, sm_count,
                                    stream);

@@ -267,6 +267,11 @@ struct Tables {
   // screen_offset_slack, as 4 floats.
   std::vector<float> screen_terms;
   double screen_largest_norm2 = 0;  // the largest |t_k|^2 of the usable references' table rows
+  // Per |x|, what the bounds above leave out because it is the same for
+  // every reference (the common term, and for sam the float sums of x . m):
+  // key + or - (bound + |x| screen_common_weight) holds the exact key, which
+  // settles a lone candidate's label against the threshold.
+  double screen_common_weight = 0;
   // Bandfit: each selected band's continuum abscissa (the table's positions),
   // zeros to chunks x kChunkBands, so that a kernel reads 4 at once; else empty.
   std::vector<float> positions;
@@ -328,7 +333,7 @@ struct DeviceTables {
   ReferenceTableShape shape;
   int groups = 0, chunks = 0;
   const float *screen_references = nullptr, *screen_terms = nullptr, *screen_mean = nullptr;
-  double screen_largest_norm2 = 0;
+  double screen_largest_norm2 = 0, screen_common_weight = 0;
   int screen_warpgroups = 0;  // 0: no screen
   const float *positions = nullptr;  // Tables::positions (bandfit)
   const double *sid_terms = nullptr; // Tables::sid_terms (sid)

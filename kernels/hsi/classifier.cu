@@ -571,6 +571,7 @@ struct CudaSpectralClassifier::Impl {
         bip.screen_references = static_cast<const float *>(upload(
             t.screen_references.data(), t.screen_references.size() * sizeof(float), "upload BIP screen references"));
         bip.screen_largest_norm2 = t.screen_largest_norm2;
+        bip.screen_common_weight = t.screen_common_weight;
         bip.screen_terms = static_cast<const float *>(
             upload(t.screen_terms.data(), t.screen_terms.size() * sizeof(float), "upload BIP screen terms"));
         if (!t.screen_mean.empty())

@@ -707,6 +707,92 @@ TEST(GpuClassify, TensorBipScreenCandidates) {
         }
 }
 
+// The screen takes a pixel's one candidate as its class without scoring it
+// again when the key's bound, with the part it shares with every reference,
+// puts the score on one side of the threshold (bip_tensor.cu, step 4).
+// Thresholds at the quartiles of the pixels' exact best scores (a misplaced
+// key would carry many pixels across), and for sam half the pixels built at
+// angles within 2e-3 rad of 0.1 rad from a reference (within the TF32
+// product's error: a bound too tight would settle some of them wrongly), as
+// f32 and as i16 samples; class maps within the tensor bounds of the exact
+// CPU ones.
+TEST(GpuClassify, TensorBipScreenSettlesLoneCandidatesAtTheThreshold) {
+  CS_REQUIRE_GPU();
+  std::mt19937_64 rng(cs_test::fresh_seed());
+  std::uniform_real_distribution<double> uni(0.0, 1.0);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  cs::Stream stream(kDevice);
+  const size_t lines = 8, samples = 128, pixels = lines * samples, bands = 224, K = 64;
+  std::vector<int> selected(bands);
+  for (size_t u = 0; u < bands; ++u) selected[u] = int(u);
+  for (Method method : {Method::sam, Method::correlation, Method::bandfit, Method::euclidean}) {
+    SCOPED_TRACE(method_name(method));
+    hsi_test::Scene scene = hsi_test::random_scene(rng, lines, samples, bands, K);
+    if (method == Method::sam)
+      for (size_t p = 1; p < pixels; p += 2) {
+        const float *r = scene.references.spectrum(rng() % K);
+        std::vector<double> along(r, r + bands), across(bands);
+        double r2 = 0, dot = 0, u2 = 0;
+        for (double v : along) r2 += v * v;
+        for (double &v : across) v = normal(rng);
+        for (size_t b = 0; b < bands; ++b) dot += across[b] * along[b];
+        for (size_t b = 0; b < bands; ++b) across[b] -= dot / r2 * along[b], u2 += across[b] * across[b];
+        const double angle = 0.1 + 2e-3 * (2 * uni(rng) - 1), gain = 0.5 + uni(rng);
+        for (size_t b = 0; b < bands; ++b)
+          scene.pixels[p * bands + b] = float(
+              gain * (std::cos(angle) * along[b] / std::sqrt(r2) + std::sin(angle) * across[b] / std::sqrt(u2)));
+      }
+    std::vector<double> thresholds = {0.1};
+    if (method != Method::sam) {  // the quartiles of the best scores (no threshold)
+      const auto [plain, unused] = tensor_and_exact(method, std::nullopt, scene, selected);
+      const auto bytes = hsi_test::encode_block(scene.pixels, lines, samples, bands, DataType::f32, Interleave::bip,
+                                                host_byte_order());
+      const hsi_test::Result all =
+          hsi_test::classify_cpu(plain, hsi_test::block_of(bytes, lines, samples, bands, DataType::f32,
+                                                           Interleave::bip, host_byte_order()));
+      std::vector<double> best;
+      for (size_t p = 0; p < pixels; ++p)
+        if (all.labels[p] > 0) best.push_back(all.rules[(all.labels[p] - 1) * pixels + p]);
+      ASSERT_GT(best.size(), pixels / 2);
+      std::sort(best.begin(), best.end());
+      thresholds = {best[best.size() / 4], best[best.size() / 2], best[3 * best.size() / 4]};
+    }
+    for (double threshold : thresholds)
+      for (DataType type : {DataType::f32, DataType::i16}) {
+        SCOPED_TRACE(std::string(data_type_name(type)) + " threshold " + std::to_string(threshold));
+        const auto [tensor, exact] = tensor_and_exact(method, threshold, scene, selected);
+        CudaSpectralClassifier gpu(tensor, kDevice);
+        constexpr float kUnits = 3000.0f;
+        std::vector<float> stored = scene.pixels;
+        if (type == DataType::i16)
+          for (float &v : stored) v = std::round(std::clamp(v * kUnits, -32768.0f, 32767.0f));
+        hsi_test::Scene decoded = scene;
+        decoded.pixels = stored;
+        if (type == DataType::i16)
+          for (float &v : decoded.pixels) v /= kUnits;
+        const auto bytes =
+            hsi_test::encode_block(stored, lines, samples, bands, type, Interleave::bip, host_byte_order(), 1.0);
+        const CubeBlock block =
+            hsi_test::block_of(bytes, lines, samples, bands, type, Interleave::bip, host_byte_order(), std::nullopt,
+                               type == DataType::f32 ? std::nullopt : std::optional<double>(kUnits));
+        if (bip_tensor::product_from_environment() == bip_tensor::Product::wgmma &&
+            bip_tensor::screen_from_environment() && cs::compute_capability(kDevice) == 90) {
+          ClassificationOutput class_map_only;
+          EXPECT_TRUE(gpu.screens(block, class_map_only));
+        }
+        const hsi_test::Result want = hsi_test::classify_cpu(exact, block);
+        const hsi_test::Result got = classify_gpu(gpu, tensor, bytes, block, stream, false);
+        const auto [x2, r2] = largest_squared_norms(decoded);
+        expect_within_tensor_bounds(method, want, got, pixels, K, x2, r2, tensor.threshold());
+        size_t classified = 0;
+        for (size_t p = 0; p < pixels; ++p) classified += got.labels[p] > 0;
+        // Both sides of the threshold are populated, so a label settled on the wrong side would show.
+        EXPECT_GT(classified, pixels / 8);
+        EXPECT_LT(classified, pixels - pixels / 8);
+      }
+  }
+}
+
 // Blocks the specialised kernel does not take run the generic one.
 TEST(GpuClassify, TensorBipKernelOnlyForBlocksItFits) {
   CS_REQUIRE_GPU();
