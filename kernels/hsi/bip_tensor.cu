@@ -1592,8 +1592,8 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
 //     every reference (Tables::screen_common_weight), puts the dot product
 //     clearly on one side of the threshold's (threshold_dot); the other
 //     pixels' candidates are scored again from the staged samples in the
-//     fast precision, one (pixel, reference) per lane pair and round, each
-//     lane half of the bands; the best key wins, ties to the lower index;
+//     fast precision, one (pixel, reference) per 2 or 4 lanes and round,
+//     each lane a part of the bands; the best key wins, ties to the lower index;
 //     the class map written.
 // Shared memory: the references (57 KB for 224 bands), their terms, and one
 // tile per warp group (57 KB): three warp groups per SM at 224 bands.
@@ -1611,11 +1611,14 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
 // two threads until 2026-11-30: with ~1.3 candidates per pixel on the
 // benchmark's cube but a warp's pass as long as its pixel with the most,
 // and 77% of the pixels with one. Settling those and spreading the rest
-// over the warp: f32 sam 2.00-2.03 -> 2.09-2.11 TB/s, correlation 1.92-1.98
-// -> 2.11-2.13, euclidean 2.13-2.16 -> 2.28-2.33, bandfit 1.38-1.40 ->
-// 1.54-1.55 (i16 3-12%; same run, three rounds). Comparing sam's settled
-// keys through the score (two double acos per pixel) instead of the
-// threshold's dot product made it 3% slower than before.
+// over the warp (H200, same run, three rounds, GB/s of f32 cube): sam
+// 2030-2051 -> 2216-2233, correlation 1981-1991 -> 2186-2213, euclidean
+// 2182-2185 -> 2312-2343, bandfit 1409-1415 -> 1568-1581; i16 9-13%.
+// Comparing sam's settled keys through the score (two double acos per
+// pixel) instead of the threshold's dot product was 3% slower than before.
+// Nsight Compute (sam, f32) after the change: 139 warp instructions per
+// pixel (161 before), 8.0 cycles each; the candidate selection (step 3)
+// is the largest part, a third of them.
 // Staged with blocks 1 KB apart (no swizzle), every copy took one
 // shared-memory wavefront per lane (0.82 against 0.64 ms). Staging and
 // screening slab by slab as the slabs arrived was no faster (0.54 against
@@ -1717,6 +1720,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     double total = 0;
     sum = 0;
     centre_dot = 0;
+#pragma unroll 2
     for (int s = 0; s < slabs; ++s) total += slab_norm2(s, scaled, scale, sum, centre_dot);
     return total;
   };
@@ -1784,26 +1788,41 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     }
     return largest;
   };
-  // This thread's half of x . r_k, x the tile's row `row` (times `scale`
-  // when scaled): float over 16 bands in four chains, double beyond.
-  auto half_dot = [&](int row, int k, auto scaled, float scale) {
+  // Step 4's rescoring: kItemLanes lanes score one (pixel, reference) item,
+  // each kItemBlocks of a slab's 8 blocks; a round takes kItemSlots items.
+  // On an H200 (2026-11-30, the benchmark's cube, against 2 lanes an item):
+  // 4 lanes were 3-5% faster for sam, correlation and euclidean, 3% slower
+  // for bandfit (which has more candidates); 8 slower than 4 for all but
+  // 16-bit euclidean.
+  constexpr int kItemLanes = M == Method::bandfit ? 2 : 4;
+  constexpr int kItemSlots = 32 / kItemLanes, kItemBlocks = 8 / kItemLanes;
+  const int item_slot = lane % kItemSlots, item_part = lane / kItemSlots;
+  // This lane's part of x . r_k, x the tile's row `row` (times `scale` when
+  // scaled): float over a slab's part (a chain per block), double beyond.
+  auto part_dot = [&](int row, int k, auto scaled, float scale) {
     const float *x_row = tile + row * 32;
+    const float *r = table + item_part * kItemBlocks * kBlockFloats + k * kScreenBlockBands;
     double dot = 0;
 #pragma unroll 2
     for (int s = 0; s < slabs; ++s) {
-      const float *r = table + s * kSlabFloats + 4 * h * kBlockFloats + k * kScreenBlockBands;
-      float part[4];
+      float part[kItemBlocks];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        float4 x = *reinterpret_cast<const float4 *>(x_row + s * kSlabFloats + 4 * ((4 * h + i) ^ (row % 8)));
+      for (int i = 0; i < kItemBlocks; ++i) {
+        const int block = item_part * kItemBlocks + i;
+        float4 x = *reinterpret_cast<const float4 *>(x_row + s * kSlabFloats + 4 * (block ^ (row % 8)));
         if constexpr (decltype(scaled)::value) x.x *= scale, x.y *= scale, x.z *= scale, x.w *= scale;
-        const float4 v = *reinterpret_cast<const float4 *>(r + i * kBlockFloats);
+        const float4 v = *reinterpret_cast<const float4 *>(r + s * kSlabFloats + i * kBlockFloats);
         part[i] = x.x * v.x;
         part[i] = fmaf(x.y, v.y, part[i]);
         part[i] = fmaf(x.z, v.z, part[i]);
         part[i] = fmaf(x.w, v.w, part[i]);
       }
-      dot += (part[0] + part[1]) + (part[2] + part[3]);
+      if constexpr (kItemBlocks == 4)
+        dot += (part[0] + part[1]) + (part[2] + part[3]);
+      else if constexpr (kItemBlocks == 2)
+        dot += part[0] + part[1];
+      else
+        dot += part[0];
     }
     return dot;
   };
@@ -1876,10 +1895,15 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     const bool check = norm2 == norm2 && !(norm2 >= 0x1p-90 && norm2 <= 0x1p100);
     const bool any_scaled = __any_sync(kAll, check);
     float pixel_scale = 1.0f;
+    double unscale = 1.0;  // 1 / pixel_scale, exactly
     if (any_scaled) {
       float largest = half_largest();
       largest = fmaxf(largest, __shfl_xor_sync(kAll, largest, 16));
-      if (check && isfinite(largest) && largest > 0) pixel_scale = power_of_two(half_scale_exponent(largest));
+      if (check && isfinite(largest) && largest > 0) {
+        const int e = half_scale_exponent(largest);
+        pixel_scale = power_of_two(e);
+        unscale = inverse_power_of_two(e);
+      }
       norm2 = half_norm2(std::true_type{}, pixel_scale, sum, centre_dot);
       norm2 += __shfl_xor_sync(kAll, norm2, 16);
     }
@@ -1887,7 +1911,6 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       sum += __shfl_xor_sync(kAll, sum, 16);
     else
       find_ignored();
-    const double unscale = 1.0 / double(pixel_scale);  // a power of two: exact
     if constexpr (kCentred) centre_dot = (centre_dot + __shfl_xor_sync(kAll, centre_dot, 16)) * unscale * a.scale;
     const double raw_norm2 = ignored ? quiet_nan() : norm2 * unscale * unscale;
     // The product cannot overflow: |x.r_k| <= |x| |r_k| well inside float.
@@ -1943,8 +1966,8 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     // when its key, within the screen's bound (the common term included),
     // puts the dot product on one side of the threshold's (below it: class
     // 0). The other pixels' candidates are scored again from the
-    // staged samples, spread over the warp's 16 lane pairs: one (pixel,
-    // reference) per pair and round, each lane half of the bands.
+    // staged samples, spread over the warp: one (pixel, reference) item per
+    // kItemLanes lanes and round, each lane a part of the bands.
     const int local = lane % 16;
     const uint64_t from_first = __shfl_sync(kAll, candidates[0], 4 * (local % 8));
     const uint64_t from_second = __shfl_sync(kAll, candidates[1], 4 * (local % 8));
@@ -1989,9 +2012,9 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       if (local >= d) end += before;
     }
     const int start = end - count, items = __shfl_sync(kAll, end, 15);
-    for (int first_item = 0; first_item < items; first_item += 16) {
-      // This pair's item: of the last pixel whose items start at or before it.
-      const int item = first_item + local;
+    for (int first_item = 0; first_item < items; first_item += kItemSlots) {
+      // This slot's item: of the last pixel whose items start at or before it.
+      const int item = first_item + item_slot;
       int p = 0;
 #pragma unroll
       for (int step = 8; step > 0; step >>= 1)
@@ -2002,27 +2025,29 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       for (int n = 0; n < nth && item < items; ++n) bits &= bits - 1;
       const int k = item < items ? __ffsll(static_cast<long long>(bits)) - 1 : 0;
       const float scale_p = __shfl_sync(kAll, pixel_scale, p);
-      double dot = any_scaled ? half_dot(warp * 16 + p, k, std::true_type{}, scale_p)
-                              : half_dot(warp * 16 + p, k, std::false_type{}, 1.0f);
-      dot += __shfl_xor_sync(kAll, dot, 16);
-      // Back to the pixels: this pixel's items of the round are pairs [from, to).
-      const int from = max(start, first_item) - first_item, to = min(end, first_item + 16) - first_item;
+      double dot = any_scaled ? part_dot(warp * 16 + p, k, std::true_type{}, scale_p)
+                              : part_dot(warp * 16 + p, k, std::false_type{}, 1.0f);
+#pragma unroll
+      for (int other = kItemSlots; other < 32; other *= 2) dot += __shfl_xor_sync(kAll, dot, other);
+      // Back to the pixels: this pixel's items of the round are slots [from, to).
+      const int from = max(start, first_item) - first_item, to = min(end, first_item + kItemSlots) - first_item;
       const int here = max(to - from, 0);
       const int most = __reduce_max_sync(kAll, unsigned(here));
       for (int c = 0; c < most; ++c) {
-        const int source = min(from + c, 15);
+        const int source = min(from + c, kItemSlots - 1);
         const double dot_k = __shfl_sync(kAll, dot, source) * unscale * a.scale;
         const int k_c = __shfl_sync(kAll, k, source);
         if (c >= here) continue;
         if constexpr (kCentred) {
           // x . t_k + x . m = key_scale[k] x . r_k (up to the float rounding of t_k: 2^-24 |x| |t_k|)
           const double scaled_dot = dot_k + centre_dot;
-          best.offer(scaled_dot + __ldg(a.key_offset + k_c), scaled_dot / __ldg(a.key_scale + k_c), k_c);
+          best.offer(scaled_dot + __ldg(a.key_offset + k_c), scaled_dot, k_c);
         } else {
           best.offer(fma(dot_k, __ldg(a.key_scale + k_c), __ldg(a.key_offset + k_c)), dot_k, k_c);
         }
       }
     }
+    if (kCentred && !settled && best.k >= 0) best.dot /= __ldg(a.key_scale + best.k);  // the winner's x . r_k
     const size_t pixel = first_pixel + own_row;
     if (lane < 16 && pixel < a.pixels) write_label<M>(a, pixel, best, pixel_sum, pixel_norm2);
     // No barrier before the next staging: a warp copies and reads only its
