@@ -763,32 +763,49 @@ __device__ __forceinline__ void quad_best(Candidate &best) {
   }
 }
 
-// The dot product with reference k at which a screened method's score meets
-// the threshold (a larger dot product scores better in all of them: sam's
-// angle acos(dot / |x|), correlation's dot / sqrt(variance x the reference's
-// constant), euclidean's sqrt(|x|^2 - 2 dot + |r|^2)); NaN where the score
-// is undefined (score_of's NaN: no label), +infinity where no score meets
-// it. `s`, `s2`: the pixel's sums as score_of takes them; `scale`: the size
-// of the dot products there, for the score's float rounding.
+// Where reference k's score meets the threshold, as the dot product `at`
+// (a larger dot product scores better in every screened method: sam's angle
+// acos(dot / |x|), correlation's dot / sqrt(variance x the reference's
+// constant), euclidean's sqrt(|x|^2 - 2 dot + |r|^2); +infinity where no
+// score meets it), and `scale`, the size of the dot products there (for the
+// score's float rounding). Not `defined` where score_of gives NaN (no
+// label). `s`, `s2`: the pixel's sums as score_of takes them.
+struct ThresholdDot {
+  bool defined = false;
+  double at = 0, scale = 0;
+};
 template <Method M>
-__device__ double threshold_dot(const Args &a, int k, double s, double s2, double &scale) {
+__device__ ThresholdDot threshold_dot(const Args &a, int k, double s, double s2) {
+  ThresholdDot d;
+  if (!isfinite(s) || !isfinite(s2)) return d;
   const double t = a.threshold;
-  scale = 0;
-  if (!isfinite(s) || !isfinite(s2)) return quiet_nan();
   if constexpr (M == Method::sam) {
-    if (!(s2 > 0)) return quiet_nan();
-    scale = sqrt(s2);
-    return t < 0 ? CUDART_INF : scale * a.threshold_cos;
+    if (!(s2 > 0)) return d;
+    d.scale = sqrt(s2);
+    d.at = t < 0 ? CUDART_INF : d.scale * a.threshold_cos;
   } else if constexpr (correlation_like(M)) {
     const double variance = s2 - s * s / a.bands;
-    if (!(variance > 0)) return quiet_nan();
-    scale = sqrt(variance * double(__ldg(a.table + a.shape.constant_index(k))));
-    return t * scale;
+    if (!(variance > 0)) return d;
+    d.scale = sqrt(variance * double(__ldg(a.table + a.shape.constant_index(k))));
+    d.at = t * d.scale;
   } else {
     const double r2 = -__ldg(a.key_offset + k);  // key_offset = -|r|^2
-    scale = (s2 + r2 + t * t) / 2;
-    return t < 0 ? CUDART_INF : (s2 + r2 - t * t) / 2;
+    d.scale = (s2 + r2 + t * t) / 2;
+    d.at = t < 0 ? CUDART_INF : (s2 + r2 - t * t) / 2;
   }
+  d.defined = true;
+  return d;
+}
+
+// The class map's label of a pixel whose best reference is k (-1: none)
+// with dot product `dot`, without its score: label_of's answer but where the
+// score lies within its float rounding of the threshold.
+template <Method M>
+__device__ int label_from_dot(const Args &a, int k, double dot, double s, double s2) {
+  if (k < 0) return 0;
+  const ThresholdDot meets = threshold_dot<M>(a, k, s, s2);
+  if (!meets.defined) return 0;
+  return !(a.threshold == a.threshold) || dot >= meets.at ? k + 1 : 0;
 }
 
 // The class of a pixel whose best reference is k (-1: none) with dot
@@ -800,16 +817,19 @@ __device__ int label_of(const Args &a, int k, double dot, double s, double s2, c
   return match.label(a.threshold, higher_is_better(M));
 }
 
-// The pixel's class from its best reference over every group, written.
-template <Method M>
-__device__ void write_label(const Args &a, size_t pixel, const Candidate &best, double s, double s2,
-                            const PixelContext &px = PixelContext()) {
-  const int label = label_of<M>(a, best.k, best.dot, s, s2, px);
+__device__ void write_class(const Args &a, size_t pixel, int label) {
   auto *line = static_cast<unsigned char *>(a.class_map) + (pixel / a.samples) * a.class_map_stride;
   if (a.class_map_16bit)
     reinterpret_cast<uint16_t *>(line)[pixel % a.samples] = uint16_t(label);
   else
     line[pixel % a.samples] = uint8_t(label);
+}
+
+// The pixel's class from its best reference over every group, written.
+template <Method M>
+__device__ void write_label(const Args &a, size_t pixel, const Candidate &best, double s, double s2,
+                            const PixelContext &px = PixelContext()) {
+  write_class(a, pixel, label_of<M>(a, best.k, best.dot, s, s2, px));
 }
 
 // Where step s of a worker's (block's or warp group's) work is: its chunk,
@@ -1594,7 +1614,7 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
 //     pixels' candidates are scored again from the staged samples in the
 //     fast precision, one (pixel, reference) per 2 or 4 lanes and round,
 //     each lane a part of the bands; the best key wins, ties to the lower index;
-//     the class map written.
+//     the class map written (label_from_dot: no score is formed).
 // Shared memory: the references (57 KB for 224 bands), their terms, and one
 // tile per warp group (57 KB): three warp groups per SM at 224 bands.
 // Measured on an H200 (2026-11-30, 1024 x 1024 x 224, K = 64): 0.49 ms per
@@ -1616,6 +1636,11 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
 // 2182-2185 -> 2312-2343, bandfit 1409-1415 -> 1568-1581; i16 9-13%.
 // Comparing sam's settled keys through the score (two double acos per
 // pixel) instead of the threshold's dot product was 3% slower than before.
+// The class map's labels then came from the threshold's dot product too
+// (label_from_dot; sam's double acos was 15% of the kernel's instructions):
+// sam 2.0-2.9% faster, the others within 1.7%. Writing only the settled
+// pixels' classes without a score was 2% slower: the warp's other pixels
+// still computed theirs.
 // Nsight Compute (sam, f32) after the change: 139 warp instructions per
 // pixel (161 before), 8.0 cycles each; the candidate selection (step 3)
 // is the largest part, a third of them.
@@ -1993,9 +2018,11 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
         best.offer(0.0, dot, k);
       } else if (isfinite(dot) && isfinite(width)) {
         // Clear of the threshold by more than its float rounding in the score.
-        double scale;
-        const double at = threshold_dot<M>(a, k, pixel_sum, pixel_norm2, scale), margin = 0x1p-20 * scale;
-        if (dot - width > at + margin) {
+        const ThresholdDot meets = threshold_dot<M>(a, k, pixel_sum, pixel_norm2);
+        const double at = meets.at, margin = 0x1p-20 * meets.scale;
+        if (!meets.defined) {
+          settled = true;  // no score: unclassified
+        } else if (dot - width > at + margin) {
           settled = true;
           best.offer(0.0, dot, k);
         } else if (dot + width < at - margin) {
@@ -2049,7 +2076,8 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     }
     if (kCentred && !settled && best.k >= 0) best.dot /= __ldg(a.key_scale + best.k);  // the winner's x . r_k
     const size_t pixel = first_pixel + own_row;
-    if (lane < 16 && pixel < a.pixels) write_label<M>(a, pixel, best, pixel_sum, pixel_norm2);
+    if (lane < 16 && pixel < a.pixels)
+      write_class(a, pixel, label_from_dot<M>(a, best.k, best.dot, pixel_sum, pixel_norm2));
     // No barrier before the next staging: a warp copies and reads only its
     // own 16 rows, which feed only its own accumulators (complete at its
     // wait above), so it restages them while the other warps still score.
