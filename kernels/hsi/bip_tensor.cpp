@@ -410,7 +410,8 @@ int stages_for(DataType type, int chunks, size_t max_shared_bytes, Product produ
 
 size_t screen_shared_bytes(int bands, int warpgroups) {
   const size_t operand = size_t(screen_padded_bands(bands)) * kScreenRows * sizeof(float);
-  return operand + kGroupReferences * 4 * sizeof(float) + 1024 + size_t(warpgroups) * operand;
+  const size_t centre = size_t(screen_padded_bands(bands)) * sizeof(float);
+  return operand + kGroupReferences * 4 * sizeof(float) + centre + 1024 + size_t(warpgroups) * operand;
 }
 
 int screen_warpgroups_for(int bands, size_t max_shared_bytes) {

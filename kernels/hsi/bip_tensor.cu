@@ -1636,6 +1636,9 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
 // 2182-2185 -> 2312-2343, bandfit 1409-1415 -> 1568-1581; i16 9-13%.
 // Comparing sam's settled keys through the score (two double acos per
 // pixel) instead of the threshold's dot product was 3% slower than before.
+// Sam's centre m then read from shared memory (the last KB there) instead of
+// global memory (the norm pass had waited on those loads): f32 sam
+// 2238-2268 -> 2298-2330 GB/s, i16 1055-1062 -> 1099-1104, the others equal.
 // The class map's labels then came from the threshold's dot product too
 // (label_from_dot; sam's double acos was 15% of the kernel's instructions):
 // sam 2.0-2.9% faster, the others within 1.7%. Writing only the settled
@@ -1664,6 +1667,8 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   // Per reference: key factor (the block's scale applied), key offset
   // (-infinity: unusable), bound weight and slack (bip_tensor.h, screen_terms).
   float4 *const terms = reinterpret_cast<float4 *>(table + table_floats);
+  // Sam's centre m (Tables::screen_mean), read for every tile's x . m.
+  float *const mean = reinterpret_cast<float *>(terms + kGroupReferences);
   const int warpgroups = int(blockDim.x) / kWarpgroupThreads;
   {
     const float4 *src = reinterpret_cast<const float4 *>(a.screen_references);
@@ -1673,6 +1678,8 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       const float4 v = __ldg(reinterpret_cast<const float4 *>(a.screen_terms) + k);
       terms[k] = make_float4(v.x * float(a.scale), v.y, v.z, v.w);
     }
+    if constexpr (kCentred)
+      for (int u = threadIdx.x; u < slabs * 32; u += blockDim.x) mean[u] = __ldg(a.screen_mean + u);
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the table, visible to the wgmma reads
     __syncthreads();
   }
@@ -1684,10 +1691,9 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   const int warpgroup = __shfl_sync(0xffffffffu, int(threadIdx.x) / kWarpgroupThreads, 0);
   const int thread = int(threadIdx.x) % kWarpgroupThreads;
   const int warp = thread / 32, lane = thread % 32, g = lane / 4, t = lane % 4;
-  // The tiles from the 1 KB boundary after the terms (the swizzle's period).
+  // The tiles from the 1 KB boundary after the centre (the swizzle's period).
   float *const first_tile =
-      reinterpret_cast<float *>(terms + kGroupReferences) +
-      (1024 - (shared_address(terms + kGroupReferences) & 1023u)) % 1024 / sizeof(float);
+      mean + slabs * 32 + (1024 - (shared_address(mean + slabs * 32) & 1023u)) % 1024 / sizeof(float);
   float *const tile = first_tile + warpgroup * tile_floats;
   const uint32_t table_address = shared_address(table), tile_address = shared_address(tile);
   // The pixel this thread sums and scores again (its row of the tile) and
@@ -1725,7 +1731,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       float along[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const float4 m = __ldg(reinterpret_cast<const float4 *>(a.screen_mean + s * 32 + 16 * h) + i);
+        const float4 m = *reinterpret_cast<const float4 *>(mean + s * 32 + 16 * h + 4 * i);
         along[i] = x[4 * i] * m.x;
         along[i] = fmaf(x[4 * i + 1], m.y, along[i]);
         along[i] = fmaf(x[4 * i + 2], m.z, along[i]);

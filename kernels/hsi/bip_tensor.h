@@ -213,8 +213,8 @@ inline constexpr int kScreenSlabBytes = kScreenRows * 128;  // a tile's 32 bands
 inline constexpr int kScreenMostWarpgroups = 3;
 // Shared memory of the screen with `warpgroups` tiles of f32 rows (16-bit
 // samples widened): the
-// references, their key terms, the tiles and 1 KB to align them (the
-// swizzle's period).
+// references, their key terms, sam's centre (a float per band), the tiles
+// and 1 KB to align them (the swizzle's period).
 size_t screen_shared_bytes(int bands, int warpgroups);
 // Warp groups (tiles) per block that fit in `max_shared_bytes`, at most
 // kScreenMostWarpgroups; 0 when not even one does.

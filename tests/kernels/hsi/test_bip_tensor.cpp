@@ -750,11 +750,13 @@ TEST(BipTensor, ScreenTakesF32AndAligned16BitPieces) {
 TEST(BipTensor, ScreenSharedMemory) {
   const size_t hopper = 227 * 1024;
   // The references and per warp group a tile, each 64 rows of the bands
-  // padded to 32, 64 x 4 floats of key terms and 1 KB of alignment.
-  EXPECT_EQ(bt::screen_shared_bytes(224, 3), size_t(4 * 64 * 224 * 4 + 1024 + 1024));
-  EXPECT_EQ(bt::screen_shared_bytes(225, 1), size_t(2 * 64 * 256 * 4 + 1024 + 1024));
+  // padded to 32, 64 x 4 floats of key terms, a float per padded band (sam's
+  // centre) and 1 KB of alignment.
+  EXPECT_EQ(bt::screen_shared_bytes(224, 3), size_t(4 * 64 * 224 * 4 + 1024 + 224 * 4 + 1024));
+  EXPECT_EQ(bt::screen_shared_bytes(225, 1), size_t(2 * 64 * 256 * 4 + 1024 + 256 * 4 + 1024));
   EXPECT_EQ(bt::screen_warpgroups_for(224, hopper), 3);  // the benchmark's cube: three tiles per SM
+  EXPECT_EQ(bt::screen_warpgroups_for(256, hopper), 2);
   EXPECT_EQ(bt::screen_warpgroups_for(288, hopper), 2);
-  EXPECT_EQ(bt::screen_warpgroups_for(448, hopper), 1);
-  EXPECT_EQ(bt::screen_warpgroups_for(464, hopper), 0);
+  EXPECT_EQ(bt::screen_warpgroups_for(416, hopper), 1);
+  EXPECT_EQ(bt::screen_warpgroups_for(448, hopper), 0);
 }
