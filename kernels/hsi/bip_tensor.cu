@@ -1639,6 +1639,10 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
 // Sam's centre m then read from shared memory (the last KB there) instead of
 // global memory (the norm pass had waited on those loads): f32 sam
 // 2238-2268 -> 2298-2330 GB/s, i16 1055-1062 -> 1099-1104, the others equal.
+// Then step 3 with both rows in one pass (each reference's terms read once)
+// keeping key + bound only: f32 sam 2312-2334 -> 2369-2387, correlation
+// 2192-2200 -> 2256-2267, euclidean 2331-2340 -> 2382-2415, bandfit
+// 1565-1571 -> 1594-1597, i16 1.4-4.2% (166-168 registers, no spills).
 // The class map's labels then came from the threshold's dot product too
 // (label_from_dot; sam's double acos was 15% of the kernel's instructions):
 // sam 2.0-2.9% faster, the others within 1.7%. Writing only the settled
@@ -1950,45 +1954,57 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     // 3. Candidates. Accumulator 4j + 2h + c: row g (h = 0) or g + 8, reference 8j + 2t + c.
     wgmma_wait<0>();
     hold(acc);
+    // Both rows at once, so that each reference's terms are read once: per
+    // row and reference the key's upper end (key + bound) kept, the largest
+    // lower end (key - bound) over the row's references.
     uint64_t candidates[2];
-    float lone_key[2];  // per row: the key of its candidate, where it has one
+    float lone_high[2];  // per row: its candidate's key + bound, where it has one candidate
+    double n2[2];
+    float norm[2], high[2][16], lower[2] = {-CUDART_INF_F, -CUDART_INF_F};
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const double n2 = __shfl_sync(kAll, raw_norm2, g + 8 * half) * a.scale * a.scale;
-      const bool row_bounded = __shfl_sync(kAll, int(bounded), g + 8 * half);
-      const float norm = sqrtf(float(n2));
-      float key[16], bound[16], lower = -CUDART_INF_F;
+      n2[half] = __shfl_sync(kAll, raw_norm2, g + 8 * half) * a.scale * a.scale;
+      norm[half] = sqrtf(float(n2[half]));
+    }
 #pragma unroll
-      for (int i = 0; i < 16; ++i) {
-        const float4 r = terms[8 * (i / 2) + 2 * t + i % 2];
-        key[i] = fmaf(acc[4 * (i / 2) + 2 * half + i % 2], r.x, r.y);
-        bound[i] = fmaf(norm, r.z, r.w);
-        lower = fmaxf(lower, key[i] - bound[i]);
+    for (int i = 0; i < 16; ++i) {
+      const float4 r = terms[8 * (i / 2) + 2 * t + i % 2];
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const float key = fmaf(acc[4 * (i / 2) + 2 * half + i % 2], r.x, r.y);
+        const float bound = fmaf(norm[half], r.z, r.w);
+        high[half][i] = key + bound;
+        lower[half] = fmaxf(lower[half], key - bound);
       }
-      lower = fmaxf(lower, __shfl_xor_sync(kAll, lower, 1));
-      lower = fmaxf(lower, __shfl_xor_sync(kAll, lower, 2));
-      uint32_t low = 0, high = 0;  // references 0-31 and 32-63: bits 8j + 2t + c
-      float last_key = -CUDART_INF_F;  // of this lane's last candidate (unusable references never pass)
+    }
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const bool row_bounded = __shfl_sync(kAll, int(bounded), g + 8 * half);
+      float row_lower = fmaxf(lower[half], __shfl_xor_sync(kAll, lower[half], 1));
+      row_lower = fmaxf(row_lower, __shfl_xor_sync(kAll, row_lower, 2));
+      // References 0-31 and 32-63: bit 8j + c here, 8j + 2t + c once shifted.
+      uint32_t low = 0, upper = 0;
+      float last_high = -CUDART_INF_F;  // of this lane's last candidate (unusable references never pass)
 #pragma unroll
       for (int i = 0; i < 16; ++i) {
-        const bool passes = key[i] + bound[i] >= lower;
-        const uint32_t bit = uint32_t(passes) << (8 * (i / 2) % 32 + 2 * t + i % 2);
+        const bool passes = high[half][i] >= row_lower;
+        const uint32_t bit = passes ? 1u << (8 * (i / 2) % 32 + i % 2) : 0u;
         if (i < 8)
           low |= bit;
         else
-          high |= bit;
-        last_key = passes ? key[i] : last_key;
+          upper |= bit;
+        last_high = passes ? high[half][i] : last_high;
       }
-      uint64_t mine = (uint64_t(high) << 32 | low) & usable;
+      uint64_t mine = (uint64_t(upper << 2 * t) << 32 | (low << 2 * t)) & usable;
       mine |= __shfl_xor_sync(kAll, mine, 1);
       mine |= __shfl_xor_sync(kAll, mine, 2);
-      last_key = fmaxf(last_key, __shfl_xor_sync(kAll, last_key, 1));
-      lone_key[half] = fmaxf(last_key, __shfl_xor_sync(kAll, last_key, 2));
-      if (!isfinite(n2))
+      last_high = fmaxf(last_high, __shfl_xor_sync(kAll, last_high, 1));
+      lone_high[half] = fmaxf(last_high, __shfl_xor_sync(kAll, last_high, 2));
+      if (!isfinite(n2[half]))
         mine = 0;  // no-data: class 0
       else if (!row_bounded)
         mine = usable;  // the screen says nothing
-      else if ((M == Method::sam || correlation_like(M)) && n2 == 0)
+      else if ((M == Method::sam || correlation_like(M)) && n2[half] == 0)
         mine &= ~(mine - 1);  // no angle (or correlation) to any reference: one candidate gives class 0
       candidates[half] = mine;
     }
@@ -2002,8 +2018,8 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     const int local = lane % 16;
     const uint64_t from_first = __shfl_sync(kAll, candidates[0], 4 * (local % 8));
     const uint64_t from_second = __shfl_sync(kAll, candidates[1], 4 * (local % 8));
-    const float key_first = __shfl_sync(kAll, lone_key[0], 4 * (local % 8));
-    const float key_second = __shfl_sync(kAll, lone_key[1], 4 * (local % 8));
+    const float high_first = __shfl_sync(kAll, lone_high[0], 4 * (local % 8));
+    const float high_second = __shfl_sync(kAll, lone_high[1], 4 * (local % 8));
     const uint64_t mine = local < 8 ? from_first : from_second;
     const double pixel_sum = sum * unscale * a.scale, pixel_norm2 = raw_norm2 * a.scale * a.scale;
     Candidate best;
@@ -2012,13 +2028,16 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     if (mine != 0 && (mine & (mine - 1)) == 0) {
       const int k = __ffsll(static_cast<long long>(mine)) - 1;
       const float4 r = terms[k];
-      const float norm = sqrtf(float(pixel_norm2));
+      const float norm = sqrtf(float(pixel_norm2)), bound = fmaf(norm, r.z, r.w);
       const double key_scale = __ldg(a.key_scale + k);
+      // The key as step 3 formed it is high - bound within high's float rounding.
+      const double high = local < 8 ? high_first : high_second;
       const double width =
-          (double(fmaf(norm, r.z, r.w)) + a.screen_common_weight * double(norm)) * (1 + 0x1p-20) / fabs(key_scale);
+          (double(bound) + a.screen_common_weight * double(norm) + 0x1p-23 * fabs(high)) * (1 + 0x1p-20) /
+          fabs(key_scale);
       // key = key_scale x . r_k + key_offset (sam's keys leave out x . m).
-      const double dot = (double(local < 8 ? key_first : key_second) - __ldg(a.key_offset + k) +
-                          (kCentred ? centre_dot : 0.0)) / key_scale;
+      const double dot =
+          (high - double(bound) - __ldg(a.key_offset + k) + (kCentred ? centre_dot : 0.0)) / key_scale;
       if (!(a.threshold == a.threshold)) {
         settled = true;
         best.offer(0.0, dot, k);
