@@ -4,6 +4,7 @@
 #pragma once
 
 #include <gst/base/gstbasesrc.h>
+#include <gst/base/gstbasetransform.h>
 #include <gst/cudasensing/gstcsmemory.h>
 
 #include <exception>
@@ -77,6 +78,30 @@ void drop_source_pool(GstBufferPool **pool);
 // page-locked memory, which it copies to the device without staging). NULL
 // when the allocation fails.
 GstBuffer *acquire_source_buffer(GstBaseSrc *src, GstBufferPool *pool, gsize bytes);
+
+// Output blocks of a transform's system-memory path, recycled (a fresh block
+// per buffer costs what new_source_pool says): a pool with the allocator the
+// transform's decide_allocation settled on, made at the first buffer and
+// made again for a larger block or another allocator. Streaming thread only.
+class OutputPool {
+ public:
+  OutputPool() = default;
+  OutputPool(const OutputPool &) = delete;
+  OutputPool &operator=(const OutputPool &) = delete;
+  ~OutputPool();
+  // A buffer of `bytes`: from the pool, else newly allocated; NULL when the
+  // allocation fails.
+  GstBuffer *acquire(GstBaseTransform *trans, gsize bytes);
+  // The same from `allocator` (NULL: the default), for another pad's output.
+  GstBuffer *acquire(GstObject *owner, GstAllocator *allocator, const GstAllocationParams &params, gsize bytes);
+  // Releases the pool (its blocks still downstream are freed as they return).
+  void drop();
+
+ private:
+  GstBufferPool *pool_ = nullptr;
+  GstAllocator *allocator_ = nullptr;  // the pool's (NULL: the default)
+  gsize block_bytes_ = 0;
+};
 
 // The file sources' "read-threads" property (guint, 0 = automatic): threads
 // that read each large buffer from the file (common/split_work.h).

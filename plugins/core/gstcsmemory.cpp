@@ -37,10 +37,28 @@ GstBuffer *new_source_buffer(GstBaseSrc *src, gsize bytes) {
   if (allocator) gst_object_unref(allocator);
   return buf;
 }
+
+// An active pool of `block_bytes`-byte blocks from `allocator` (NULL: the
+// default), or NULL (with a warning naming `owner`) when none can be made.
+GstBufferPool *make_block_pool(GstObject *owner, GstCaps *caps, gsize block_bytes, GstAllocator *allocator,
+                               const GstAllocationParams &params) {
+  if (block_bytes == 0 || block_bytes > G_MAXUINT) return nullptr;  // a pool's size is a guint
+  GstBufferPool *pool = gst_buffer_pool_new();
+  GstStructure *config = gst_buffer_pool_get_config(pool);
+  // Two blocks made when the pool starts; more as they are asked for.
+  gst_buffer_pool_config_set_params(config, caps, guint(block_bytes), 2, 0);
+  gst_buffer_pool_config_set_allocator(config, allocator, &params);
+  if (!gst_buffer_pool_set_config(pool, config) || !gst_buffer_pool_set_active(pool, TRUE)) {
+    GST_WARNING_OBJECT(owner, "cannot set up a pool of %" G_GSIZE_FORMAT "-byte blocks: allocating per buffer",
+                       block_bytes);
+    gst_object_unref(pool);
+    return nullptr;
+  }
+  return pool;
+}
 }  // namespace
 
 GstBufferPool *new_source_pool(GstBaseSrc *src, GstQuery *query, gsize block_bytes) {
-  if (block_bytes == 0 || block_bytes > G_MAXUINT) return nullptr;  // a pool's size is a guint
   // The allocator the query settled on (the base class takes it from the query after decide_allocation).
   GstAllocator *allocator = nullptr;
   GstAllocationParams params;
@@ -48,19 +66,48 @@ GstBufferPool *new_source_pool(GstBaseSrc *src, GstQuery *query, gsize block_byt
   if (gst_query_get_n_allocation_params(query) > 0) gst_query_parse_nth_allocation_param(query, 0, &allocator, &params);
   GstCaps *caps = nullptr;
   gst_query_parse_allocation(query, &caps, nullptr);
-  GstBufferPool *pool = gst_buffer_pool_new();
-  GstStructure *config = gst_buffer_pool_get_config(pool);
-  // Two blocks made when the pool starts, before the stream does; more as they are asked for.
-  gst_buffer_pool_config_set_params(config, caps, guint(block_bytes), 2, 0);
-  gst_buffer_pool_config_set_allocator(config, allocator, &params);
+  // Made before the stream starts (in decide_allocation), so that its first blocks do not fault in during it.
+  GstBufferPool *pool = make_block_pool(GST_OBJECT(src), caps, block_bytes, allocator, params);
   if (allocator) gst_object_unref(allocator);
-  if (!gst_buffer_pool_set_config(pool, config) || !gst_buffer_pool_set_active(pool, TRUE)) {
-    GST_WARNING_OBJECT(src, "cannot set up a pool of %" G_GSIZE_FORMAT "-byte blocks: allocating per buffer",
-                       block_bytes);
-    gst_object_unref(pool);
-    return nullptr;
-  }
   return pool;
+}
+
+OutputPool::~OutputPool() { drop(); }
+
+void OutputPool::drop() {
+  drop_source_pool(&pool_);
+  if (allocator_) gst_object_unref(allocator_);
+  allocator_ = nullptr;
+  block_bytes_ = 0;
+}
+
+GstBuffer *OutputPool::acquire(GstBaseTransform *trans, gsize bytes) {
+  GstAllocator *allocator = nullptr;
+  GstAllocationParams params;
+  gst_base_transform_get_allocator(trans, &allocator, &params);
+  GstBuffer *buf = acquire(GST_OBJECT(trans), allocator, params, bytes);
+  if (allocator) gst_object_unref(allocator);
+  return buf;
+}
+
+GstBuffer *OutputPool::acquire(GstObject *owner, GstAllocator *allocator, const GstAllocationParams &params,
+                               gsize bytes) {
+  // Made again for a larger block, or once the negotiation settles on another allocator.
+  if (pool_ && (block_bytes_ < bytes || allocator_ != allocator)) drop();
+  if (!pool_) {
+    pool_ = make_block_pool(owner, nullptr, bytes, allocator, params);
+    if (pool_) {
+      block_bytes_ = bytes;
+      allocator_ = allocator ? GST_ALLOCATOR(gst_object_ref(allocator)) : nullptr;
+    }
+  }
+  GstBuffer *buf = nullptr;
+  if (pool_ && gst_buffer_pool_acquire_buffer(pool_, &buf, nullptr) == GST_FLOW_OK) {
+    gst_buffer_set_size(buf, gssize(bytes));
+    return buf;
+  }
+  GstAllocationParams copy = params;
+  return gst_buffer_new_allocate(allocator, bytes, &copy);
 }
 
 void drop_source_pool(GstBufferPool **pool) {

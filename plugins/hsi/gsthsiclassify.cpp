@@ -181,6 +181,7 @@ struct ClassifyState {
   bool rules_pad_caps_stale = true;                   // rules pad caps to (re)negotiate
   std::vector<uint8_t> host_scratch_map;              // class map nobody asked for (CPU)
   GstBuffer *device_scratch_map = nullptr;            // the same on the device (reused)
+  gstcs::OutputPool host_outputs, host_rules;         // CPU backend: class maps or rule images, rules pad's
   ~ClassifyState() {
     gst_clear_caps(&prepared_caps);
     if (rules_structure) gst_structure_free(rules_structure);
@@ -565,7 +566,11 @@ static GstFlowReturn classify_prepare_output_buffer(GstBaseTransform *trans, Gst
     size = GST_VIDEO_INFO_SIZE(&info);
   }
   if (st->gpu) return st->gpu->prepare_output(trans, in, size, out);
-  *out = gst_buffer_new_allocate(nullptr, size, nullptr);
+  *out = st->host_outputs.acquire(trans, size);
+  if (!*out) {
+    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Cannot allocate %zu bytes of system memory", size), (nullptr));
+    return GST_FLOW_ERROR;
+  }
   GST_BASE_TRANSFORM_GET_CLASS(trans)->copy_metadata(trans, in, *out);
   return GST_FLOW_OK;
 }
@@ -686,7 +691,9 @@ static GstFlowReturn classify_on_cpu(GstHsiClassify *self, GstBuffer *in, GstBuf
   } else {
     output.class_map = out_map.data;
     if (rules) {
-      *rules = gst_buffer_new_allocate(nullptr, rules_bytes, nullptr);
+      GstAllocationParams params;
+      gst_allocation_params_init(&params);
+      *rules = st->host_rules.acquire(GST_OBJECT(self), nullptr, params, rules_bytes);  // the default allocator
       rules_mapped = *rules && gst_buffer_map(*rules, &rules_map, GST_MAP_WRITE);
       if (!rules_mapped) {
         gst_buffer_unmap(out, &out_map);

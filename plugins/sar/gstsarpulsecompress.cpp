@@ -72,6 +72,7 @@ struct CompressState {
   std::unique_ptr<cs::sar::CpuPulseCompressor> cpu;
   std::unique_ptr<gstcs::ElementGpu> gpu;
   std::unique_ptr<cs::sar::CudaPulseCompressor> cuda;
+  gstcs::OutputPool host_outputs;  // CPU backend
 };
 
 // Raw complex float32 pairs, host byte order.
@@ -295,7 +296,7 @@ static GstFlowReturn compress_prepare_output_buffer(GstBaseTransform *trans, Gst
   if (pulses == 0) return GST_FLOW_ERROR;
   const size_t size = size_t(pulses) * size_t(st->output_length) * sizeof(std::complex<float>);
   if (st->gpu) return st->gpu->prepare_output(trans, inbuf, size, outbuf);
-  *outbuf = gst_buffer_new_allocate(nullptr, size, nullptr);
+  *outbuf = st->host_outputs.acquire(trans, size);
   if (!*outbuf) {
     GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Cannot allocate %zu bytes of system memory", size), (nullptr));
     return GST_FLOW_ERROR;

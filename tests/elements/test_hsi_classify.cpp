@@ -434,6 +434,57 @@ std::string rules_launch(const std::string &cube, const std::string &classify_pr
 
 }  // namespace
 
+// On the CPU backend the class maps and the rule images of the request pad
+// come from pools rather than a fresh allocation per block (fresh memory is
+// mapped and zeroed by the kernel page by page, each time).
+TEST(HsiClassify, CpuOutputsAreRecycled) {
+  ScratchDir dir;
+  const std::string cube = write_small_cube(dir);
+  hsi_test::write_text(dir.file("lib.csv"), "wavelength (nm), red, blue\n450, 0.1, 0.9\n550, 0.2, 0.7\n"
+                                            "650, 0.4, 0.4\n750, 0.7, 0.2\n850, 0.9, 0.1\n");
+  GError *error = nullptr;
+  GstElement *p = gst_parse_launch(("envisrc location=\"" + cube + "\" lines-per-buffer=3 ! hsiclassify name=c "
+                                    "backend=cpu library=\"" + dir.file("lib.csv") +
+                                    "\" ! fakesink name=maps c.rules ! queue ! fakesink name=rules")
+                                       .c_str(),
+                                   &error);
+  ASSERT_EQ(error, nullptr) << error->message;
+  struct Count {
+    int buffers = 0, pooled = 0;
+  } counts[2];
+  const char *sinks[2] = {"maps", "rules"};
+  for (int i = 0; i < 2; ++i) {
+    GstElement *sink = gst_bin_get_by_name(GST_BIN(p), sinks[i]);
+    GstPad *pad = gst_element_get_static_pad(sink, "sink");
+    gst_pad_add_probe(
+        pad, GST_PAD_PROBE_TYPE_BUFFER,
+        [](GstPad *, GstPadProbeInfo *info, gpointer data) {
+          auto *c = static_cast<Count *>(data);
+          ++c->buffers;
+          c->pooled += GST_PAD_PROBE_INFO_BUFFER(info)->pool != nullptr;
+          return GST_PAD_PROBE_OK;
+        },
+        &counts[i], nullptr);
+    gst_object_unref(pad);
+    gst_object_unref(sink);
+  }
+  gst_element_set_state(p, GST_STATE_PLAYING);
+  GstBus *bus = gst_element_get_bus(p);
+  GstMessage *msg = gst_bus_timed_pop_filtered(bus, 30 * GST_SECOND,
+                                               GstMessageType(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+  ASSERT_NE(msg, nullptr);
+  EXPECT_EQ(GST_MESSAGE_TYPE(msg), GST_MESSAGE_EOS);
+  gst_message_unref(msg);
+  gst_object_unref(bus);
+  gst_element_set_state(p, GST_STATE_NULL);
+  gst_object_unref(p);
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE(sinks[i]);
+    EXPECT_EQ(counts[i].buffers, 4) << "10 lines in blocks of 3";
+    EXPECT_EQ(counts[i].pooled, counts[i].buffers);
+  }
+}
+
 // The request pad `rules` next to the class map: per block, f32 BSQ planes
 // bit-equal to the kernel classifier's rule images of the same lines, with
 // the block's meta and the class names as band names; the class map on the

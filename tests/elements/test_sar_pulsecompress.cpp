@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "source_allocation.h"
 #include "sar/gotcha.h"
 #include "sar/pulse_compressor.h"
 #include "sar/simulator.h"
@@ -398,6 +399,24 @@ TEST(GpuSarPulseCompress, CudaMatchesCpu) {
     EXPECT_EQ(all_pulses(uploaded, &c2).size(), 40u);
     EXPECT_TRUE(c1 && c2) << "the pulse meta survives device memory";
   }
+}
+
+// On the CPU backend the range profiles are written into recycled blocks
+// from the allocator proposed downstream (a fresh block per buffer is mapped
+// and zeroed by the kernel page by page), and are the same bytes either way.
+TEST(SarPulseCompress, CpuOutputsComeFromAPoolOfTheProposedAllocator) {
+  const std::string launch = sim_launch(Domain::TOA, 10, 4) + " ! sarpulsecompress backend=cpu ! fakesink name=probed";
+  const auto proposed = source_allocation_test::count_allocations(launch, true);
+  const auto plain = source_allocation_test::count_allocations(launch, false);
+  ASSERT_TRUE(proposed.eos) << proposed.error;
+  ASSERT_TRUE(plain.eos) << plain.error;
+  EXPECT_EQ(proposed.buffers, 3) << "10 pulses in blocks of 4";
+  EXPECT_EQ(proposed.from_proposed, 3);
+  EXPECT_EQ(plain.from_proposed, 0);
+  EXPECT_EQ(proposed.pooled, 3);
+  EXPECT_EQ(plain.pooled, 3);
+  EXPECT_FALSE(plain.bytes.empty());
+  EXPECT_TRUE(proposed.bytes == plain.bytes);
 }
 
 // CI16 (sarsim quantises at a stream-wide AmpSF) compresses like the CF32
