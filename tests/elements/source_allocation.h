@@ -6,6 +6,8 @@
 #include <gst/cudasensing/gstcsmemory.h>
 #include <gst/gst.h>
 
+#include "play_to_end.h"
+
 #include <string>
 #include <vector>
 
@@ -116,22 +118,8 @@ inline AllocationCount count_allocations(const std::string &pipeline, bool propo
       &count, nullptr);
   gst_object_unref(pad);
   gst_object_unref(probed);
-  gst_element_set_state(p, GST_STATE_PLAYING);
-  GstBus *bus = gst_element_get_bus(p);
-  GstMessage *msg = gst_bus_timed_pop_filtered(bus, 60 * GST_SECOND,
-                                               GstMessageType(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
-  if (msg && GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS) {
-    count.eos = true;
-  } else if (msg) {
-    gst_message_parse_error(msg, &error, nullptr);
-    count.error = error->message;
-    g_clear_error(&error);
-  } else {
-    count.error = "no EOS within a minute";
-  }
-  if (msg) gst_message_unref(msg);
-  gst_object_unref(bus);
-  gst_element_set_state(p, GST_STATE_NULL);
+  count.error = element_test::play_to_end(p, 60);
+  count.eos = count.error.empty();
   gst_object_unref(p);
   return count;
 }

@@ -12,6 +12,7 @@
 #include "hsi/convert.h"
 #include "hsi/references.h"
 #include "hsi/spectral_library.h"
+#include "play_to_end.h"
 #include "test_hsi_support.h"
 
 using namespace cs::hsi;
@@ -468,16 +469,9 @@ TEST(HsiClassify, CpuOutputsAreRecycled) {
     gst_object_unref(pad);
     gst_object_unref(sink);
   }
-  gst_element_set_state(p, GST_STATE_PLAYING);
-  GstBus *bus = gst_element_get_bus(p);
-  GstMessage *msg = gst_bus_timed_pop_filtered(bus, 30 * GST_SECOND,
-                                               GstMessageType(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
-  ASSERT_NE(msg, nullptr);
-  EXPECT_EQ(GST_MESSAGE_TYPE(msg), GST_MESSAGE_EOS);
-  gst_message_unref(msg);
-  gst_object_unref(bus);
-  gst_element_set_state(p, GST_STATE_NULL);
+  const std::string outcome = element_test::play_to_end(p, 30);
   gst_object_unref(p);
+  ASSERT_EQ(outcome, "");
   for (int i = 0; i < 2; ++i) {
     SCOPED_TRACE(sinks[i]);
     EXPECT_EQ(counts[i].buffers, 4) << "10 lines in blocks of 3";
