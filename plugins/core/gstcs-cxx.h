@@ -71,8 +71,9 @@ void set_gerror(GError **error, const std::exception &e);
 // page-locked blocks skips the allocator's lookups. NULL when no pool can be
 // made (the source then allocates per buffer).
 GstBufferPool *new_source_pool(GstBaseSrc *src, GstQuery *query, gsize block_bytes);
-// Deactivates and releases `*pool` (nothing when NULL).
-void drop_source_pool(GstBufferPool **pool);
+// Deactivates and releases `*pool` (nothing when NULL): a source's or an
+// OutputPool's.
+void drop_pool(GstBufferPool **pool);
 // A buffer of `bytes` from `pool`; without one (or when it cannot give one),
 // newly allocated from the allocator negotiated downstream (gpuupload offers
 // page-locked memory, which it copies to the device without staging). NULL

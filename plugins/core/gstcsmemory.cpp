@@ -75,7 +75,7 @@ GstBufferPool *new_source_pool(GstBaseSrc *src, GstQuery *query, gsize block_byt
 OutputPool::~OutputPool() { drop(); }
 
 void OutputPool::drop() {
-  drop_source_pool(&pool_);
+  drop_pool(&pool_);
   if (allocator_) gst_object_unref(allocator_);
   allocator_ = nullptr;
   block_bytes_ = 0;
@@ -110,7 +110,7 @@ GstBuffer *OutputPool::acquire(GstObject *owner, GstAllocator *allocator, const 
   return gst_buffer_new_allocate(allocator, bytes, &copy);
 }
 
-void drop_source_pool(GstBufferPool **pool) {
+void drop_pool(GstBufferPool **pool) {
   if (!*pool) return;
   gst_buffer_pool_set_active(*pool, FALSE);
   gst_clear_object(pool);

@@ -73,7 +73,7 @@ static gboolean envi_src_start(GstBaseSrc *base) {
 static gboolean envi_src_decide_allocation(GstBaseSrc *base, GstQuery *query) {
   auto *self = GST_ENVI_SRC(base);
   if (!GST_BASE_SRC_CLASS(gst_envi_src_parent_class)->decide_allocation(base, query)) return FALSE;
-  gstcs::drop_source_pool(&self->pool);
+  gstcs::drop_pool(&self->pool);
   // Blocks of lines-per-buffer lines, or of the whole image when it has fewer.
   const size_t lines = std::min<size_t>(self->lines_per_buffer, self->reader->header().lines);
   self->pool = gstcs::new_source_pool(base, query, self->reader->block_bytes(lines));
@@ -82,7 +82,7 @@ static gboolean envi_src_decide_allocation(GstBaseSrc *base, GstQuery *query) {
 
 static gboolean envi_src_stop(GstBaseSrc *base) {
   auto *self = GST_ENVI_SRC(base);
-  gstcs::drop_source_pool(&self->pool);
+  gstcs::drop_pool(&self->pool);
   GST_OBJECT_LOCK(self);
   cs::hsi::EnviReader *reader = self->reader;
   self->reader = nullptr;
@@ -237,7 +237,7 @@ static void envi_src_finalize(GObject *object) {
   auto *self = GST_ENVI_SRC(object);
   g_free(self->location);
   delete self->reader;
-  gstcs::drop_source_pool(&self->pool);
+  gstcs::drop_pool(&self->pool);
   G_OBJECT_CLASS(gst_envi_src_parent_class)->finalize(object);
 }
 

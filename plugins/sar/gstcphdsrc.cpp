@@ -135,7 +135,7 @@ static gboolean cphd_src_start(GstBaseSrc *src) {
 static gboolean cphd_src_decide_allocation(GstBaseSrc *src, GstQuery *query) {
   auto *self = GST_CPHD_SRC(src);
   if (!GST_BASE_SRC_CLASS(gst_cphd_src_parent_class)->decide_allocation(src, query)) return FALSE;
-  gstcs::drop_source_pool(&self->pool);
+  gstcs::drop_pool(&self->pool);
   if (self->state) {  // blocks of pulses-per-buffer vectors, or of the whole channel when it has fewer
     const int64_t pulses = std::min<int64_t>(self->pulses_per_buffer, self->state->num_vectors);
     self->pool = gstcs::new_source_pool(src, query, size_t(pulses) * self->state->format.bytes_per_pulse());
@@ -145,7 +145,7 @@ static gboolean cphd_src_decide_allocation(GstBaseSrc *src, GstQuery *query) {
 
 static gboolean cphd_src_stop(GstBaseSrc *src) {
   auto *self = GST_CPHD_SRC(src);
-  gstcs::drop_source_pool(&self->pool);
+  gstcs::drop_pool(&self->pool);
   delete self->state;
   self->state = nullptr;
   return TRUE;
@@ -310,7 +310,7 @@ static void cphd_src_finalize(GObject *object) {
   auto *self = GST_CPHD_SRC(object);
   g_free(self->location);
   g_free(self->channel);
-  gstcs::drop_source_pool(&self->pool);
+  gstcs::drop_pool(&self->pool);
   delete self->state;
   G_OBJECT_CLASS(gst_cphd_src_parent_class)->finalize(object);
 }

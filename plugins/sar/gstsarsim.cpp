@@ -191,7 +191,7 @@ static gboolean sim_start(GstBaseSrc *src) {
 static gboolean sim_decide_allocation(GstBaseSrc *src, GstQuery *query) {
   auto *self = GST_SAR_SIM(src);
   if (!GST_BASE_SRC_CLASS(gst_sar_sim_parent_class)->decide_allocation(src, query)) return FALSE;
-  gstcs::drop_source_pool(&self->pool);
+  gstcs::drop_pool(&self->pool);
   if (self->state) {
     const gstsar::PhaseHistoryFormat &f = self->state->format;
     const size_t pulse_bytes = size_t(f.samples_per_pulse) * gstsar::wire_bytes_per_sample(f.format);
@@ -202,7 +202,7 @@ static gboolean sim_decide_allocation(GstBaseSrc *src, GstQuery *query) {
 
 static gboolean sim_stop(GstBaseSrc *src) {
   auto *self = GST_SAR_SIM(src);
-  gstcs::drop_source_pool(&self->pool);
+  gstcs::drop_pool(&self->pool);
   delete self->state;
   self->state = nullptr;
   return TRUE;
@@ -342,7 +342,7 @@ static void sim_get_property(GObject *object, guint prop_id, GValue *value, GPar
 static void sim_finalize(GObject *object) {
   auto *self = GST_SAR_SIM(object);
   g_free(self->targets);
-  gstcs::drop_source_pool(&self->pool);
+  gstcs::drop_pool(&self->pool);
   delete self->state;
   G_OBJECT_CLASS(gst_sar_sim_parent_class)->finalize(object);
 }
