@@ -257,7 +257,6 @@ constexpr int kRowBytes = kRowElements * Sample<T>::kBytes;
 struct Args {
   const unsigned char *data;  // the block's first pixel, first selected band
   size_t pixels, pixel_stride;  // pixel_stride in bytes
-  size_t samples;               // per line (class map rows)
   int bands, chunks, groups, references;
   int stages;  // staging buffers; stages - 2 chunks in flight
   const void *fragments;      // float4 (tf32x3) or uint4 (fp16x3) entries
@@ -279,9 +278,7 @@ struct Args {
   double scale;  // decoded value = scale x stored value
   float threshold;
   double threshold_cos;  // sam: the cosine of the threshold (within 0 .. pi)
-  void *class_map;
-  size_t class_map_stride;
-  bool class_map_16bit;
+  ClassMapTarget class_map;
   float *rule_images;
 };
 
@@ -800,11 +797,9 @@ __device__ ThresholdDot threshold_dot(const Args &a, int k, double s, double s2)
 // The class map's label of a pixel whose best reference is k (-1: none)
 // with dot product `dot`, without its score: label_of's answer but where the
 // score lies within its float rounding of the threshold.
-template <Method M>
-__device__ int label_from_dot(const Args &a, int k, double dot, double s, double s2) {
-  if (k < 0) return 0;
-  const ThresholdDot meets = threshold_dot<M>(a, k, s, s2);
-  if (!meets.defined) return 0;
+// `meets`: threshold_dot's answer for k.
+__device__ int label_from_dot(const Args &a, int k, double dot, const ThresholdDot &meets) {
+  if (k < 0 || !meets.defined) return 0;
   return !(a.threshold == a.threshold) || dot >= meets.at ? k + 1 : 0;
 }
 
@@ -817,19 +812,12 @@ __device__ int label_of(const Args &a, int k, double dot, double s, double s2, c
   return match.label(a.threshold, higher_is_better(M));
 }
 
-__device__ void write_class(const Args &a, size_t pixel, int label) {
-  auto *line = static_cast<unsigned char *>(a.class_map) + (pixel / a.samples) * a.class_map_stride;
-  if (a.class_map_16bit)
-    reinterpret_cast<uint16_t *>(line)[pixel % a.samples] = uint16_t(label);
-  else
-    line[pixel % a.samples] = uint8_t(label);
-}
 
 // The pixel's class from its best reference over every group, written.
 template <Method M>
 __device__ void write_label(const Args &a, size_t pixel, const Candidate &best, double s, double s2,
                             const PixelContext &px = PixelContext()) {
-  write_class(a, pixel, label_of<M>(a, best.k, best.dot, s, s2, px));
+  a.class_map.write(pixel, label_of<M>(a, best.k, best.dot, s, s2, px));
 }
 
 // Where step s of a worker's (block's or warp group's) work is: its chunk,
@@ -2024,6 +2012,13 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     const float high_second = __shfl_sync(kAll, lone_high[1], 4 * (local % 8));
     const uint64_t mine = local < 8 ? from_first : from_second;
     const double pixel_sum = sum * unscale * a.scale, pixel_norm2 = raw_norm2 * a.scale * a.scale;
+    // Sam's threshold, as a dot product, is the same for every reference: formed once.
+    ThresholdDot sam_meets;
+    if constexpr (M == Method::sam) sam_meets = threshold_dot<M>(a, 0, pixel_sum, pixel_norm2);
+    auto meets_for = [&](int k) {
+      if constexpr (M == Method::sam) return sam_meets;
+      return threshold_dot<M>(a, k, pixel_sum, pixel_norm2);
+    };
     Candidate best;
     best.clear();
     bool settled = mine == 0;
@@ -2031,21 +2026,22 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       const int k = __ffsll(static_cast<long long>(mine)) - 1;
       const float4 r = terms[k];
       const float norm = sqrtf(float(pixel_norm2)), bound = fmaf(norm, r.z, r.w);
-      const double key_scale = __ldg(a.key_scale + k);
+      // One division (the width's (1 + 2^-20) and the margin below cover the product's extra rounding).
+      const double per_key = 1.0 / __ldg(a.key_scale + k);
       // The key as step 3 formed it is high - bound within high's float rounding.
       const double high = local < 8 ? high_first : high_second;
       const double width =
-          (double(bound) + a.screen_common_weight * double(norm) + 0x1p-23 * fabs(high)) * (1 + 0x1p-20) /
-          fabs(key_scale);
+          (double(bound) + a.screen_common_weight * double(norm) + 0x1p-23 * fabs(high)) * (1 + 0x1p-20) *
+          fabs(per_key);
       // key = key_scale x . r_k + key_offset (sam's keys leave out x . m).
       const double dot =
-          (high - double(bound) - __ldg(a.key_offset + k) + (kCentred ? centre_dot : 0.0)) / key_scale;
+          (high - double(bound) - __ldg(a.key_offset + k) + (kCentred ? centre_dot : 0.0)) * per_key;
       if (!(a.threshold == a.threshold)) {
         settled = true;
         best.offer(0.0, dot, k);
       } else if (isfinite(dot) && isfinite(width)) {
         // Clear of the threshold by more than its float rounding in the score.
-        const ThresholdDot meets = threshold_dot<M>(a, k, pixel_sum, pixel_norm2);
+        const ThresholdDot meets = meets_for(k);
         const double at = meets.at, margin = 0x1p-20 * meets.scale;
         if (!meets.defined) {
           settled = true;  // no score: unclassified
@@ -2108,7 +2104,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     if (kCentred && !settled && best.k >= 0) best.dot /= __ldg(a.key_scale + best.k);  // the winner's x . r_k
     const size_t pixel = first_pixel + own_row;
     if (lane < 16 && pixel < a.pixels)
-      write_class(a, pixel, label_from_dot<M>(a, best.k, best.dot, pixel_sum, pixel_norm2));
+      a.class_map.write(pixel, label_from_dot(a, best.k, best.dot, best.k >= 0 ? meets_for(best.k) : ThresholdDot{}));
     // No barrier before the next staging: a warp copies and reads only its
     // own 16 rows, which feed only its own accumulators (complete at its
     // wait above), so it restages them while the other warps still score.
@@ -2225,14 +2221,13 @@ bool wgmma_available(int device) {
 }
 
 void classify(Method method, const DeviceTables &tables, const CubeBlock &block, int first_band, int copy_bytes,
-              int stages, float threshold, const ClassificationOutput &output, size_t class_map_stride, int sm_count,
-              StreamHandle stream) {
+              int stages, float threshold, const ClassificationOutput &output, const ClassMapTarget &class_map,
+              int sm_count, StreamHandle stream) {
   const size_t size = sample_size(block.format.type);
   Args args;
   args.data = static_cast<const unsigned char *>(block.data) + size_t(first_band) * size;
   args.pixels = block.layout.pixels();
   args.pixel_stride = block.layout.sample_stride * size;
-  args.samples = block.layout.samples;
   args.bands = tables.shape.bands;
   args.chunks = tables.chunks;
   args.groups = tables.groups;
@@ -2257,9 +2252,7 @@ void classify(Method method, const DeviceTables &tables, const CubeBlock &block,
   args.band_chunks = chunks_for(tables.shape);
   args.threshold = threshold;
   args.threshold_cos = std::cos(std::fmin(std::fmax(double(threshold), 0.0), CUDART_PI));
-  args.class_map = output.class_map;
-  args.class_map_stride = class_map_stride;
-  args.class_map_16bit = output.class_map_format == ClassMapFormat::gray16;
+  args.class_map = class_map;
   args.rule_images = output.rule_images;
   if (args.pixels == 0) return;
   if (uses_screen(method, tables, block.format.type, copy_bytes, output)) {

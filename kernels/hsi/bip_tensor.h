@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "common/cuda_runtime.h"
+#include "hsi/class_map_target.h"
 #include "hsi/classifier.h"
 #include "hsi/classify_math.h"
 #include "hsi/sample_decode.h"
@@ -339,18 +340,18 @@ struct DeviceTables {
   const double *sid_terms = nullptr; // Tables::sid_terms (sid)
 };
 
-// Queues the classification of `block` on `stream`. The caller checked the
-// block with copy_bytes_for (returned `copy_bytes`) and chose `stages` with
-// stages_for. `sm_count`: the device's multiprocessors (one persistent block
-// each).
 // Whether classify() runs the screen for this method, sample type, block
 // (copy_bytes_for's answer) and output: f32 blocks, and 16-bit blocks whose
 // rows come in whole aligned 16-byte pieces (bands a multiple of 32).
 bool uses_screen(Method method, const DeviceTables &tables, DataType type, int copy_bytes,
                  const ClassificationOutput &output);
 
+// Queues the classification of `block` on `stream`, its labels into
+// `class_map` (made from `output`). The caller checked the block with
+// copy_bytes_for (returned `copy_bytes`) and chose `stages` with stages_for.
+// `sm_count`: the device's multiprocessors (one persistent block each).
 void classify(Method method, const DeviceTables &tables, const CubeBlock &block, int first_band, int copy_bytes,
-              int stages, float threshold, const ClassificationOutput &output, size_t class_map_stride, int sm_count,
-              StreamHandle stream);
+              int stages, float threshold, const ClassificationOutput &output, const ClassMapTarget &class_map,
+              int sm_count, StreamHandle stream);
 
 }  // namespace cs::hsi::bip_tensor

@@ -70,9 +70,7 @@ struct KernelArgs {
   const float *table;  // prepared references (device)
   ReferenceTableShape shape;
   float threshold;
-  void *class_map;
-  size_t class_map_stride;
-  bool class_map_16bit;
+  ClassMapTarget class_map;
   float *rule_images;
 };
 
@@ -166,11 +164,7 @@ __global__ void __launch_bounds__(kPixelsPerBlock) classify_kernel(const KernelA
   }
   if (!active) return;
   const int label = best.label(a.threshold, higher_is_better(M));
-  auto *row = static_cast<unsigned char *>(a.class_map) + (pixel / a.layout.samples) * a.class_map_stride;
-  if (a.class_map_16bit)
-    reinterpret_cast<uint16_t *>(row)[pixel % a.layout.samples] = uint16_t(label);
-  else
-    row[pixel % a.layout.samples] = uint8_t(label);
+  a.class_map.write(pixel, label);
 }
 
 // --- Precision::tensor: the dot products as a matrix product ---
@@ -449,11 +443,7 @@ __global__ void __launch_bounds__(kGemmThreads, 3) classify_gemm_kernel(const Ke
   }
   if (!active || part != 0) return;
   const int label = best.label(a.threshold, higher_is_better(M));
-  auto *row = static_cast<unsigned char *>(a.class_map) + (pixel / a.layout.samples) * a.class_map_stride;
-  if (a.class_map_16bit)
-    reinterpret_cast<uint16_t *>(row)[pixel % a.layout.samples] = uint16_t(label);
-  else
-    row[pixel % a.layout.samples] = uint8_t(label);
+  a.class_map.write(pixel, label);
 }
 
 // The constant bank is one per device and process, shared by every
@@ -671,18 +661,14 @@ void CudaSpectralClassifier::classify(const CubeBlock &block, const Classificati
   args.table = impl_->table;
   args.shape = host.table_shape();
   args.threshold = float(host.threshold());
-  args.class_map = output.class_map;
-  args.class_map_16bit = output.class_map_format == ClassMapFormat::gray16;
-  args.class_map_stride = output.class_map_stride
-                              ? output.class_map_stride
-                              : block.layout.samples * class_map_bytes_per_pixel(output.class_map_format);
+  args.class_map = ClassMapTarget::of(output, block.layout.samples);
   args.rule_images = output.rule_images;
   const unsigned grid = unsigned((pixels + kPixelsPerBlock - 1) / kPixelsPerBlock);
 
   if (host.precision() == Precision::tensor) {
     if (const Impl::BipPlan plan = impl_->bip_plan(block); plan.copy_bytes) {
       bip_tensor::classify(host.method(), impl_->bip, block, impl_->first_band, plan.copy_bytes, plan.stages,
-                           args.threshold, output, args.class_map_stride, impl_->sm_count, stream);
+                           args.threshold, output, args.class_map, impl_->sm_count, stream);
       return;
     }
     // Reads the table from global memory: no constant bank to share.
