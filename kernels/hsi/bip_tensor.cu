@@ -261,7 +261,7 @@ struct Args {
   int stages;  // staging buffers; stages - 2 chunks in flight
   const void *fragments;      // float4 (tf32x3) or uint4 (fp16x3) entries
   const double *dot_scale;    // fp16x3: per reference, 2^-(its scale's exponent)
-  const double *key_scale, *key_offset;
+  const double *key_scale, *key_offset, *key_inverse;
   const float *table;
   ReferenceTableShape shape;
   const float *screen_references, *screen_terms;  // the screen's table and key terms (bip_tensor.h)
@@ -766,29 +766,49 @@ __device__ __forceinline__ void quad_best(Candidate &best) {
 // constant), euclidean's sqrt(|x|^2 - 2 dot + |r|^2); +infinity where no
 // score meets it), and `scale`, the size of the dot products there (for the
 // score's float rounding). Not `defined` where score_of gives NaN (no
-// label). `s`, `s2`: the pixel's sums as score_of takes them.
+// label). The pixel's part, a square root, is formed once (PixelThreshold);
+// correlation's reference part, sqrt of its constant, is 1 / key_scale
+// (key_inverse), within a few double roundings of the score's own.
 struct ThresholdDot {
   bool defined = false;
   double at = 0, scale = 0;
 };
+struct PixelThreshold {
+  double s2 = 0;
+  double root = 0;  // sam: |x|; correlation, bandfit: sqrt(variance); euclidean 0; NaN: no score
+};
+// `s`, `s2`: the pixel's sums as score_of takes them.
 template <Method M>
-__device__ ThresholdDot threshold_dot(const Args &a, int k, double s, double s2) {
-  ThresholdDot d;
-  if (!isfinite(s) || !isfinite(s2)) return d;
-  const double t = a.threshold;
+__device__ PixelThreshold pixel_threshold(const Args &a, double s, double s2) {
+  PixelThreshold p;
+  p.s2 = s2;
+  p.root = quiet_nan();
+  if (!isfinite(s) || !isfinite(s2)) return p;
   if constexpr (M == Method::sam) {
-    if (!(s2 > 0)) return d;
-    d.scale = sqrt(s2);
-    d.at = t < 0 ? CUDART_INF : d.scale * a.threshold_cos;
+    if (s2 > 0) p.root = sqrt(s2);
   } else if constexpr (correlation_like(M)) {
     const double variance = s2 - s * s / a.bands;
-    if (!(variance > 0)) return d;
-    d.scale = sqrt(variance * double(__ldg(a.table + a.shape.constant_index(k))));
+    if (variance > 0) p.root = sqrt(variance);
+  } else {
+    p.root = 0;
+  }
+  return p;
+}
+template <Method M>
+__device__ ThresholdDot threshold_dot(const Args &a, int k, const PixelThreshold &p) {
+  ThresholdDot d;
+  if (!(p.root == p.root)) return d;
+  const double t = a.threshold;
+  if constexpr (M == Method::sam) {
+    d.scale = p.root;
+    d.at = t < 0 ? CUDART_INF : d.scale * a.threshold_cos;
+  } else if constexpr (correlation_like(M)) {
+    d.scale = p.root * __ldg(a.key_inverse + k);
     d.at = t * d.scale;
   } else {
     const double r2 = -__ldg(a.key_offset + k);  // key_offset = -|r|^2
-    d.scale = (s2 + r2 + t * t) / 2;
-    d.at = t < 0 ? CUDART_INF : (s2 + r2 - t * t) / 2;
+    d.scale = (p.s2 + r2 + t * t) / 2;
+    d.at = t < 0 ? CUDART_INF : (p.s2 + r2 - t * t) / 2;
   }
   d.defined = true;
   return d;
@@ -2012,13 +2032,8 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     const float high_second = __shfl_sync(kAll, lone_high[1], 4 * (local % 8));
     const uint64_t mine = local < 8 ? from_first : from_second;
     const double pixel_sum = sum * unscale * a.scale, pixel_norm2 = raw_norm2 * a.scale * a.scale;
-    // Sam's threshold, as a dot product, is the same for every reference: formed once.
-    ThresholdDot sam_meets;
-    if constexpr (M == Method::sam) sam_meets = threshold_dot<M>(a, 0, pixel_sum, pixel_norm2);
-    auto meets_for = [&](int k) {
-      if constexpr (M == Method::sam) return sam_meets;
-      return threshold_dot<M>(a, k, pixel_sum, pixel_norm2);
-    };
+    const PixelThreshold pixel_part = pixel_threshold<M>(a, pixel_sum, pixel_norm2);
+    auto meets_for = [&](int k) { return threshold_dot<M>(a, k, pixel_part); };
     Candidate best;
     best.clear();
     bool settled = mine == 0;
@@ -2026,8 +2041,8 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       const int k = __ffsll(static_cast<long long>(mine)) - 1;
       const float4 r = terms[k];
       const float norm = sqrtf(float(pixel_norm2)), bound = fmaf(norm, r.z, r.w);
-      // One division (the width's (1 + 2^-20) and the margin below cover the product's extra rounding).
-      const double per_key = 1.0 / __ldg(a.key_scale + k);
+      // 1 / key_scale, rounded (the width's (1 + 2^-20) and the margin below cover it).
+      const double per_key = __ldg(a.key_inverse + k);
       // The key as step 3 formed it is high - bound within high's float rounding.
       const double high = local < 8 ? high_first : high_second;
       const double width =
@@ -2101,7 +2116,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
         }
       }
     }
-    if (kCentred && !settled && best.k >= 0) best.dot /= __ldg(a.key_scale + best.k);  // the winner's x . r_k
+    if (kCentred && !settled && best.k >= 0) best.dot *= __ldg(a.key_inverse + best.k);  // the winner's x . r_k
     const size_t pixel = first_pixel + own_row;
     if (lane < 16 && pixel < a.pixels)
       a.class_map.write(pixel, label_from_dot(a, best.k, best.dot, best.k >= 0 ? meets_for(best.k) : ThresholdDot{}));
@@ -2237,6 +2252,7 @@ void classify(Method method, const DeviceTables &tables, const CubeBlock &block,
   args.dot_scale = tables.dot_scale;
   args.key_scale = tables.key_scale;
   args.key_offset = tables.key_offset;
+  args.key_inverse = tables.key_inverse;
   args.table = tables.table;
   args.shape = tables.shape;
   args.positions = tables.positions;

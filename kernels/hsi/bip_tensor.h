@@ -330,6 +330,7 @@ struct DeviceTables {
   const double *dot_scale = nullptr;
   const double *key_scale = nullptr;
   const double *key_offset = nullptr;
+  const double *key_inverse = nullptr;  // 1 / key_scale (correlation: sqrt of the reference's constant)
   const float *table = nullptr;  // the classifier's prepared table (per-reference constants)
   ReferenceTableShape shape;
   int groups = 0, chunks = 0;

@@ -495,6 +495,7 @@ struct CudaSpectralClassifier::Impl {
     for (const void *p : {static_cast<const void *>(table), static_cast<const void *>(bands),
                           bip.fragments, static_cast<const void *>(bip.dot_scale),
                           static_cast<const void *>(bip.key_scale), static_cast<const void *>(bip.key_offset),
+                          static_cast<const void *>(bip.key_inverse),
                           static_cast<const void *>(bip.screen_references),
                           static_cast<const void *>(bip.screen_terms), static_cast<const void *>(bip.screen_mean),
                           static_cast<const void *>(bip.positions),
@@ -550,6 +551,10 @@ struct CudaSpectralClassifier::Impl {
         upload(t.key_scale.data(), t.key_scale.size() * sizeof(double), "upload BIP tensor keys"));
     bip.key_offset = static_cast<const double *>(
         upload(t.key_offset.data(), t.key_offset.size() * sizeof(double), "upload BIP tensor keys"));
+    std::vector<double> key_inverse(t.key_scale.size());
+    for (size_t k = 0; k < key_inverse.size(); ++k) key_inverse[k] = 1.0 / t.key_scale[k];  // NaN stays NaN
+    bip.key_inverse = static_cast<const double *>(
+        upload(key_inverse.data(), key_inverse.size() * sizeof(double), "upload BIP tensor keys"));
     // The screen: f32 tiles of every selected band next to the references.
     // Only with three tiles per SM (up to 224 bands): with two (288 bands)
     // and one (425) it was slower than the wgmma kernel on an H200 (1533
