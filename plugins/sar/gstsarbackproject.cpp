@@ -158,6 +158,7 @@ struct BackprojectState {
   std::vector<BackprojectionPulse> ring_info;
   std::vector<PulseStamp> ring_stamp;
   std::vector<Cf> host_ring;  // CPU backend
+  gstcs::OutputPool host_images;  // CPU backend: the images
   DeviceArray device_ring;    // CUDA backend
   std::unique_ptr<cs::sar::BandedImage> image;  // the bands, resident or paged, and their backprojectors
 
@@ -478,8 +479,8 @@ static std::vector<BackprojectionPulse> pulses_of_rows(const BackprojectState *s
 // ------------------------------------------------------------------ output
 
 // A buffer holding the current image, with its meta.
-static GstBuffer *image_buffer(BackprojectState *st, const PulseStamp &first, const PulseStamp &last,
-                               int64_t pulses, GstClockTime pts) {
+static GstBuffer *image_buffer(GstBaseTransform *trans, BackprojectState *st, const PulseStamp &first,
+                               const PulseStamp &last, int64_t pulses, GstClockTime pts) {
   const size_t bytes = st->image_pixels() * sizeof(Cf);
   GstBuffer *out;
   if (st->image->on_device()) {
@@ -488,7 +489,9 @@ static GstBuffer *image_buffer(BackprojectState *st, const PulseStamp &first, co
     cs::copy_async(d, st->image->device_pixels(), bytes, st->gpu->stream());
     st->gpu->end_output(out);
   } else {  // CPU backend, or paged bands: the image comes together in system memory
-    out = gst_buffer_new_allocate(nullptr, bytes, nullptr);
+    // The CPU backend's images come from a pool of the negotiated allocator (page-locked memory when gpuupload
+    // follows): a stream of images reuses a few blocks instead of mapping and zeroing a new one each time.
+    out = st->gpu ? gst_buffer_new_allocate(nullptr, bytes, nullptr) : st->host_images.acquire(trans, bytes);
     if (!out) throw std::runtime_error("cannot allocate " + cs::format_bytes(bytes) + " of system memory for an image");
     GstMapInfo map;
     if (!gst_buffer_map(out, &map, GST_MAP_WRITE)) {
@@ -545,7 +548,7 @@ static GstBuffer *form_image(GstSarBackproject *self, int64_t k, GstClockTime pt
   backproject(st, updates);
   GST_LOG_OBJECT(self, "image %" G_GINT64_FORMAT ": pulses %" G_GINT64_FORMAT "..%" G_GINT64_FORMAT " (%s)", k,
                  first, last - 1, full ? "full" : "moved on");
-  return image_buffer(st, st->ring_stamp[size_t(first % st->capacity)],
+  return image_buffer(GST_BASE_TRANSFORM(self), st, st->ring_stamp[size_t(first % st->capacity)],
                       st->ring_stamp[size_t((last - 1) % st->capacity)], s.aperture, pts);
 }
 
@@ -665,9 +668,20 @@ static int64_t rows_of(GstSarBackproject *self, GstBuffer *buf) {
   return rows;
 }
 
+// Never called (generate_output makes the images). Without a transform the base class takes the element
+// for an in-place one: it would forward upstream's ALLOCATION queries downstream (range profiles allocated as
+// images) and never query downstream for the images themselves.
+static GstFlowReturn bp_transform(GstBaseTransform *, GstBuffer *, GstBuffer *) { return GST_FLOW_NOT_SUPPORTED; }
+
 static GstFlowReturn bp_submit_input_buffer(GstBaseTransform *trans, gboolean, GstBuffer *input) {
   auto *self = GST_SAR_BACKPROJECT(trans);
   BackprojectState *st = self->state;
+  // What the default submit_input_buffer does first: negotiate with downstream when it asks (caps, and the
+  // ALLOCATION query whose allocator the CPU backend's images come from).
+  if (!gst_base_transform_reconfigure(trans)) {
+    gst_buffer_unref(input);
+    return GST_PAD_IS_FLUSHING(GST_BASE_TRANSFORM_SRC_PAD(trans)) ? GST_FLOW_FLUSHING : GST_FLOW_NOT_NEGOTIATED;
+  }
   const int64_t rows = rows_of(self, input);
   if (rows < 0) {
     gst_buffer_unref(input);
@@ -755,7 +769,7 @@ static gboolean bp_sink_event(GstBaseTransform *trans, GstEvent *event) {
         const GstFlowReturn made = gstcs::guard_flow(GST_ELEMENT(self), "Finishing the image", [&] {
           std::unique_ptr<cs::DeviceGuard> guard;
           if (st->gpu) guard = std::make_unique<cs::DeviceGuard>(st->gpu->device());
-          out = image_buffer(st, st->first_stamp, st->last_stamp, st->accumulated, st->first_pts);
+          out = image_buffer(trans, st, st->first_stamp, st->last_stamp, st->accumulated, st->first_pts);
           return GST_FLOW_OK;
         });
         st->accumulated = 0;
@@ -960,6 +974,7 @@ static void gst_sar_backproject_class_init(GstSarBackprojectClass *klass) {
   trans_class->set_caps = bp_set_caps;
   trans_class->submit_input_buffer = bp_submit_input_buffer;
   trans_class->generate_output = bp_generate_output;
+  trans_class->transform = bp_transform;
   trans_class->sink_event = bp_sink_event;
   trans_class->query = bp_query;
   cs_class->start_backend = bp_start;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "kernels/sar/backprojection_test_util.h"
+#include "source_allocation.h"
 #include "sar/geodesy.h"
 #include "sar/gotcha.h"
 #include "test_sar_support.h"
@@ -321,6 +322,30 @@ TEST(SarBackproject, SparseAperturesSkipPulses) {
   }
   EXPECT_GE(bp_test::signal_to_error_db(image_of(sparse, 1), image_of(dense, 7)), 100.0);
   EXPECT_LT(bp_test::signal_to_error_db(image_of(sparse, 1), image_of(dense, 6)), 20.0);
+}
+
+// The CPU backend's images come from a pool of the allocator that
+// downstream proposes (page-locked memory when gpuupload follows), as the
+// other CPU outputs do, and hold the same images as with the default
+// allocator.
+TEST(SarBackproject, CpuImagesComeFromAPoolOfTheProposedAllocator) {
+  cs::sar::SimulatorConfig sc = bp_test::collection(Geometry::Airborne);
+  sc.num_pulses = 120;
+  sc.targets.push_back({cs::sar::Vec3{1.3, -2.1, 0}, {1, 0}});
+  const std::string launch = sim_launch(sc, 20) +
+                             " ! sarpulsecompress backend=cpu ! sarbackproject backend=cpu width=32 height=32 "
+                             "aperture=40 stride=20 ! fakesink name=probed";
+  const auto proposed = source_allocation_test::count_allocations(launch, true);
+  const auto plain = source_allocation_test::count_allocations(launch, false);
+  ASSERT_TRUE(proposed.eos) << proposed.error;
+  ASSERT_TRUE(plain.eos) << plain.error;
+  EXPECT_EQ(proposed.buffers, 5) << "images at pulses 0, 20, ..., 80";
+  EXPECT_EQ(proposed.from_proposed, proposed.buffers);
+  EXPECT_EQ(plain.from_proposed, 0);
+  EXPECT_EQ(proposed.pooled, proposed.buffers);
+  EXPECT_EQ(plain.pooled, plain.buffers);
+  EXPECT_EQ(plain.bytes.size(), size_t(5 * 32 * 32 * 8));
+  EXPECT_TRUE(proposed.bytes == plain.bytes);
 }
 
 // ---------------------------------------------------------------- tiling

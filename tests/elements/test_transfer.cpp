@@ -256,6 +256,25 @@ TEST(GpuTransfer, StockVideoSourceFillsPageLockedBuffers) {
   EXPECT_EQ(video.pooled, 5);
 }
 
+// gpudownload writes video frames from the device into a pool of
+// page-locked buffers (its decide_allocation), so the DMA fills the output
+// directly and the buffers are recycled; the frames keep their bytes.
+TEST(GpuTransfer, DownloadedVideoComesFromAPageLockedPool) {
+  CS_REQUIRE_GPU();
+  const std::string caps = "video/x-raw,format=GRAY8,width=64,height=48";
+  const auto downloaded = source_allocation_test::count_allocations(
+      "videotestsrc num-buffers=5 pattern=ball ! " + caps + " ! gpuupload ! gpudownload ! fakesink name=probed", false);
+  const auto direct = source_allocation_test::count_allocations(
+      "videotestsrc num-buffers=5 pattern=ball ! " + caps + " ! fakesink name=probed", false);
+  ASSERT_TRUE(downloaded.eos) << downloaded.error;
+  ASSERT_TRUE(direct.eos) << direct.error;
+  EXPECT_EQ(downloaded.buffers, 5);
+  EXPECT_EQ(downloaded.page_locked, 5);
+  EXPECT_EQ(downloaded.pooled, 5);
+  EXPECT_EQ(downloaded.bytes.size(), size_t(5 * 64 * 48));
+  EXPECT_TRUE(downloaded.bytes == direct.bytes);
+}
+
 TEST(GpuTransfer, StockFilesinkAfterUploadWritesTheBytes) {
   CS_REQUIRE_GPU();
   char path[] = "/tmp/cs-filesink-XXXXXX";
