@@ -1661,6 +1661,11 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
 // Nsight Compute (sam, f32) after the change: 139 warp instructions per
 // pixel (161 before), 8.0 cycles each; the candidate selection (step 3)
 // is the largest part, a third of them.
+// Then the threshold's dot product and square roots once per pixel
+// (PixelThreshold, key_inverse) and the class map written without a 64-bit
+// division per pixel (ClassMapTarget): f32 sam 2384-2398 -> 2546-2585 GB/s
+// over the two steps, the other methods 2-4% (kernels/hsi/README.md);
+// 118.5 warp instructions per pixel, the rescoring now the largest part.
 // Staged with blocks 1 KB apart (no swizzle), every copy took one
 // shared-memory wavefront per lane (0.82 against 0.64 ms). Staging and
 // screening slab by slab as the slabs arrived was no faster (0.54 against
