@@ -818,7 +818,7 @@ __device__ ThresholdDot threshold_dot(const Args &a, int k, const PixelThreshold
 // with dot product `dot`, without its score: label_of's answer but where the
 // score lies within its float rounding of the threshold.
 // `meets`: threshold_dot's answer for k.
-__device__ int label_from_dot(const Args &a, int k, double dot, const ThresholdDot &meets) {
+[[maybe_unused]] __device__ int label_from_dot(const Args &a, int k, double dot, const ThresholdDot &meets) {
   if (k < 0 || !meets.defined) return 0;
   return !(a.threshold == a.threshold) || dot >= meets.at ? k + 1 : 0;
 }
@@ -831,7 +831,6 @@ __device__ int label_of(const Args &a, int k, double dot, double s, double s2, c
   if (k >= 0 && isfinite(s) && isfinite(s2)) match.offer(score_of<M>(a, k, dot, s, s2, px), k, higher_is_better(M));
   return match.label(a.threshold, higher_is_better(M));
 }
-
 
 // The pixel's class from its best reference over every group, written.
 template <Method M>

@@ -19,6 +19,15 @@ namespace gstcs {
 cs::MirroredBuffer &mirrored(GstMemory *mem);
 std::shared_ptr<cs::MirroredBuffer> mirrored_shared(GstMemory *mem);
 
+// The `transform` of elements that make their output in generate_output:
+// never called. Without a transform GstBaseTransform takes an element for an
+// in-place one: it forwards upstream's ALLOCATION queries downstream and
+// never calls decide_allocation or asks downstream for the element's own
+// output.
+inline GstFlowReturn output_made_elsewhere(GstBaseTransform *, GstBuffer *, GstBuffer *) {
+  return GST_FLOW_NOT_SUPPORTED;
+}
+
 // `caps` (taken) limited to `filter` when there is one: the last step of
 // every transform_caps / get_caps.
 inline GstCaps *filtered(GstCaps *caps, GstCaps *filter) {

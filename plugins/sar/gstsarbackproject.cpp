@@ -668,11 +668,6 @@ static int64_t rows_of(GstSarBackproject *self, GstBuffer *buf) {
   return rows;
 }
 
-// Never called (generate_output makes the images). Without a transform the base class takes the element
-// for an in-place one: it would forward upstream's ALLOCATION queries downstream (range profiles allocated as
-// images) and never query downstream for the images themselves.
-static GstFlowReturn bp_transform(GstBaseTransform *, GstBuffer *, GstBuffer *) { return GST_FLOW_NOT_SUPPORTED; }
-
 static GstFlowReturn bp_submit_input_buffer(GstBaseTransform *trans, gboolean, GstBuffer *input) {
   auto *self = GST_SAR_BACKPROJECT(trans);
   BackprojectState *st = self->state;
@@ -974,7 +969,7 @@ static void gst_sar_backproject_class_init(GstSarBackprojectClass *klass) {
   trans_class->set_caps = bp_set_caps;
   trans_class->submit_input_buffer = bp_submit_input_buffer;
   trans_class->generate_output = bp_generate_output;
-  trans_class->transform = bp_transform;
+  trans_class->transform = gstcs::output_made_elsewhere;  // images from generate_output, allocated as downstream asks
   trans_class->sink_event = bp_sink_event;
   trans_class->query = bp_query;
   cs_class->start_backend = bp_start;

@@ -317,12 +317,6 @@ static GstFlowReturn download_submit_input_buffer(GstBaseTransform *trans, gbool
   return ret;
 }
 
-// Never called (generate_output copies). Without a transform the base class takes the element for an in-place
-// one and never calls decide_allocation, so the page-locked output pool above was never made.
-static GstFlowReturn download_transform(GstBaseTransform *, GstBuffer *, GstBuffer *) {
-  return GST_FLOW_NOT_SUPPORTED;
-}
-
 static GstFlowReturn download_generate_output(GstBaseTransform *trans, GstBuffer **outbuf) {
   auto *self = GST_GPU_DOWNLOAD(trans);
   if (gst_base_transform_is_passthrough(trans) || !self->state)
@@ -400,7 +394,7 @@ static void gst_gpu_download_class_init(GstGpuDownloadClass *klass) {
   trans_class->decide_allocation = download_decide_allocation;
   trans_class->submit_input_buffer = download_submit_input_buffer;
   trans_class->generate_output = download_generate_output;
-  trans_class->transform = download_transform;
+  trans_class->transform = gstcs::output_made_elsewhere;  // so that decide_allocation (the page-locked pool) runs
   trans_class->sink_event = download_sink_event;
   trans_class->query = download_query;
   trans_class->passthrough_on_same_caps = TRUE;
