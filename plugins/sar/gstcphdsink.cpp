@@ -8,6 +8,10 @@
  * data (TxTime1/2, FxMin/Max, reference geometry...) are written then. */
 #include "gstcphdsink.h"
 
+#include <glib/gstdio.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <memory>
 #include <string>
 
@@ -89,6 +93,23 @@ static gboolean cphd_sink_start(GstBaseSink *sink) {
   auto *self = GST_CPHD_SINK(sink);
   if (!self->location || !*self->location) {
     GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("No file name given: set the location property"), (nullptr));
+    return FALSE;
+  }
+  // The file is written once the caps are known; a location it could not be written to fails here, at the
+  // state change, as with filesink, rather than at the first pulses. Nothing is created yet.
+  const bool exists = g_file_test(self->location, G_FILE_TEST_EXISTS);
+  gchar *folder = g_path_get_dirname(self->location);
+  const char *refused = nullptr;
+  if (exists && g_file_test(self->location, G_FILE_TEST_IS_DIR))
+    refused = "it is a directory";
+  else if (!g_file_test(folder, G_FILE_TEST_IS_DIR))
+    refused = "its folder does not exist";
+  else if (g_access(exists ? self->location : folder, W_OK) != 0)
+    refused = g_strerror(errno);
+  g_free(folder);
+  if (refused) {
+    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE, ("Cannot write CPHD file '%s': %s", self->location, refused),
+                      (nullptr));
     return FALSE;
   }
   self->state = new WriterState();

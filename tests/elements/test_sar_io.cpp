@@ -1,4 +1,5 @@
 // SAR streams in: the pulse meta, sarsim, cphdsrc and cphdsink.
+#include <glib/gstdio.h>
 #include <gst/check/gstharness.h>
 #include <gtest/gtest.h>
 
@@ -417,6 +418,34 @@ static std::string harness_error(GstHarness *h, GstBus *bus) {
   std::string text = msg ? error_text(msg) : "";
   if (msg) gst_message_unref(msg);
   return text;
+}
+
+// A location that cannot be written fails at the state change, with the
+// reason, before any pulses arrive; nothing is created.
+TEST(CphdErrors, SinkRefusesAnUnwritableLocationAtStart) {
+  TempFile file("folder.cphd");
+  ASSERT_EQ(g_mkdir(file.path().c_str(), 0755), 0);
+  const std::pair<std::string, std::string> cases[] = {
+      {"/nonexistent-folder/pulses.cphd", "folder does not exist"}, {file.path(), "is a directory"}};
+  for (const auto &[location, reason] : cases) {
+    SCOPED_TRACE(location);
+    GstElement *sink = gst_element_factory_make("cphdsink", nullptr);
+    g_object_set(sink, "location", location.c_str(), nullptr);
+    GstBus *bus = gst_bus_new();
+    gst_element_set_bus(sink, bus);
+    EXPECT_EQ(gst_element_set_state(sink, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
+    GstMessage *msg = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
+    const std::string error = msg ? error_text(msg) : "";
+    if (msg) gst_message_unref(msg);
+    EXPECT_NE(error.find(location), std::string::npos) << error;
+    EXPECT_NE(error.find(reason), std::string::npos) << error;
+    gst_element_set_state(sink, GST_STATE_NULL);
+    gst_element_set_bus(sink, nullptr);
+    gst_object_unref(bus);
+    gst_object_unref(sink);
+  }
+  EXPECT_FALSE(g_file_test("/nonexistent-folder", G_FILE_TEST_EXISTS));
+  g_rmdir(file.path().c_str());
 }
 
 TEST(CphdErrors, SinkRejectsBuffersWithoutPulses) {
