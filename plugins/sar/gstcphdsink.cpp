@@ -119,7 +119,12 @@ static gboolean cphd_sink_start(GstBaseSink *sink) {
 // Finishes the file; errors become element errors.
 static gboolean finish_file(GstCphdSink *self) {
   WriterState *st = self->state;
-  if (!st || !st->writer) return TRUE;
+  if (!st) return TRUE;
+  if (!st->writer) {  // a CPHD file holds at least one vector: none is made, and the user is told
+    GST_ELEMENT_WARNING(self, RESOURCE, WRITE, ("No pulses arrived: no CPHD file written to '%s'", self->location),
+                        (nullptr));
+    return TRUE;
+  }
   try {
     st->writer->close();
     GST_INFO_OBJECT(self, "wrote %" G_GINT64_FORMAT " vectors to '%s'", st->writer->vectors_written(0),

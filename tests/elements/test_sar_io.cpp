@@ -448,6 +448,40 @@ TEST(CphdErrors, SinkRefusesAnUnwritableLocationAtStart) {
   g_rmdir(file.path().c_str());
 }
 
+// A stream with no pulses ends normally, with a warning that names the
+// location, and leaves no file (a CPHD file holds at least one vector).
+TEST(CphdErrors, SinkWarnsThatAStreamWithoutPulsesWritesNothing) {
+  TempFile file("empty.cphd");
+  GError *error = nullptr;
+  GstElement *p = gst_parse_launch(("sarsim num-pulses=0 ! cphdsink location=" + file.path()).c_str(), &error);
+  ASSERT_EQ(error, nullptr) << error->message;
+  GstBus *bus = gst_element_get_bus(p);
+  gst_element_set_state(p, GST_STATE_PLAYING);
+  std::string warning;
+  bool eos = false;
+  while (GstMessage *msg = gst_bus_timed_pop_filtered(
+             bus, 10 * GST_SECOND, GstMessageType(GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_WARNING))) {
+    const GstMessageType type = GST_MESSAGE_TYPE(msg);
+    if (type == GST_MESSAGE_WARNING) {
+      GError *w = nullptr;
+      gst_message_parse_warning(msg, &w, nullptr);
+      warning = w->message;
+      g_error_free(w);
+    }
+    eos = type == GST_MESSAGE_EOS;
+    const bool done = type != GST_MESSAGE_WARNING;
+    gst_message_unref(msg);
+    if (done) break;
+  }
+  gst_element_set_state(p, GST_STATE_NULL);
+  gst_object_unref(bus);
+  gst_object_unref(p);
+  EXPECT_TRUE(eos);
+  EXPECT_NE(warning.find("No pulses"), std::string::npos) << warning;
+  EXPECT_NE(warning.find(file.path()), std::string::npos) << warning;
+  EXPECT_FALSE(g_file_test(file.path().c_str(), G_FILE_TEST_EXISTS));
+}
+
 TEST(CphdErrors, SinkRejectsBuffersWithoutPulses) {
   TempFile file("rejected.cphd");
   GstHarness *h = sink_harness(file.path());
