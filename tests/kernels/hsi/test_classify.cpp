@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "classify_test_util.h"
+#include "hsi/class_map_target.h"
 #include "hsi/classifier.h"
 #include "hsi/convert.h"
 #include "hsi/envi.h"
@@ -549,6 +550,38 @@ TEST(Classify, ClassMapStrideLeavesPaddingAlone) {
   for (size_t l = 0; l < lines; ++l)
     for (size_t x = 0; x < stride; ++x)
       EXPECT_EQ(map[l * stride + x], x < samples ? packed.labels[l * samples + x] : 0xAB);
+}
+
+// Where the CUDA kernels write labels (ClassMapTarget::of): a stride of 0
+// means packed lines, a stride of exactly one line is packed too (labels at
+// the pixel's own index), a longer one is not; 16-bit maps take two bytes a
+// label.
+TEST(Classify, ClassMapTargetFromTheOutput) {
+  uint8_t map[64];
+  ClassificationOutput out;
+  out.class_map = map;
+  const ClassMapTarget packed = ClassMapTarget::of(out, 10);
+  EXPECT_EQ(packed.data, map);
+  EXPECT_EQ(packed.stride, 10u);
+  EXPECT_EQ(packed.samples, 10u);
+  EXPECT_TRUE(packed.packed);
+  EXPECT_FALSE(packed.sixteen_bit);
+  out.class_map_stride = 10;
+  EXPECT_TRUE(ClassMapTarget::of(out, 10).packed);
+  out.class_map_stride = 12;  // GRAY8 rows padded to 4 bytes
+  const ClassMapTarget padded = ClassMapTarget::of(out, 10);
+  EXPECT_FALSE(padded.packed);
+  EXPECT_EQ(padded.stride, 12u);
+  out.class_map_format = ClassMapFormat::gray16;
+  out.class_map_stride = 0;
+  const ClassMapTarget wide = ClassMapTarget::of(out, 10);
+  EXPECT_TRUE(wide.sixteen_bit);
+  EXPECT_EQ(wide.stride, 20u);
+  EXPECT_TRUE(wide.packed);
+  out.class_map_stride = 20;
+  EXPECT_TRUE(ClassMapTarget::of(out, 10).packed);
+  out.class_map_stride = 24;
+  EXPECT_FALSE(ClassMapTarget::of(out, 10).packed);
 }
 
 TEST(Classify, UnusableReferencesNeverMatchAndAreReported) {
