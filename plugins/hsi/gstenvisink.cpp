@@ -162,6 +162,9 @@ static bool write_header(GstEnviSink *self) {
   st->header_written = true;
   GST_INFO_OBJECT(self, "%s: %" G_GUINT64_FORMAT " lines of %s", st->header_path.c_str(), st->lines,
                   st->rules ? "rule images" : "labels");
+  if (st->lines == 0)  // a valid header of an empty image, which few readers open: said, as cphdsink does
+    GST_ELEMENT_WARNING(self, RESOURCE, WRITE,
+                        ("No lines arrived: %s describes an empty image", st->header_path.c_str()), (nullptr));
   return true;
 }
 

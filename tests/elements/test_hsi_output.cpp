@@ -4,6 +4,8 @@
 #include <gst/video/video.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <set>
 
@@ -13,6 +15,7 @@
 #include "hsi/envi.h"
 #include "hsi/references.h"
 #include "hsi/spectral_library.h"
+#include "play_to_end.h"
 #include "test_hsi_support.h"
 
 using namespace cs::hsi;
@@ -373,6 +376,25 @@ TEST(EnviSinkErrors, NoLocationOrUnwritable) {
   r = run_pipeline(head + "location=" + dir.file("no/such/folder/c.img") + " t. ! queue ! appsink name=sink");
   EXPECT_EQ(r.error_source, "out") << r.everything();
   EXPECT_NE(r.error.find("Cannot write"), std::string::npos) << r.everything();
+}
+
+// A stream that ends without class maps: the header of an empty image (0
+// lines) and a warning that names it.
+TEST(EnviSinkErrors, StreamWithoutLinesWarns) {
+  ScratchDir dir;
+  GError *error = nullptr;
+  GstElement *p = gst_parse_launch(("videotestsrc num-buffers=0 ! video/x-raw,format=GRAY8,width=4,height=4 ! "
+                                    "envisink location=" + dir.file("empty.img")).c_str(),
+                                   &error);
+  ASSERT_EQ(error, nullptr) << error->message;
+  std::string warnings;
+  EXPECT_EQ(element_test::play_to_end(p, 10, &warnings), "");
+  gst_object_unref(p);
+  EXPECT_NE(warnings.find("No lines arrived"), std::string::npos) << warnings;
+  EXPECT_NE(warnings.find(dir.file("empty.hdr")), std::string::npos) << warnings;
+  std::ifstream header(dir.file("empty.hdr"));
+  const std::string text((std::istreambuf_iterator<char>(header)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("lines = 0\n"), std::string::npos) << text;
 }
 
 // hsiclassify on CUDA hands its class maps to hsicolorize and envisink in

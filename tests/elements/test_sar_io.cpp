@@ -455,30 +455,11 @@ TEST(CphdErrors, SinkWarnsThatAStreamWithoutPulsesWritesNothing) {
   GError *error = nullptr;
   GstElement *p = gst_parse_launch(("sarsim num-pulses=0 ! cphdsink location=" + file.path()).c_str(), &error);
   ASSERT_EQ(error, nullptr) << error->message;
-  GstBus *bus = gst_element_get_bus(p);
-  gst_element_set_state(p, GST_STATE_PLAYING);
-  std::string warning;
-  bool eos = false;
-  while (GstMessage *msg = gst_bus_timed_pop_filtered(
-             bus, 10 * GST_SECOND, GstMessageType(GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_WARNING))) {
-    const GstMessageType type = GST_MESSAGE_TYPE(msg);
-    if (type == GST_MESSAGE_WARNING) {
-      GError *w = nullptr;
-      gst_message_parse_warning(msg, &w, nullptr);
-      warning = w->message;
-      g_error_free(w);
-    }
-    eos = type == GST_MESSAGE_EOS;
-    const bool done = type != GST_MESSAGE_WARNING;
-    gst_message_unref(msg);
-    if (done) break;
-  }
-  gst_element_set_state(p, GST_STATE_NULL);
-  gst_object_unref(bus);
+  std::string warnings;
+  EXPECT_EQ(element_test::play_to_end(p, 10, &warnings), "");
   gst_object_unref(p);
-  EXPECT_TRUE(eos);
-  EXPECT_NE(warning.find("No pulses"), std::string::npos) << warning;
-  EXPECT_NE(warning.find(file.path()), std::string::npos) << warning;
+  EXPECT_NE(warnings.find("No pulses"), std::string::npos) << warnings;
+  EXPECT_NE(warnings.find(file.path()), std::string::npos) << warnings;
   EXPECT_FALSE(g_file_test(file.path().c_str(), G_FILE_TEST_EXISTS));
 }
 
