@@ -18,10 +18,12 @@
 // shared-memory traffic and issue bind, hence the register blocking of
 // both passes and the taller tile (kTileRows). Level 0 of the octaves after
 // the first is not blurred: level 1's loader takes every second sample of
-// the octave below, and stores them as level 0. The doubled input is written once, into the top level's
-// plane before the octave's last blur writes it (upsample_kernel;
-// CS_SIFT_UPSAMPLE=staged samples the input bilinearly while level 0's
-// tiles are staged instead).
+// the octave below, and stores them as level 0. Level 0 of the doubled
+// octave is summed straight from the input (doubled_level0_kernel: the
+// blur of the bilinear doubling as one sum per axis); CS_SIFT_UPSAMPLE=kernel
+// writes the doubled input into the top level's plane before the octave's
+// last blur writes it (upsample_kernel) and blurs it, CS_SIFT_UPSAMPLE=staged
+// samples the input bilinearly while level 0's tiles are staged.
 //
 // Detection. One launch over all octaves finds the extrema of every DoG
 // layer (separable bounds of each sample's 3 x 3 x 3 neighbourhood; see
@@ -61,6 +63,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -208,6 +211,105 @@ __global__ void __launch_bounds__(kThreads) upsample_kernel(const T *src, size_t
     row[0] = make_float4(o[0], o[1], o[2], o[3]);  // the pitch is a multiple of 32: past 2 width is padding
     row[1] = make_float4(o[4], o[5], o[6], o[7]);
   }
+}
+
+// Level 0 of the doubled octave straight from the input
+// (doubling_blur_axis in sift_math.h), instead of doubling the input into a
+// plane and blurring that: a 32 x 64 output tile (as blur_level_kernel's)
+// needs at most (16 + K) x (32 + K) source samples, staged as floats; the
+// horizontal pass sums K of them per output column for each staged row, the
+// vertical pass K of those per output. Per output ~2K multiply-adds (K = 7
+// with OpenCV's defaults) against the doubling's 3 and the blur's 2 x 11,
+// and 4 B written instead of the doubled plane's 4 B written, 4 B read and
+// the level's 4 B written. The coefficients come from per-size tables,
+// K per output column and row. Away from the borders the rows' sums repeat
+// with their parity (DoublingBlurAxis::interior_begin): a thread's 8 rows
+// then read their 3 + K staged rows once and take two weight sets into
+// registers (the generic rows, each with its own first row and weights
+// from shared memory, were 45 of the kernel's 91 instructions per output
+// at 1080p). H200 (2026-12-01), each kernel alone: 18.1 us at 1280 x 720
+// against 11.6 + 16.8 for the doubling and level 0's blur, 1080p 31.9
+// against 21.1 + 29.6, 4K 102.7 against 68 + 100. The horizontal pass of
+// interior tiles two columns a thread (a pair reads the same K samples)
+// was slower (32.9 and 111 us), not kept. CS_SIFT_UPSAMPLE=kernel doubles
+// into a plane and blurs it instead.
+struct DoublingTables {
+  const int *first_x, *first_y;      // per output column / row: its first source column / row
+  const float *weight_x, *weight_y;  // K per output column / row
+  int rows_begin, rows_end;          // the interior rows (DoublingBlurAxis::interior_begin, _end)
+};
+constexpr int kMaxDoublingTaps = 16;  // a staged row is one sample per lane: 16 + K <= 32
+
+template <typename T, int K>
+__global__ void __launch_bounds__(kThreads) doubled_level0_kernel(const T *src, size_t pitch_bytes,
+                                                                  const DoublingTables d, float *out, int out_pitch,
+                                                                  int out_width, int out_height) {
+  static_assert(kTileColumns / 2 + K <= 32, "a staged row is one sample per lane");
+  constexpr int kRows = kTileRows / 2 + K;  // staged source rows, at most
+  __shared__ float staged[kRows][32];
+  __shared__ float across[kRows][kTileColumns];  // after the horizontal pass
+  __shared__ float row_weights[kTileRows][K];
+  begin_dependent_grid();  // may be launched under the previous kernel's tail
+  const int x0 = static_cast<int>(blockIdx.x) * kTileColumns, y0 = static_cast<int>(blockIdx.y) * kTileRows;
+  const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
+  const int x_last = min(x0 + kTileColumns - 1, out_width - 1), y_last = min(y0 + kTileRows - 1, out_height - 1);
+  const int column_base = __ldg(d.first_x + x0), row_base = __ldg(d.first_y + y0);
+  const int columns = __ldg(d.first_x + x_last) + K - column_base;
+  const int rows = __ldg(d.first_y + y_last) + K - row_base;
+  for (int r = ty; r < rows; r += kBlurRows)
+    if (tx < columns) staged[r][tx] = luma_sample(image_row(src, pitch_bytes, row_base + r) + column_base + tx);
+  // A tile of interior rows takes their two weight sets into registers (below); the others stage every row's.
+  const bool interior_rows = y0 >= d.rows_begin && y0 + kTileRows <= d.rows_end;
+  if (!interior_rows)
+    for (int i = ty * kTileColumns + tx; i < kTileRows * K; i += kThreads)
+      row_weights[i / K][i % K] = y0 + i / K <= y_last ? __ldg(d.weight_y + static_cast<size_t>(y0) * K + i) : 0.f;
+  const int x = min(x0 + tx, x_last);  // lanes past the image repeat the last column (not stored)
+  float column_weights[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) column_weights[k] = __ldg(d.weight_x + static_cast<size_t>(x) * K + k);
+  const int column = __ldg(d.first_x + x) - column_base;
+  __syncthreads();
+  for (int r = ty; r < rows; r += kBlurRows)
+    across[r][tx] = doubling_blur_sum(column_weights, &staged[r][column], 1, K);
+  __syncthreads();
+  if (x0 + tx > x_last) return;
+  constexpr int kRowsPerThread = kTileRows / kBlurRows;
+  if (interior_rows) {
+    // Rows y0 + 8 ty + q sum staged rows 4 ty + q / 2 onwards (y0 is even):
+    // the thread's 3 + K of them loaded once, the weights by the row's parity.
+    float even[K], odd[K], v[kRowsPerThread / 2 - 1 + K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      even[k] = __ldg(d.weight_y + static_cast<size_t>(y0) * K + k);
+      odd[k] = __ldg(d.weight_y + static_cast<size_t>(y0 + 1) * K + k);
+    }
+#pragma unroll
+    for (int j = 0; j < kRowsPerThread / 2 - 1 + K; ++j) v[j] = across[kRowsPerThread / 2 * ty + j][tx];
+    float *at = out + static_cast<size_t>(y0 + kRowsPerThread * ty) * out_pitch + x;
+#pragma unroll
+    for (int q = 0; q < kRowsPerThread; ++q)
+      at[static_cast<size_t>(q) * out_pitch] = doubling_blur_sum(q & 1 ? odd : even, &v[q / 2], 1, K);
+    return;
+  }
+  for (int q = 0; q < kRowsPerThread; ++q) {
+    const int row = ty * kRowsPerThread + q, y = y0 + row;
+    if (y > y_last) break;
+    const int first = __ldg(d.first_y + y) - row_base;
+    out[static_cast<size_t>(y) * out_pitch + x] =
+        doubling_blur_sum(row_weights[row], &across[first][tx], kTileColumns, K);
+  }
+}
+
+template <typename T, int... Ks>
+void dispatch_doubled_level0(std::integer_sequence<int, Ks...>, int taps, const T *src, size_t pitch_bytes,
+                             const DoublingTables &d, float *out, int out_pitch, int out_width, int out_height,
+                             cudaStream_t stream, bool overlap_previous) {
+  using Kernel = void (*)(const T *, size_t, DoublingTables, float *, int, int, int);
+  static constexpr Kernel kernels[] = {&doubled_level0_kernel<T, Ks + 1>...};
+  const dim3 grid((out_width + kTileColumns - 1) / kTileColumns, (out_height + kTileRows - 1) / kTileRows),
+      block(kTileColumns, kBlurRows);
+  launch_kernel("SIFT doubled level 0 kernel", kernels[taps - 1], grid, block, 0, stream, overlap_previous, src,
+                pitch_bytes, d, out, out_pitch, out_width, out_height);
 }
 
 // Radii with an unrolled kernel (OpenCV's defaults need 5..13); wider ones
@@ -1530,6 +1632,9 @@ bool graphs_enabled() { return !env_is("CS_SIFT_GRAPHS", "0"); }
 // (for comparison and debugging; the results are the same bit for bit).
 bool fused_enabled() { return !env_is("CS_SIFT_FUSED", "0"); }
 
+// CS_SIFT_UPSAMPLE=kernel: the input doubled into a plane (upsample_kernel),
+// then blurred, instead of level 0 straight from the input.
+bool upsample_kernel_chosen() { return env_is("CS_SIFT_UPSAMPLE", "kernel"); }
 // CS_SIFT_UPSAMPLE=staged: level 0 doubles the input while staging its
 // tiles instead of from a doubled copy (comparison).
 bool upsample_staged() { return env_is("CS_SIFT_UPSAMPLE", "staged"); }
@@ -1635,6 +1740,12 @@ struct CudaSift::Impl {
   // host's enqueue of the graph that follows it.
   bool use_graphs = true;
   bool upsample_while_staging = false;  // CS_SIFT_UPSAMPLE=staged
+  bool direct_doubling = true;           // CS_SIFT_UPSAMPLE (neither kernel nor staged)
+  // Per image size: doubled_level0_kernel's tables (doubling_blur_axis),
+  // doubling_taps coefficients per output column and row (0: not used).
+  DeviceBuffer doubling_buffer;
+  DoublingTables doubling{};
+  int doubling_taps = 0;
   bool quad_staging = true;             // CS_SIFT_STAGE (quad_staging_enabled)
   bool upper_early = true;              // CS_SIFT_UPPER_EARLY (upper_early_enabled)
   BranchDelays delays;                  // CS_SIFT_DELAY (branch_delays)
@@ -1743,7 +1854,7 @@ struct CudaSift::Impl {
       for (std::vector<Mark> &marks : per_order) clear_marks(marks);
   }
 
-  void ensure(int w, int h) {
+  void ensure(int w, int h, cudaStream_t stream) {
     if (have_geometry && w == width && h == height) return;
     have_geometry = false;
     drop_graphs();  // they refer to the buffers and the octave table of the old size
@@ -1813,6 +1924,7 @@ struct CudaSift::Impl {
     sorted_from = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * sizeof(int), device);
     final_from = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * sizeof(int), device);
     if (!counters.as<Counters>()) counters = DeviceBuffer(sizeof(Counters), device);
+    make_doubling_tables(w, h, stream);
     width = w;
     height = h;
     have_geometry = true;
@@ -1953,8 +2065,52 @@ struct CudaSift::Impl {
            image.pitch_bytes, image.width, image.height, top_level, g.pitch);
     blur(level_source(top_level, g.pitch), 0, 0, lane);
   }
+  // doubled_level0_kernel's tables for a w x h input, when it is used,
+  // copied in the order of `stream` (a plain cudaMemcpy from pageable
+  // memory may return before its DMA is done, and the frame's kernel, on
+  // another stream, could read the tables first).
+  void make_doubling_tables(int w, int h, cudaStream_t stream) {
+    doubling_buffer = DeviceBuffer();
+    doubling_taps = 0;
+    if (!params.upsample || !direct_doubling) return;
+    const DoublingBlurAxis x = doubling_blur_axis(w, taps[0]), y = doubling_blur_axis(h, taps[0]);
+    // Sides shorter than R + 2 (sums of fewer samples on one axis): the doubled plane.
+    if (x.taps != y.taps || x.taps > kMaxDoublingTaps) return;
+    std::vector<unsigned char> host;
+    auto append = [&host](const auto &v) {
+      const size_t at = host.size(), bytes = v.size() * sizeof(v[0]);
+      host.resize(at + (bytes + 15) / 16 * 16);
+      std::memcpy(host.data() + at, v.data(), bytes);
+      return at;
+    };
+    const size_t first_x = append(x.first), first_y = append(y.first);
+    const size_t weight_x = append(x.coefficients), weight_y = append(y.coefficients);
+    doubling_buffer = DeviceBuffer(host.size(), device);
+    check_cuda(cudaMemcpyAsync(doubling_buffer.as<unsigned char>(), host.data(), host.size(),
+                               cudaMemcpyHostToDevice, stream),
+               "cudaMemcpyAsync (SIFT doubling tables)");
+    const unsigned char *base = doubling_buffer.as<unsigned char>();
+    doubling = {reinterpret_cast<const int *>(base + first_x), reinterpret_cast<const int *>(base + first_y),
+                reinterpret_cast<const float *>(base + weight_x), reinterpret_cast<const float *>(base + weight_y),
+                y.interior_begin, y.interior_end};
+    doubling_taps = x.taps;
+  }
+  template <typename T>
+  void doubled_level0(const DeviceImage &image, Lane &lane) {
+    const OctaveGeometry &g = table.o[0];
+    dispatch_doubled_level0(std::make_integer_sequence<int, kMaxDoublingTaps>(), doubling_taps,
+                            static_cast<const T *>(image.data), image.pitch_bytes, doubling, gauss_level(0, 0),
+                            g.pitch, g.width, g.height, lane.stream, next_kernel(lane));
+    if (marking) mark(lane, "blur octave 0 level 0 (doubled)");
+  }
+
   void blur_input(const DeviceImage &image, Lane &lane) {
-    if (params.upsample && upsample_while_staging) {
+    if (params.upsample && doubling_taps > 0) {
+      if (image.type == PixelType::u8)
+        doubled_level0<uint8_t>(image, lane);
+      else
+        doubled_level0<float>(image, lane);
+    } else if (params.upsample && upsample_while_staging) {
       if (image.type == PixelType::u8)
         blur(UpsampleSource<uint8_t>{static_cast<const uint8_t *>(image.data), image.pitch_bytes, image.width, image.height}, 0, 0, lane);
       else
@@ -2177,7 +2333,7 @@ struct CudaSift::Impl {
     const size_t element = image.type == PixelType::u8 ? 1 : sizeof(float);
     if (image.pitch_bytes < static_cast<size_t>(image.width) * element)
       throw std::invalid_argument("CudaSift: pitch smaller than a row");
-    ensure(image.width, image.height);
+    ensure(image.width, image.height, s);
     if (table.count == 0) return false;
     DeviceGuard guard(device);
     Lane lane{s};
@@ -2198,6 +2354,7 @@ CudaSift::CudaSift(const Params &params, int device, Capacity capacity) : impl_(
   check_cuda(cudaDeviceGetAttribute(&m.sm_count, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
   m.use_graphs = graphs_enabled();
   m.upsample_while_staging = upsample_staged();
+  m.direct_doubling = !m.upsample_while_staging && !upsample_kernel_chosen();
   m.quad_staging = quad_staging_enabled();
   m.fixed_descriptors = fixed_descriptors_enabled();
   m.dependent_launch = dependent_launch_enabled();

@@ -40,6 +40,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <vector>
+
 #include "common/hd.h"
 
 namespace cs::sift {
@@ -226,6 +228,97 @@ CS_HD float upsampled_sample(const T *src, size_t pitch_bytes, int width, int he
 template <typename T>
 CS_HD float plain_sample(const T *src, size_t pitch_bytes, int x, int y) {
   return luma_sample(image_row(src, pitch_bytes, y) + x);
+}
+
+// Level 0 of the doubled octave straight from the input. It is the blur
+// (level 0's taps, reflect-101 over the doubled side) of the bilinear
+// doubling (upsample_tap); both are linear and separable, so along each
+// axis output i (of 2 n) is a weighted sum of `taps` consecutive source
+// samples from first[i]: taps = R + 2 for level 0's radius R, R + 3 for an
+// even R (7 with OpenCV's defaults, against 2R + 1 = 11 taps over the
+// doubled samples), or n where the side is shorter.
+// The coefficients are the products of the blur's float weights and the
+// bilinear weights (0.25, 0.75: exact), summed in double and rounded once:
+// the same image as blurring the doubled one, to the rounding of its sums.
+struct DoublingBlurAxis {
+  int taps = 0;
+  std::vector<int> first;           // per output, nondecreasing
+  std::vector<float> coefficients;  // per output, `taps` of them
+  // Away from the borders the sums repeat with the outputs' parity: outputs
+  // i in [interior_begin, interior_end) (begin even; an empty range where
+  // the side is short) start at source sample i / 2 - interior_shift, with
+  // the coefficients of output interior_begin + i % 2.
+  int interior_begin = 0, interior_end = 0, interior_shift = 0;
+};
+
+inline DoublingBlurAxis doubling_blur_axis(int n, const BlurTaps &t) {
+  DoublingBlurAxis axis;
+  const int outputs = 2 * n;
+  // The samples outputs 2m and 2m + 1 read, together: a pair shares its
+  // first sample, so that the interior's sums start at i / 2 - shift for
+  // either parity (an even radius gives the odd outputs' sums a leading
+  // zero coefficient).
+  std::vector<int> lowest(static_cast<size_t>(outputs), n), highest(static_cast<size_t>(outputs), -1);
+  int span = 0;
+  for (int i = 0; i < outputs; ++i)
+    for (int k = -t.radius; k <= t.radius; ++k) {
+      const UpsampleTap u = upsample_tap(reflect101(i + k, outputs), n);
+      const size_t pair = static_cast<size_t>(i & ~1);
+      lowest[pair] = u.a < lowest[pair] ? u.a : lowest[pair];
+      highest[pair] = u.b > highest[pair] ? u.b : highest[pair];
+    }
+  for (int i = 0; i < outputs; i += 2) {
+    lowest[static_cast<size_t>(i + 1)] = lowest[static_cast<size_t>(i)];
+    const int width = highest[static_cast<size_t>(i)] - lowest[static_cast<size_t>(i)] + 1;
+    span = width > span ? width : span;
+  }
+  axis.taps = span;
+  axis.first.resize(static_cast<size_t>(outputs));
+  axis.coefficients.assign(static_cast<size_t>(outputs) * static_cast<size_t>(span), 0.f);
+  std::vector<double> sum(static_cast<size_t>(span));
+  for (int i = 0; i < outputs; ++i) {
+    // Clamped so that the sum stays inside the side; it still holds [lowest, highest].
+    const int first = lowest[static_cast<size_t>(i)] < n - span ? lowest[static_cast<size_t>(i)] : n - span;
+    axis.first[static_cast<size_t>(i)] = first;
+    for (double &v : sum) v = 0.0;
+    for (int k = -t.radius; k <= t.radius; ++k) {
+      const UpsampleTap u = upsample_tap(reflect101(i + k, outputs), n);
+      const double w = t.weight[k < 0 ? -k : k];
+      sum[static_cast<size_t>(u.a - first)] += w * (1.0 - u.w);
+      sum[static_cast<size_t>(u.b - first)] += w * u.w;
+    }
+    for (int k = 0; k < span; ++k)
+      axis.coefficients[static_cast<size_t>(i) * static_cast<size_t>(span) + static_cast<size_t>(k)] =
+          static_cast<float>(sum[static_cast<size_t>(k)]);
+  }
+  // The interior: the widest range around the middle that follows the middle's pattern.
+  const int middle = n & ~1;  // an even output near the middle of 2 n
+  axis.interior_shift = (middle >> 1) - axis.first[static_cast<size_t>(middle)];
+  auto follows = [&](int i) {
+    if (axis.first[static_cast<size_t>(i)] != (i >> 1) - axis.interior_shift) return false;
+    const float *c = &axis.coefficients[static_cast<size_t>(i) * static_cast<size_t>(span)];
+    const float *m = &axis.coefficients[static_cast<size_t>(middle + (i & 1)) * static_cast<size_t>(span)];
+    return memcmp(c, m, sizeof(float) * static_cast<size_t>(span)) == 0;
+  };
+  int begin = middle, end = middle;
+  while (end < outputs && follows(end)) ++end;
+  while (begin > 0 && follows(begin - 1)) --begin;
+  begin += begin & 1;
+  axis.interior_begin = begin < end ? begin : 0;
+  axis.interior_end = begin < end ? end : 0;
+  return axis;
+}
+
+// One output of a doubling-blur pass: coefficients c[0..taps-1] over
+// samples v[0], v[step], ..., summed from the first (the kernel, whose
+// `taps` is a compile-time constant, unrolls it).
+CS_HD float doubling_blur_sum(const float *c, const float *v, int step, int taps) {
+  float s = c[0] * v[0];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (int k = 1; k < taps; ++k) s += c[k] * v[k * step];
+  return s;
 }
 
 // ----------------------------------------------------------------- detection

@@ -34,13 +34,34 @@ void blur(const float *src, float *dst, int w, int h, const BlurTaps &taps) {
   }
 }
 
+// The input as floats (without doubling).
 template <typename T>
-std::vector<float> base_image(const T *src, size_t pitch, int w, int h, bool upsample, int bw, int bh) {
-  std::vector<float> out(size_t(bw) * size_t(bh));
-  for (int y = 0; y < bh; ++y)
-    for (int x = 0; x < bw; ++x)
-      out[size_t(y) * bw + x] = upsample ? upsampled_sample(src, pitch, w, h, x, y) : plain_sample(src, pitch, x, y);
+std::vector<float> base_image(const T *src, size_t pitch, int w, int h) {
+  std::vector<float> out(size_t(w) * size_t(h));
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) out[size_t(y) * w + x] = plain_sample(src, pitch, x, y);
   return out;
+}
+
+// Level 0 of the doubled octave straight from the w x h input into dst (2w
+// x 2h), as the engine's doubled_level0_kernel.
+template <typename T>
+void doubled_level0(const T *src, size_t pitch, int w, int h, const BlurTaps &taps, float *dst) {
+  const DoublingBlurAxis ax = doubling_blur_axis(w, taps), ay = doubling_blur_axis(h, taps);
+  const int bw = 2 * w, bh = 2 * h;
+  std::vector<float> across(size_t(h) * size_t(bw)), line(size_t(std::max(w, h)));
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) line[size_t(x)] = luma_sample(image_row(src, pitch, y) + x);
+    for (int x = 0; x < bw; ++x)
+      across[size_t(y) * bw + x] = doubling_blur_sum(&ax.coefficients[size_t(x) * size_t(ax.taps)],
+                                                     &line[size_t(ax.first[size_t(x)])], 1, ax.taps);
+  }
+  for (int x = 0; x < bw; ++x) {
+    for (int y = 0; y < h; ++y) line[size_t(y)] = across[size_t(y) * bw + x];
+    for (int y = 0; y < bh; ++y)
+      dst[size_t(y) * bw + x] = doubling_blur_sum(&ay.coefficients[size_t(y) * size_t(ay.taps)],
+                                                  &line[size_t(ay.first[size_t(y)])], 1, ay.taps);
+  }
 }
 
 }  // namespace
@@ -56,10 +77,6 @@ HostSiftResult host_sift(const void *data, size_t pitch_bytes, int width, int he
   // --- pyramid
   std::vector<HostOctave> octaves(static_cast<size_t>(n_octaves));
   int w = params.upsample ? 2 * width : width, h = params.upsample ? 2 * height : height;
-  const std::vector<float> base =
-      type == PixelType::u8
-          ? base_image(static_cast<const uint8_t *>(data), pitch_bytes, width, height, params.upsample, w, h)
-          : base_image(static_cast<const float *>(data), pitch_bytes, width, height, params.upsample, w, h);
   std::vector<BlurTaps> taps(size_t(n_layers + 3));
   taps[0] = gaussian_taps(initial_sigma(params.sigma, params.upsample));
   for (int i = 1; i < n_layers + 3; ++i) taps[size_t(i)] = gaussian_taps(level_sigma(i, n_layers, params.sigma));
@@ -72,7 +89,15 @@ HostSiftResult host_sift(const void *data, size_t pitch_bytes, int width, int he
     oc.width = w;
     oc.height = h;
     oc.gauss.assign(size_t(n_layers + 3) * oc.stride(), 0.f);
-    if (o == 0) {
+    if (o == 0 && params.upsample) {
+      if (type == PixelType::u8)
+        doubled_level0(static_cast<const uint8_t *>(data), pitch_bytes, width, height, taps[0], oc.gauss_level(0));
+      else
+        doubled_level0(static_cast<const float *>(data), pitch_bytes, width, height, taps[0], oc.gauss_level(0));
+    } else if (o == 0) {
+      const std::vector<float> base = type == PixelType::u8
+                                          ? base_image(static_cast<const uint8_t *>(data), pitch_bytes, w, h)
+                                          : base_image(static_cast<const float *>(data), pitch_bytes, w, h);
       blur(base.data(), oc.gauss_level(0), w, h, taps[0]);
     } else {
       const HostOctave &prev = octaves[size_t(o - 1)];

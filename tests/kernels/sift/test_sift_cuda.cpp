@@ -549,16 +549,22 @@ TEST(GpuSift, FrameOrdersGiveTheSameFeatures) {
   }
 }
 
-// An engine made with the comparison switch `name`=`value` gives the
-// default engine's pyramid and keypoints bit for bit on `img`.
+// An engine made with the comparison switch `name`=`value` gives the pyramid
+// and keypoints bit for bit of the engine made with `name`=`plain_value`
+// (nullptr: unset, the default) on `img`.
 void expect_switch_changes_nothing(const char *name, const char *value, const cv::Mat &img, const Params &p,
-                                   const std::string &what) {
+                                   const std::string &what, const char *plain_value = nullptr) {
   cs::Stream stream(kDevice);
   DeviceGray d(img);
   ASSERT_EQ(setenv(name, value, 1), 0);
   CudaSift switched(p, kDevice);
-  unsetenv(name);
+  if (plain_value) {
+    ASSERT_EQ(setenv(name, plain_value, 1), 0);
+  } else {
+    unsetenv(name);
+  }
   CudaSift plain(p, kDevice);
+  unsetenv(name);
   switched.run(d.image(), DescriptorFormat::opencv, stream.get());
   plain.run(d.image(), DescriptorFormat::opencv, stream.get());
   expect_same_pyramid(switched.download_pyramid(stream.get()), plain.download_pyramid(stream.get()), what);
@@ -566,10 +572,10 @@ void expect_switch_changes_nothing(const char *name, const char *value, const cv
 }
 
 // The doubling kernel (source rows and columns loaded once per 2 x 8
-// outputs) equals the doubling done while level 0's tiles are staged
-// (CS_SIFT_UPSAMPLE=staged, upsampled_sample per output) bit for bit:
-// the same pyramid and keypoints, at odd sides (clamped edges) and from
-// float input.
+// outputs; CS_SIFT_UPSAMPLE=kernel) equals the doubling done while level
+// 0's tiles are staged (CS_SIFT_UPSAMPLE=staged, upsampled_sample per
+// output) bit for bit: the same pyramid and keypoints, at odd sides
+// (clamped edges) and from float input.
 TEST(GpuSift, DoublingKernelEqualsStagedDoubling) {
   CS_REQUIRE_GPU();
   const uint32_t seed = cs_test::fresh_seed();
@@ -580,8 +586,68 @@ TEST(GpuSift, DoublingKernelEqualsStagedDoubling) {
       SCOPED_TRACE(what);
       cv::Mat img = random_image(size.width, size.height, seed + uint32_t(size.width));
       if (as_float) img.convertTo(img, CV_32F);
-      expect_switch_changes_nothing("CS_SIFT_UPSAMPLE", "staged", img, Params(), what);
+      expect_switch_changes_nothing("CS_SIFT_UPSAMPLE", "staged", img, Params(), what, "kernel");
     }
+  }
+}
+
+// Level 0 of the doubled octave straight from the input (the default:
+// doubled_level0_kernel, the blur of the doubling as one sum per axis)
+// against the input doubled into a plane and blurred (CS_SIFT_UPSAMPLE=
+// kernel): the same image to the rounding of the sums, so every level of
+// every octave within 1e-3 of 0..255 and the same features (the host
+// executor's agreement criteria), at sizes with every border case (odd
+// sides; sides shorter than a sum, where the plane is used), from float
+// input, with 2 and 5 layers and with sigma 2.2 (other radii).
+TEST(GpuSift, DirectDoublingIsTheBlurredDoubledPlane) {
+  CS_REQUIRE_GPU();
+  struct Case {
+    int width, height;
+    bool as_float;
+    int layers;
+    double sigma;
+  };
+  const Case cases[] = {{640, 480, false, 3, 1.6}, {641, 479, false, 3, 1.6}, {641, 479, true, 3, 1.6},
+                        {1920, 1080, false, 3, 1.6}, {97, 61, false, 3, 1.6},  {13, 9, false, 3, 1.6},
+                        {3, 2, false, 3, 1.6},       {5, 17, true, 3, 1.6},    {320, 240, false, 2, 1.6},
+                        {320, 240, false, 5, 1.6},   {333, 257, false, 3, 2.2}, {3001, 300, false, 3, 1.6}};
+  const uint32_t seed = cs_test::fresh_seed();
+  cs::Stream stream(kDevice);
+  for (const Case &c : cases) {
+    const std::string what = std::to_string(c.width) + "x" + std::to_string(c.height) +
+                             (c.as_float ? " float" : "") + " layers " + std::to_string(c.layers) + " sigma " +
+                             std::to_string(c.sigma);
+    SCOPED_TRACE(what);
+    cv::Mat img = random_image(c.width, c.height, seed + uint32_t(c.width));
+    if (c.as_float) img.convertTo(img, CV_32F);
+    DeviceGray d(img);
+    Params p;
+    p.n_octave_layers = c.layers;
+    p.sigma = c.sigma;
+    ASSERT_EQ(setenv("CS_SIFT_UPSAMPLE", "kernel", 1), 0);
+    CudaSift plane(p, kDevice);
+    unsetenv("CS_SIFT_UPSAMPLE");
+    CudaSift direct(p, kDevice);
+    plane.run(d.image(), DescriptorFormat::opencv, stream.get());
+    direct.run(d.image(), DescriptorFormat::opencv, stream.get());
+    const PyramidLevels a = plane.download_pyramid(stream.get()), b = direct.download_pyramid(stream.get());
+    ASSERT_EQ(a.octaves.size(), b.octaves.size());
+    double largest = 0.0;
+    for (size_t o = 0; o < a.octaves.size(); ++o) {
+      ASSERT_EQ(a.octaves[o].gauss.size(), b.octaves[o].gauss.size());
+      for (size_t i = 0; i < a.octaves[o].gauss.size(); ++i)
+        largest = std::max(largest, double(std::fabs(a.octaves[o].gauss[i] - b.octaves[o].gauss[i])));
+    }
+    std::printf("[ doubling ] %s: largest difference %.3g\n", what.c_str(), largest);
+    EXPECT_LE(largest, 1e-3);
+    const Result ra = plane.download(stream.get()), rb = direct.download(stream.get());
+    const sift_test::Agreement g =
+        sift_test::agreement(sift_test::to_cv(ra.keypoints), descriptors_f32(ra), sift_test::to_cv(rb.keypoints),
+                             descriptors_f32(rb));
+    if (ra.keypoints.empty() && rb.keypoints.empty()) continue;
+    EXPECT_GE(g.reference_matched, 0.99);
+    EXPECT_LE(g.tested_unmatched, 0.01);
+    EXPECT_LT(g.median_descriptor_distance, 2.0);
   }
 }
 
@@ -628,7 +694,7 @@ TEST(GpuSift, TraceGivesEveryKernelOfAFrame) {
     expect_same_keypoints(expected, traced.download(stream.get()));
     const std::vector<TraceMark> marks = traced.trace();
     ASSERT_FALSE(marks.empty());
-    EXPECT_EQ(marks.front().kernel, "SIFT upsample kernel");
+    EXPECT_EQ(marks.front().kernel, "blur octave 0 level 0 (doubled)");
     EXPECT_EQ(marks.back().kernel, "SIFT descriptor gather kernel");  // after the descriptors and the order
     EXPECT_TRUE(std::any_of(marks.begin(), marks.end(),
                             [](const TraceMark &m) { return m.kernel == "SIFT descriptor kernel"; }));

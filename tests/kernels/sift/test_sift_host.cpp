@@ -178,6 +178,80 @@ TEST(SiftMath, DoublingAndBlurMatchOpenCV) {
           << x << "," << y;
 }
 
+// Level 0 of the doubled octave straight from the input (doubling_blur_axis,
+// what the kernel and the executor sum): each output's coefficients are the
+// blur of the bilinear doubling, composed in double (borders reflected over
+// the doubled side, the doubling's replicated), within the sums' rounding,
+// R + 2 of them (R + 3 for an even R; the whole side where it is shorter),
+// in a pattern that repeats with the parity away from the borders; and the
+// image it gives is
+// OpenCV's resize then GaussianBlur, to the same tolerance as the two steps.
+TEST(SiftMath, DoublingBlurAxisIsTheBlurredDoubling) {
+  for (const double sigma : {initial_sigma(1.6, true), 0.8, 2.5})
+    for (const int n : {1, 3, 6, 7, 8, 13, 64, 641}) {
+      SCOPED_TRACE("sigma " + std::to_string(sigma) + ", side " + std::to_string(n));
+      const BlurTaps t = gaussian_taps(sigma);
+      const DoublingBlurAxis a = doubling_blur_axis(n, t);
+      ASSERT_EQ(a.taps, std::min((t.radius | 1) + 2, n));
+      ASSERT_EQ(a.first.size(), size_t(2 * n));
+      for (int i = 0; i < 2 * n; ++i) {
+        const int first = a.first[size_t(i)];
+        ASSERT_GE(first, 0);
+        ASSERT_LE(first + a.taps, n);
+        if (i > 0) ASSERT_GE(first, a.first[size_t(i - 1)]);
+        std::vector<double> expected(size_t(n), 0.0);  // over all source samples
+        for (int k = -t.radius; k <= t.radius; ++k) {
+          const UpsampleTap u = upsample_tap(reflect101(i + k, 2 * n), n);
+          expected[size_t(u.a)] += double(t.weight[std::abs(k)]) * (1.0 - u.w);
+          expected[size_t(u.b)] += double(t.weight[std::abs(k)]) * u.w;
+        }
+        double sum = 0.0;
+        for (int j = 0; j < n; ++j) {
+          const bool inside = j >= first && j < first + a.taps;
+          const double got = inside ? a.coefficients[size_t(i) * size_t(a.taps) + size_t(j - first)] : 0.0;
+          ASSERT_NEAR(got, expected[size_t(j)], 1e-7) << "output " << i << ", source " << j;
+          sum += got;
+        }
+        EXPECT_NEAR(sum, 1.0, 1e-6) << "output " << i;
+      }
+      // The interior's pattern (the kernel's fast rows rely on it), over all but a few outputs at each end.
+      EXPECT_EQ(a.interior_begin % 2, 0);
+      for (int i = a.interior_begin; i < a.interior_end; ++i) {
+        ASSERT_EQ(a.first[size_t(i)], i / 2 - a.interior_shift) << "output " << i;
+        for (int k = 0; k < a.taps; ++k)
+          ASSERT_EQ(a.coefficients[size_t(i) * size_t(a.taps) + size_t(k)],
+                    a.coefficients[size_t(a.interior_begin + i % 2) * size_t(a.taps) + size_t(k)])
+              << "output " << i;
+      }
+      if (n >= 64) {
+        EXPECT_LE(a.interior_begin, t.radius + 3);
+        EXPECT_GE(a.interior_end, 2 * n - t.radius - 3);
+      }
+    }
+
+  const cv::Mat img = random_image(37, 23, cs_test::fresh_seed());
+  cv::Mat f, doubled, blurred;
+  img.convertTo(f, CV_32F);
+  cv::resize(f, doubled, cv::Size(74, 46), 0, 0, cv::INTER_LINEAR);
+  const double sigma = initial_sigma(1.6, true);
+  cv::GaussianBlur(doubled, blurred, cv::Size(), sigma, sigma);
+  const BlurTaps t = gaussian_taps(sigma);
+  const DoublingBlurAxis ax = doubling_blur_axis(37, t), ay = doubling_blur_axis(23, t);
+  std::vector<float> across(size_t(23) * 74), column(23);
+  for (int y = 0; y < 23; ++y)
+    for (int x = 0; x < 74; ++x)
+      across[size_t(y) * 74 + size_t(x)] = doubling_blur_sum(&ax.coefficients[size_t(x) * size_t(ax.taps)],
+                                                            &f.at<float>(y, ax.first[size_t(x)]), 1, ax.taps);
+  for (int x = 0; x < 74; ++x) {
+    for (int y = 0; y < 23; ++y) column[size_t(y)] = across[size_t(y) * 74 + size_t(x)];
+    for (int y = 0; y < 46; ++y)
+      ASSERT_NEAR(doubling_blur_sum(&ay.coefficients[size_t(y) * size_t(ay.taps)], &column[size_t(ay.first[size_t(y)])],
+                                    1, ay.taps),
+                  blurred.at<float>(y, x), 2e-3f)
+          << x << "," << y;
+  }
+}
+
 // The GPU's unrolled blur must give the executor's results bit for bit.
 TEST(SiftMath, UnrolledBlurEqualsGenericBlur) {
   const uint32_t seed = cs_test::fresh_seed();
