@@ -215,23 +215,27 @@ __global__ void __launch_bounds__(kThreads) upsample_kernel(const T *src, size_t
 
 // Level 0 of the doubled octave straight from the input
 // (doubling_blur_axis in sift_math.h), instead of doubling the input into a
-// plane and blurring that: a 32 x 64 output tile (as blur_level_kernel's)
-// needs at most (16 + K) x (32 + K) source samples, staged as floats; the
+// plane and blurring that: a 32 x 128 output tile needs at most
+// (16 + K) x (64 + K) source samples, staged as floats; the
 // horizontal pass sums K of them per output column for each staged row, the
 // vertical pass K of those per output. Per output ~2K multiply-adds (K = 7
 // with OpenCV's defaults) against the doubling's 3 and the blur's 2 x 11,
 // and 4 B written instead of the doubled plane's 4 B written, 4 B read and
 // the level's 4 B written. The coefficients come from per-size tables,
 // K per output column and row. Away from the borders the rows' sums repeat
-// with their parity (DoublingBlurAxis::interior_begin): a thread's 8 rows
-// then read their 3 + K staged rows once and take two weight sets into
+// with their parity (DoublingBlurAxis::interior_begin): a thread's 16 rows
+// then read their 7 + K staged rows once and take two weight sets into
 // registers (the generic rows, each with its own first row and weights
 // from shared memory, were 45 of the kernel's 91 instructions per output
 // at 1080p). H200 (2026-12-01), each kernel alone: 18.1 us at 1280 x 720
 // against 11.6 + 16.8 for the doubling and level 0's blur, 1080p 31.9
 // against 21.1 + 29.6, 4K 102.7 against 68 + 100. The horizontal pass of
 // interior tiles two columns a thread (a pair reads the same K samples)
-// was slower (32.9 and 111 us), not kept. CS_SIFT_UPSAMPLE=kernel doubles
+// was slower (32.9 and 111 us), not kept. Tiles of 128 rows instead of 64
+// (the block's prologue and the staged halo rows over twice the outputs):
+// 31.2 against 31.9 us at 1080p, frames 1080p 0.4258-0.4260 ->
+// 0.4232-0.4252 ms, 4K 1.2543-1.2564 -> 1.2463-1.2482, 640 x 480 and
+// 1280 x 720 within the rounds' spread. CS_SIFT_UPSAMPLE=kernel doubles
 // into a plane and blurs it instead.
 struct DoublingTables {
   const int *first_x, *first_y;      // per output column / row: its first source column / row
@@ -239,29 +243,30 @@ struct DoublingTables {
   int rows_begin, rows_end;          // the interior rows (DoublingBlurAxis::interior_begin, _end)
 };
 constexpr int kMaxDoublingTaps = 16;  // a staged row is one sample per lane: 16 + K <= 32
+constexpr int kDoubledTileRows = 128;  // output rows of a tile: 16 a thread
 
 template <typename T, int K>
 __global__ void __launch_bounds__(kThreads) doubled_level0_kernel(const T *src, size_t pitch_bytes,
                                                                   const DoublingTables d, float *out, int out_pitch,
                                                                   int out_width, int out_height) {
   static_assert(kTileColumns / 2 + K <= 32, "a staged row is one sample per lane");
-  constexpr int kRows = kTileRows / 2 + K;  // staged source rows, at most
+  constexpr int kRows = kDoubledTileRows / 2 + K;  // staged source rows, at most
   __shared__ float staged[kRows][32];
   __shared__ float across[kRows][kTileColumns];  // after the horizontal pass
-  __shared__ float row_weights[kTileRows][K];
+  __shared__ float row_weights[kDoubledTileRows][K];
   begin_dependent_grid();  // may be launched under the previous kernel's tail
-  const int x0 = static_cast<int>(blockIdx.x) * kTileColumns, y0 = static_cast<int>(blockIdx.y) * kTileRows;
+  const int x0 = static_cast<int>(blockIdx.x) * kTileColumns, y0 = static_cast<int>(blockIdx.y) * kDoubledTileRows;
   const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
-  const int x_last = min(x0 + kTileColumns - 1, out_width - 1), y_last = min(y0 + kTileRows - 1, out_height - 1);
+  const int x_last = min(x0 + kTileColumns - 1, out_width - 1), y_last = min(y0 + kDoubledTileRows - 1, out_height - 1);
   const int column_base = __ldg(d.first_x + x0), row_base = __ldg(d.first_y + y0);
   const int columns = __ldg(d.first_x + x_last) + K - column_base;
   const int rows = __ldg(d.first_y + y_last) + K - row_base;
   for (int r = ty; r < rows; r += kBlurRows)
     if (tx < columns) staged[r][tx] = luma_sample(image_row(src, pitch_bytes, row_base + r) + column_base + tx);
   // A tile of interior rows takes their two weight sets into registers (below); the others stage every row's.
-  const bool interior_rows = y0 >= d.rows_begin && y0 + kTileRows <= d.rows_end;
+  const bool interior_rows = y0 >= d.rows_begin && y0 + kDoubledTileRows <= d.rows_end;
   if (!interior_rows)
-    for (int i = ty * kTileColumns + tx; i < kTileRows * K; i += kThreads)
+    for (int i = ty * kTileColumns + tx; i < kDoubledTileRows * K; i += kThreads)
       row_weights[i / K][i % K] = y0 + i / K <= y_last ? __ldg(d.weight_y + static_cast<size_t>(y0) * K + i) : 0.f;
   const int x = min(x0 + tx, x_last);  // lanes past the image repeat the last column (not stored)
   float column_weights[K];
@@ -273,10 +278,10 @@ __global__ void __launch_bounds__(kThreads) doubled_level0_kernel(const T *src, 
     across[r][tx] = doubling_blur_sum(column_weights, &staged[r][column], 1, K);
   __syncthreads();
   if (x0 + tx > x_last) return;
-  constexpr int kRowsPerThread = kTileRows / kBlurRows;
+  constexpr int kRowsPerThread = kDoubledTileRows / kBlurRows;
   if (interior_rows) {
-    // Rows y0 + 8 ty + q sum staged rows 4 ty + q / 2 onwards (y0 is even):
-    // the thread's 3 + K of them loaded once, the weights by the row's parity.
+    // Rows y0 + 16 ty + q sum staged rows 8 ty + q / 2 onwards (y0 is even):
+    // the thread's 7 + K of them loaded once, the weights by the row's parity.
     float even[K], odd[K], v[kRowsPerThread / 2 - 1 + K];
 #pragma unroll
     for (int k = 0; k < K; ++k) {
@@ -306,7 +311,7 @@ void dispatch_doubled_level0(std::integer_sequence<int, Ks...>, int taps, const 
                              cudaStream_t stream, bool overlap_previous) {
   using Kernel = void (*)(const T *, size_t, DoublingTables, float *, int, int, int);
   static constexpr Kernel kernels[] = {&doubled_level0_kernel<T, Ks + 1>...};
-  const dim3 grid((out_width + kTileColumns - 1) / kTileColumns, (out_height + kTileRows - 1) / kTileRows),
+  const dim3 grid((out_width + kTileColumns - 1) / kTileColumns, (out_height + kDoubledTileRows - 1) / kDoubledTileRows),
       block(kTileColumns, kBlurRows);
   launch_kernel("SIFT doubled level 0 kernel", kernels[taps - 1], grid, block, 0, stream, overlap_previous, src,
                 pitch_bytes, d, out, out_pitch, out_width, out_height);
