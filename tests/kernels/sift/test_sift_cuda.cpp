@@ -80,6 +80,13 @@ cv::Mat random_image(int w, int h, uint32_t seed) {
   return out;
 }
 
+// A test picture of a size (seeded by its width), as 8-bit or float samples.
+cv::Mat sized_image(int w, int h, uint32_t seed, bool as_float) {
+  cv::Mat img = random_image(w, h, seed + uint32_t(w));
+  if (as_float) img.convertTo(img, CV_32F);
+  return img;
+}
+
 // Descriptor bytes of two runs of the same frame may differ by this much:
 // none with the default fixed-point sums (integer additions do not depend
 // on their order), one with CS_SIFT_DESCRIPTOR=float (float shared atomics).
@@ -407,9 +414,7 @@ TEST(GpuSift, FusedSmallOctavesEqualPerLevelKernels) {
     const std::string what = std::to_string(c.width) + "x" + std::to_string(c.height) + " layers " +
                              std::to_string(c.layers) + (c.upsample ? "" : " no doubling") +
                              (c.as_float ? " float" : "") + (c.cluster8 ? " cluster 8" : "");
-    cv::Mat img = random_image(c.width, c.height, seed + uint32_t(c.width));
-    if (c.as_float) img.convertTo(img, CV_32F);
-    DeviceGray d(img);
+    DeviceGray d(sized_image(c.width, c.height, seed, c.as_float));
     Params p;
     p.n_octave_layers = c.layers;
     p.upsample = c.upsample;
@@ -584,8 +589,7 @@ TEST(GpuSift, DoublingKernelEqualsStagedDoubling) {
     for (const bool as_float : {false, true}) {
       const std::string what = std::to_string(size.width) + "x" + std::to_string(size.height) + (as_float ? " float" : "");
       SCOPED_TRACE(what);
-      cv::Mat img = random_image(size.width, size.height, seed + uint32_t(size.width));
-      if (as_float) img.convertTo(img, CV_32F);
+      const cv::Mat img = sized_image(size.width, size.height, seed, as_float);
       expect_switch_changes_nothing("CS_SIFT_UPSAMPLE", "staged", img, Params(), what, "kernel");
     }
   }
@@ -618,9 +622,7 @@ TEST(GpuSift, DirectDoublingIsTheBlurredDoubledPlane) {
                              (c.as_float ? " float" : "") + " layers " + std::to_string(c.layers) + " sigma " +
                              std::to_string(c.sigma);
     SCOPED_TRACE(what);
-    cv::Mat img = random_image(c.width, c.height, seed + uint32_t(c.width));
-    if (c.as_float) img.convertTo(img, CV_32F);
-    DeviceGray d(img);
+    DeviceGray d(sized_image(c.width, c.height, seed, c.as_float));
     Params p;
     p.n_octave_layers = c.layers;
     p.sigma = c.sigma;
