@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "sift/sift_cuda.h"
@@ -85,6 +86,14 @@ cv::Mat sized_image(int w, int h, uint32_t seed, bool as_float) {
   cv::Mat img = random_image(w, h, seed + uint32_t(w));
   if (as_float) img.convertTo(img, CV_32F);
   return img;
+}
+
+// An engine made while the comparison switch `name` is `value` (read when an engine is made).
+std::unique_ptr<CudaSift> engine_with(const char *name, const char *value, const Params &p) {
+  EXPECT_EQ(setenv(name, value, 1), 0);
+  auto engine = std::make_unique<CudaSift>(p, kDevice);
+  unsetenv(name);
+  return engine;
 }
 
 // Descriptor bytes of two runs of the same frame may differ by this much:
@@ -418,9 +427,8 @@ TEST(GpuSift, FusedSmallOctavesEqualPerLevelKernels) {
     Params p;
     p.n_octave_layers = c.layers;
     p.upsample = c.upsample;
-    ASSERT_EQ(setenv("CS_SIFT_FUSED", "0", 1), 0);
-    CudaSift per_level(p, kDevice);
-    unsetenv("CS_SIFT_FUSED");
+    const std::unique_ptr<CudaSift> per_level_engine = engine_with("CS_SIFT_FUSED", "0", p);
+    CudaSift &per_level = *per_level_engine;
     if (c.cluster8) {
       ASSERT_EQ(setenv("CS_SIFT_CLUSTER", "8", 1), 0);
     }
@@ -626,9 +634,8 @@ TEST(GpuSift, DirectDoublingIsTheBlurredDoubledPlane) {
     Params p;
     p.n_octave_layers = c.layers;
     p.sigma = c.sigma;
-    ASSERT_EQ(setenv("CS_SIFT_UPSAMPLE", "kernel", 1), 0);
-    CudaSift plane(p, kDevice);
-    unsetenv("CS_SIFT_UPSAMPLE");
+    const std::unique_ptr<CudaSift> plane_engine = engine_with("CS_SIFT_UPSAMPLE", "kernel", p);
+    CudaSift &plane = *plane_engine;
     CudaSift direct(p, kDevice);
     plane.run(d.image(), DescriptorFormat::opencv, stream.get());
     direct.run(d.image(), DescriptorFormat::opencv, stream.get());
