@@ -257,7 +257,8 @@ __global__ void __launch_bounds__(kThreads) doubled_level0_kernel(const T *src, 
   begin_dependent_grid();  // may be launched under the previous kernel's tail
   const int x0 = static_cast<int>(blockIdx.x) * kTileColumns, y0 = static_cast<int>(blockIdx.y) * kDoubledTileRows;
   const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
-  const int x_last = min(x0 + kTileColumns - 1, out_width - 1), y_last = min(y0 + kDoubledTileRows - 1, out_height - 1);
+  const int x_last = min(x0 + kTileColumns - 1, out_width - 1);
+  const int y_last = min(y0 + kDoubledTileRows - 1, out_height - 1);
   const int column_base = __ldg(d.first_x + x0), row_base = __ldg(d.first_y + y0);
   const int columns = __ldg(d.first_x + x_last) + K - column_base;
   const int rows = __ldg(d.first_y + y_last) + K - row_base;
@@ -311,7 +312,8 @@ void dispatch_doubled_level0(std::integer_sequence<int, Ks...>, int taps, const 
                              cudaStream_t stream, bool overlap_previous) {
   using Kernel = void (*)(const T *, size_t, DoublingTables, float *, int, int, int);
   static constexpr Kernel kernels[] = {&doubled_level0_kernel<T, Ks + 1>...};
-  const dim3 grid((out_width + kTileColumns - 1) / kTileColumns, (out_height + kDoubledTileRows - 1) / kDoubledTileRows),
+  const dim3 grid((out_width + kTileColumns - 1) / kTileColumns,
+                  (out_height + kDoubledTileRows - 1) / kDoubledTileRows),
       block(kTileColumns, kBlurRows);
   launch_kernel("SIFT doubled level 0 kernel", kernels[taps - 1], grid, block, 0, stream, overlap_previous, src,
                 pitch_bytes, d, out, out_pitch, out_width, out_height);
