@@ -636,9 +636,8 @@ void dispatch_blur(std::integer_sequence<int, Rs...>, const Source &src, const B
 //     (reflect-101 row indices, as blur_level_kernel stages them) from the
 //     `mid` bands of their owners (distributed shared memory) into its
 //     local `halo`; __syncthreads;
-//  4. the vertical pass (kFusedRows per thread from a register column) writes
-//     the Gaussian and the DoG (the output minus `cur`) to global memory
-//     (detection reads them there) and the new level into `cur`.
+//  4. the vertical pass writes the Gaussian to global memory (detection
+//     reads it there) and the new level into `cur`.
 // `mid` is double buffered, so one cluster barrier per level suffices: a
 // block rewrites a `mid` buffer only after the next barrier, which every
 // reader of its previous contents has passed. Level n_layers of the band is
@@ -646,10 +645,11 @@ void dispatch_blur(std::integer_sequence<int, Rs...>, const Source &src, const B
 // gathered from the owners of rows 2y. The sequential chain of octaves runs
 // inside the launch; only the first fused octave's level 0 comes from
 // global memory (level n_layers of the octave below, or octave 0's level
-// 0). Same taps and the same blur_1d_fixed<R> over the same values in the
-// same order as blur_level_kernel (whose halo rows are horizontal passes of
-// reflected rows, i.e. the same values), so the levels are bit for bit those
-// of the per-level kernels (GpuSift.FusedSmallOctavesEqualPerLevelKernels).
+// 0). Same taps summed in the same order over the same values as
+// blur_level_kernel (blur_1d is blur_1d_fixed<R> with the loop not unrolled;
+// the per-level kernel's halo rows are horizontal passes of reflected rows,
+// i.e. the same values), so the levels are bit for bit those of the
+// per-level kernels (GpuSift.FusedSmallOctavesEqualPerLevelKernels).
 // Launches: 5 per fused octave -> 1 for all of them; 6 cluster barriers per
 // fused octave instead. DRAM/L2: each fused level is read from shared
 // memory instead of global (4 B per pixel and level less; the halo's
@@ -674,8 +674,14 @@ constexpr int kMaxFusedLevels = 8;  // n_layers + 3 <= 8 (OpenCV's default: 6)
 // thread's chain of dependent taps while most threads idled: one output
 // each took the 1080p frame from 0.499 to 0.487 ms, 1280 x 720 0.325 ->
 // 0.315, 4K 1.405 -> 1.395 (H200, 2 x 2: 0.491 at 1080p).
-constexpr int kFusedRows = 1;     // output rows per thread in the vertical pass
-constexpr int kFusedColumns = 1;  // output columns per thread in the horizontal pass
+// The taps are looped with the radius a run-time value (blur_1d), not
+// unrolled per radius: each level of each octave ran its own unrolled
+// instance (up to 16 radii, both passes), so a level's instructions came
+// cold from L2, once per level, on a kernel that runs a few hundred
+// outputs a block. Looped (H200, 2026-12-01, same run, three rounds): the
+// kernel 42 -> 34 us at 640 x 480 (10 levels) and 72 -> 50 us at 1280 x 720
+// (15); frames 0.1827-0.1828 -> 0.1735-0.1744 ms, 0.2866-0.2876 ->
+// 0.2790-0.2794, 1080p equal (0.4222-0.4239 against 0.4217-0.4234).
 constexpr size_t kFusedSharedLimit = 160 * 1024;
 
 struct FusedPyramid {
@@ -693,11 +699,6 @@ constexpr size_t fused_shared_bytes(int band_capacity, int halo_capacity) {
   return (4 * static_cast<size_t>(band_capacity) + static_cast<size_t>(halo_capacity)) * sizeof(float);
 }
 
-// Calls f(std::integral_constant<int, r>) for r in 1..sizeof...(Rs).
-template <class F, int... Rs>
-__device__ void with_radius(int r, F &f, std::integer_sequence<int, Rs...>) {
-  (void)((r == Rs + 1 ? (f(std::integral_constant<int, Rs + 1>{}), true) : false) || ...);
-}
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 // Copies `rows` rows of w floats into dst (row k at dst + k w), one row per
@@ -728,54 +729,33 @@ __device__ void fused_copy_rows(float *dst, int rows, int w, int stride, const L
   }
 }
 
-// Horizontal pass of `rows` rows of width w: kFusedColumns outputs per
-// thread from kFusedColumns + 2R values, borders reflected.
-template <int R>
+// Horizontal pass of `rows` rows of width w, one output per thread, borders reflected.
 __device__ void fused_horizontal(const float *cur, float *mid, int rows, int w, const BlurTaps &t) {
-  constexpr int N = kFusedColumns;
-  const int quads = (w + N - 1) / N;
-  for (int i = static_cast<int>(threadIdx.x); i < rows * quads; i += kFusedThreads) {
-    const int row = i / quads, x0 = N * (i - row * quads);
+  const int r = t.radius;
+  for (int i = static_cast<int>(threadIdx.x); i < rows * w; i += kFusedThreads) {
+    const int row = i / w, x = i - row * w;
     const float *line = cur + row * w;
-    float v[N + 2 * R];
-    if (x0 >= R && x0 + N - 1 + R < w) {
-#pragma unroll
-      for (int j = 0; j < N + 2 * R; ++j) v[j] = line[x0 - R + j];
-    } else {
-#pragma unroll
-      for (int j = 0; j < N + 2 * R; ++j) v[j] = line[reflect101(x0 - R + j, w)];
+    float sum;
+    if (x >= r && x + r < w) {
+      sum = blur_1d(line + x, 1, t);
+    } else {  // blur_1d's sum over reflected samples
+      sum = t.weight[0] * line[x];
+      for (int k = 1; k <= r; ++k)
+        sum = add_tap_pair(sum, t.weight[k], line[reflect101(x + k, w)], line[reflect101(x - k, w)]);
     }
-    float *out = mid + row * w + x0;
-#pragma unroll
-    for (int q = 0; q < N; ++q)
-      if (x0 + q < w) out[q] = blur_1d_fixed<R>(&v[R + q], 1, t);
+    mid[i] = sum;
   }
 }
 
-// Vertical pass from the local halo copy (rows + 2R rows of mid): kFusedRows
-// outputs per thread from a column of kFusedRows + 2R values.
-template <int R>
+// Vertical pass from the local halo copy (rows + 2R rows of mid), one output per thread.
 __device__ void fused_vertical(const float *halo, float *cur, float *keep, int y0, int rows, int w, const BlurTaps &t,
                                float *gauss, int pitch) {
-  const int groups = (rows + kFusedRows - 1) / kFusedRows;
-  for (int i = static_cast<int>(threadIdx.x); i < groups * w; i += kFusedThreads) {
-    const int group = i / w, x = i - group * w, first = group * kFusedRows;
-    float column[kFusedRows + 2 * R];
-#pragma unroll
-    for (int j = 0; j < kFusedRows + 2 * R; ++j)
-      column[j] = first + j < rows + 2 * R ? halo[(first + j) * w + x] : 0.f;
-#pragma unroll
-    for (int q = 0; q < kFusedRows; ++q) {
-      const int row = first + q;
-      if (row < rows) {
-        const float out = blur_1d_fixed<R>(&column[q + R], 1, t);
-        const size_t at = static_cast<size_t>(y0 + row) * pitch + x;
-        const int local = row * w + x;
-        gauss[at] = out;
-        cur[local] = out;
-        if (keep) keep[local] = out;
-      }
-    }
+  for (int i = static_cast<int>(threadIdx.x); i < rows * w; i += kFusedThreads) {
+    const int row = i / w, x = i - row * w;
+    const float out = blur_1d(&halo[(row + t.radius) * w + x], w, t);
+    gauss[static_cast<size_t>(y0 + row) * pitch + x] = out;
+    cur[i] = out;
+    if (keep) keep[i] = out;
   }
 }
 #endif
@@ -840,8 +820,7 @@ __global__ void __launch_bounds__(kFusedThreads) small_octaves_kernel(const Fuse
       const BlurTaps &t = s.taps[level];
       const int r = t.radius;
       float *mid = step & 1 ? mid1 : mid0;
-      auto horizontal = [&](auto radius) { fused_horizontal<decltype(radius)::value>(cur, mid, rows, w, t); };
-      with_radius(r, horizontal, std::make_integer_sequence<int, kMaxUnrolledRadius>());
+      fused_horizontal(cur, mid, rows, w, t);
       cluster.sync();  // every band's mid rows are ready (and, at level 1, the keep bands read)
       fused_copy_rows(halo, rows > 0 ? rows + 2 * r : 0, w, 1, [&](int k) {
         const int yy = reflect101(y0 - r + k, h), owner = yy / band;
@@ -851,10 +830,7 @@ __global__ void __launch_bounds__(kFusedThreads) small_octaves_kernel(const Fuse
       __syncthreads();
       float *gauss = p.gauss + g.gauss_offset + static_cast<size_t>(level) * g.level_stride;
       float *kept = level == layers ? keep : nullptr;
-      auto vertical = [&](auto radius) {
-        fused_vertical<decltype(radius)::value>(halo, cur, kept, y0, rows, w, t, gauss, g.pitch);
-      };
-      with_radius(r, vertical, std::make_integer_sequence<int, kMaxUnrolledRadius>());
+      fused_vertical(halo, cur, kept, y0, rows, w, t, gauss, g.pitch);
       __syncthreads();  // the band's new level, before the next horizontal pass reads it
     }
   }
@@ -1729,7 +1705,7 @@ struct CudaSift::Impl {
   bool described = false;  // descriptors belong to the current final list
 
   // Small octaves in one launch (small_octaves_kernel): possible when the
-  // device has clusters (sm_90+) and the radii are unrolled ones; used from
+  // device has clusters (sm_90+) and an octave has at most kMaxFusedLevels levels; used from
   // octave fused_first on (table.count: not at all), per image size.
   bool fused_possible = false;
   size_t fused_shared_max = 0;  // the device's opt-in limit, capped at kFusedSharedLimit
@@ -2393,16 +2369,13 @@ CudaSift::CudaSift(const Params &params, int device, Capacity capacity) : impl_(
   int major = 0, optin = 0;
   check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute");
   check_cuda(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "cudaDeviceGetAttribute");
-  bool unrolled = params.n_octave_layers + 3 <= kMaxFusedLevels;
-  for (size_t i = 1; i < m.taps.size(); ++i) {
-    unrolled = unrolled && m.taps[i].radius >= 1 && m.taps[i].radius <= kMaxUnrolledRadius;
-    m.fused_radius = std::max(m.fused_radius, m.taps[i].radius);
-  }
+  for (size_t i = 1; i < m.taps.size(); ++i) m.fused_radius = std::max(m.fused_radius, m.taps[i].radius);
   // The opt-in limit less the kernel's static shared memory (the parameters, ~2 KB).
   m.fused_shared_max = std::min(kFusedSharedLimit, static_cast<size_t>(std::max(optin - 4096, 0)));
   cudaFuncAttributes kernel{};  // built for sm_90+? (a compute_80 PTX JIT-compiled on sm_90 has an empty body)
   check_cuda(cudaFuncGetAttributes(&kernel, small_octaves_kernel), "cudaFuncGetAttributes");
-  m.fused_possible = fused_enabled() && major >= 9 && kernel.binaryVersion >= 90 && unrolled;
+  m.fused_possible = fused_enabled() && major >= 9 && kernel.binaryVersion >= 90 &&
+                     params.n_octave_layers + 3 <= kMaxFusedLevels;
   m.fused_max_blocks = fused_cluster_limit();
   if (m.fused_possible) {
     check_cuda(cudaFuncSetAttribute(small_octaves_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -164,12 +164,24 @@ inline BlurTaps gaussian_taps(double sigma) {
   return t;
 }
 
+// One pair of taps of a symmetric blur: sum + weight (a + b). On the GPU one
+// fused multiply-add, written out: left to the compiler's contraction, the
+// first pair could be fused with either product (w0 p0 or w1 (a + b)), and
+// an unrolled sum and a looped one then differed in the last place.
+CS_HD float add_tap_pair(float sum, float weight, float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return fmaf(weight, a + b, sum);
+#else
+  return sum + weight * (a + b);
+#endif
+}
+
 // One output of a 1-D symmetric blur: `p` points at the centre sample, its
 // neighbours lie `step` elements apart (borders already resolved).
 // 2 * radius + 1 loads, radius + 1 multiplies, 2 * radius adds.
 CS_HD float blur_1d(const float *p, int step, const BlurTaps &t) {
   float s = t.weight[0] * p[0];
-  for (int k = 1; k <= t.radius; ++k) s += t.weight[k] * (p[k * step] + p[-k * step]);
+  for (int k = 1; k <= t.radius; ++k) s = add_tap_pair(s, t.weight[k], p[k * step], p[-k * step]);
   return s;
 }
 
@@ -181,7 +193,7 @@ CS_HD float blur_1d_fixed(const float *p, int step, const BlurTaps &t) {
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
-  for (int k = 1; k <= R; ++k) s += t.weight[k] * (p[k * step] + p[-k * step]);
+  for (int k = 1; k <= R; ++k) s = add_tap_pair(s, t.weight[k], p[k * step], p[-k * step]);
   return s;
 }
 

@@ -408,6 +408,7 @@ TEST(GpuSift, FusedSmallOctavesEqualPerLevelKernels) {
     int layers;
     bool upsample, as_float;
     bool cluster8 = false;  // CS_SIFT_CLUSTER=8: the portable cluster size (bands twice as tall)
+    double sigma = 1.6;     // 3: radii up to 23, past the per-level kernel's unrolled ones
   };
   const Case cases[] = {{2, 3, 3, true, false},      {7, 5, 3, true, false},       {17, 64, 3, true, false},
                         {33, 31, 3, true, false},    {64, 17, 3, false, false},    {97, 61, 3, true, true},
@@ -416,17 +417,20 @@ TEST(GpuSift, FusedSmallOctavesEqualPerLevelKernels) {
                         {501, 333, 3, false, false},
                         {1920, 1080, 3, true, false}, {3001, 300, 3, true, false},  {300, 3001, 3, true, false},
                         {17, 64, 3, true, false, true}, {211, 157, 3, true, false, true},
-                        {1920, 1080, 3, true, false, true}, {300, 3001, 3, true, false, true}};
+                        {1920, 1080, 3, true, false, true}, {300, 3001, 3, true, false, true},
+                        {640, 480, 3, true, false, false, 3.0},   {211, 157, 4, false, false, false, 3.0}};
   const uint32_t seed = cs_test::fresh_seed();
   cs::Stream stream(kDevice);
   for (const Case &c : cases) {
     const std::string what = std::to_string(c.width) + "x" + std::to_string(c.height) + " layers " +
                              std::to_string(c.layers) + (c.upsample ? "" : " no doubling") +
-                             (c.as_float ? " float" : "") + (c.cluster8 ? " cluster 8" : "");
+                             (c.as_float ? " float" : "") + (c.cluster8 ? " cluster 8" : "") +
+                             (c.sigma != 1.6 ? " sigma " + std::to_string(c.sigma) : "");
     DeviceGray d(sized_image(c.width, c.height, seed, c.as_float));
     Params p;
     p.n_octave_layers = c.layers;
     p.upsample = c.upsample;
+    p.sigma = c.sigma;
     const std::unique_ptr<CudaSift> per_level_engine = engine_with("CS_SIFT_FUSED", "0", p);
     CudaSift &per_level = *per_level_engine;
     if (c.cluster8) {
