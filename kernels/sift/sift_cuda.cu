@@ -699,7 +699,6 @@ constexpr size_t fused_shared_bytes(int band_capacity, int halo_capacity) {
   return (4 * static_cast<size_t>(band_capacity) + static_cast<size_t>(halo_capacity)) * sizeof(float);
 }
 
-
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 // Copies `rows` rows of w floats into dst (row k at dst + k w), one row per
 // warp; line(k) gives the source row, `stride` its sample spacing. Eight
