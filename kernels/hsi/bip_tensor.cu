@@ -1261,7 +1261,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
       const bool usable = isfinite(key_scale);
       key_terms[k] = usable ? make_double2(dot_unscale * __ldg(a.dot_scale + k) * key_scale, __ldg(a.key_offset + k))
                             : make_double2(0.0, -CUDART_INF);
-      dot_per_key[k] = usable ? 1.0 / key_scale : 0.0;
+      dot_per_key[k] = usable ? __ldg(a.key_inverse + k) : 0.0;  // 1 / key_scale, made with the tables
     }
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the table, visible to the wgmma reads
     __syncthreads();
