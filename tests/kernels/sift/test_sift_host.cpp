@@ -198,7 +198,9 @@ TEST(SiftMath, DoublingBlurAxisIsTheBlurredDoubling) {
         const int first = a.first[size_t(i)];
         ASSERT_GE(first, 0);
         ASSERT_LE(first + a.taps, n);
-        if (i > 0) ASSERT_GE(first, a.first[size_t(i - 1)]);
+        if (i > 0) {
+          ASSERT_GE(first, a.first[size_t(i - 1)]);
+        }
         std::vector<double> expected(size_t(n), 0.0);  // over all source samples
         for (int k = -t.radius; k <= t.radius; ++k) {
           const UpsampleTap u = upsample_tap(reflect101(i + k, 2 * n), n);
