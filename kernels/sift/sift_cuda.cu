@@ -584,27 +584,28 @@ void launch_blur(const Source &src, const BlurTaps &t, float *gauss, float *sour
                 gauss, source_out, pitch, width, height);
 }
 
-// Kernels of the generic path past R = 21 need more than 48 KB of shared
-// memory, an opt-in per kernel and device. Set once when the engine is made
-// (the current device), not at launch: launches are captured into graphs,
-// and this is no stream operation. The unrolled radii stay under 48 KB.
-template <class Source>
-void allow_wide_blur(size_t bytes) {
-  check_cuda(cudaFuncSetAttribute(blur_level_kernel<Source, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(bytes)),
-             "cudaFuncSetAttribute");
+// Blur tiles of wide radii need more than 48 KB of shared memory, an opt-in
+// per kernel and device (blur_shared_bytes grows with R and kTileRows). Set
+// once when the engine is made (the current device), not at launch:
+// launches are captured into graphs, and this is no stream operation.
+template <class Source, int... Rs>
+void allow_wide_blur(std::integer_sequence<int, Rs...>, size_t bytes) {
+  const auto allow = [bytes](auto kernel) {
+    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
+               "cudaFuncSetAttribute");
+  };
+  (allow(blur_level_kernel<Source, Rs>), ...);  // R = 0 (any radius) and every unrolled radius
 }
-
-static_assert(blur_shared_bytes(kMaxUnrolledRadius) <= 48 * 1024, "unrolled blur kernels launch without the opt-in");
 
 void allow_wide_blurs(size_t bytes) {
   if (bytes <= 48 * 1024) return;
-  allow_wide_blur<UpsampleSource<uint8_t>>(bytes);
-  allow_wide_blur<UpsampleSource<float>>(bytes);
-  allow_wide_blur<PlainSource<uint8_t>>(bytes);
-  allow_wide_blur<PlainSource<float>>(bytes);
-  allow_wide_blur<LevelSource>(bytes);
-  allow_wide_blur<DownsampleSource>(bytes);
+  constexpr auto radii = std::make_integer_sequence<int, kMaxUnrolledRadius + 1>();
+  allow_wide_blur<UpsampleSource<uint8_t>>(radii, bytes);
+  allow_wide_blur<UpsampleSource<float>>(radii, bytes);
+  allow_wide_blur<PlainSource<uint8_t>>(radii, bytes);
+  allow_wide_blur<PlainSource<float>>(radii, bytes);
+  allow_wide_blur<LevelSource>(radii, bytes);
+  allow_wide_blur<DownsampleSource>(radii, bytes);
 }
 
 template <class Source, int... Rs>
@@ -878,8 +879,8 @@ __device__ PlaneView gauss_plane(const float *gauss_pool, const OctaveGeometry &
 // columns (the outer columns from the neighbour lanes by shuffles), then
 // over three rows (rolling from row to row, each row's pair kept). A warp
 // covers a strip of up to kExtremaLongStripRows rows by 64 columns, a lane 2
-// adjacent columns (one 8-byte load per Gaussian level and row, the next
-// row's loads issued before this row's bounds); lanes 0 and 31 only lend
+// adjacent columns (one 8-byte copy per Gaussian level and row, three rows
+// ahead, into the warp's ring in shared memory); lanes 0 and 31 only lend
 // their columns to their neighbours, so a warp tests 60 columns. The
 // layers are taken three at a time, the six Gaussian levels they need
 // loaded once per row. Extrema are rare: they are appended with one
@@ -896,6 +897,13 @@ __device__ PlaneView gauss_plane(const float *gauss_pool, const OctaveGeometry &
 // 0.454-0.456 ms, 1280 x 720 0.305-0.307 -> 0.304-0.305, 640 x 480 and 4K
 // equal; with 8 rows in 4K's first octave too, 4K 1.325 -> 1.329-1.334;
 // halving until 8192 or 16384 strips was slower at every size.
+// Octave 0's extrema at 1080p (Nsight Compute, H200, 2026-12-01; 199 MB
+// read either way): rows loaded into registers one row ahead, each row's
+// six addresses computed afresh, 77-78 us and 47.9 M warp instructions
+// (issue slots 64 % busy, DRAM 55 %); through the ring 74 us; with the
+// levels' pointers stepped a row at a time 66.5 us, 40.0 M; the row loop
+// unrolled by two 64.2 us, 35.3 M (by three: 65.6 us, 34.6 M). Three
+// blocks an SM (80 registers) were slower with every unrolling.
 constexpr int kExtremaLongStripRows = 16;
 constexpr int kExtremaLongStripWarps = 16384;
 constexpr int kExtremaStripRows = 8;
@@ -957,6 +965,37 @@ __device__ int warp_append_counts(int count, int *counter) {
   return __shfl_sync(0xffffffffu, base, 31) + inclusive - count;
 }
 
+// A warp's rows reach it through a ring of rows in shared memory, copied
+// kExtremaRowsInFlight rows ahead by cp.async (sm_80+; below, loaded and
+// stored), without registers.
+constexpr int kExtremaRowsInFlight = 3;
+constexpr int kExtremaRingRows = kExtremaRowsInFlight + 1;  // + the row being read
+// The row loop unrolled by two, so that the rows' rolling bounds change
+// places by renaming instead of register moves (18 a row).
+constexpr int kExtremaRowUnroll = 2;
+
+__device__ __forceinline__ void copy_lane_samples_async(LaneSamples *to, const float *from) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(to))),
+               "l"(from), "n"(sizeof(LaneSamples))
+               : "memory");
+#else
+  *to = *reinterpret_cast<const LaneSamples *>(from);
+#endif
+}
+__device__ __forceinline__ void commit_async_copies() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+// Waits until at most `pending` of the thread's committed groups are in flight.
+template <int pending>
+__device__ __forceinline__ void wait_async_groups() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
+#endif
+}
+
 __global__ void __launch_bounds__(kThreads, kExtremaMinBlocks)
     extrema_kernel(const float *gauss_pool, const OctaveTable table, int first_block, float threshold, Candidate *out,
                    int capacity, Counters *counters) {
@@ -966,8 +1005,9 @@ __global__ void __launch_bounds__(kThreads, kExtremaMinBlocks)
   while (o + 1 < table.count && block >= table.o[o + 1].block_begin) ++o;
   const OctaveGeometry &g = table.o[o];
   const int b = block - g.block_begin;
-  const int lane = static_cast<int>(threadIdx.x) % 32;
-  const int strip = (b / g.blocks_x) * kWarpsPerBlock + static_cast<int>(threadIdx.x) / 32;
+  const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
+  const int strip = (b / g.blocks_x) * kWarpsPerBlock + warp;
+  __shared__ LaneSamples ring[kWarpsPerBlock][kExtremaRingRows][kExtremaLevels][32];  // 48 KB
   const int first_row = kImageBorder + strip * g.strip_rows;  // first tested row of the warp
   if (first_row >= g.height - kImageBorder) return;           // the whole warp
   const int x = (b % g.blocks_x) * kExtremaTileColumns + kExtremaLaneColumns * lane;  // the lane's first column
@@ -993,22 +1033,42 @@ __global__ void __launch_bounds__(kThreads, kExtremaMinBlocks)
     for (int j = 0; j < kExtremaLayers; ++j)
       if (first_layer + j <= table.layers) tested |= tested_columns << (kExtremaLaneColumns * j);
     // Row i of the strip is image row first_row - 1 + i (rows past the image repeat its last: untested).
-    LaneSamples next[kExtremaLevels];
-    const auto load_row = [&](int i) {
-      const size_t at = static_cast<size_t>(min(first_row - 1 + i, g.height - 1)) * g.pitch;
+    // One group of copies per row (an empty one past the strip, so that the count of groups in flight
+    // stays kExtremaRowsInFlight); a lane reads back only what it copied itself. The levels' pointers
+    // step down a row at a time (computing each row's addresses afresh was a fifth of the loop).
+    const int rows = g.strip_rows + 2;
+    int from_row = first_row - 1;
 #pragma unroll
-      for (int k = 0; k < kExtremaLevels; ++k) next[k] = *reinterpret_cast<const LaneSamples *>(level[k] + at);
+    for (int k = 0; k < kExtremaLevels; ++k) level[k] += static_cast<size_t>(from_row) * g.pitch;
+    const auto copy_row = [&](int i) {
+      if (i < rows) {
+#pragma unroll
+        for (int k = 0; k < kExtremaLevels; ++k)
+          copy_lane_samples_async(&ring[warp][i % kExtremaRingRows][k][lane], level[k]);
+        if (from_row < g.height - 1) {
+          ++from_row;
+#pragma unroll
+          for (int k = 0; k < kExtremaLevels; ++k) level[k] += g.pitch;
+        }
+      }
+      commit_async_copies();
     };
-    load_row(0);
+#pragma unroll
+    for (int i = 0; i < kExtremaRowsInFlight; ++i) copy_row(i);
     LaneBounds before[kExtremaLayers], pair[kExtremaLayers];  // the row above's bounds; the two rows above's
     LaneSamples centre[kExtremaLayers];                        // the row above's samples of each layer
-    for (int i = 0; i < g.strip_rows + 2; ++i) {
+#pragma unroll kExtremaRowUnroll
+    for (int i = 0; i < rows; ++i) {
+      wait_async_groups<kExtremaRowsInFlight - 1>();  // row i has arrived
+      LaneSamples next[kExtremaLevels];
+#pragma unroll
+      for (int k = 0; k < kExtremaLevels; ++k) next[k] = ring[warp][i % kExtremaRingRows][k][lane];
+      copy_row(i + kExtremaRowsInFlight);  // into the slot read one row ago
       LaneSamples dog[kExtremaLevels - 1];  // this row's DoG samples: G(k + 1) - G(k), as OpenCV's DoG levels
 #pragma unroll
       for (int k = 0; k < kExtremaLevels - 1; ++k)
 #pragma unroll
         for (int c = 0; c < kExtremaLaneColumns; ++c) dog[k].v[c] = next[k + 1].v[c] - next[k].v[c];
-      load_row(i + 1);
       unsigned found = 0;
 #pragma unroll
       for (int j = 0; j < kExtremaLayers; ++j) {
