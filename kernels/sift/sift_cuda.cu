@@ -890,13 +890,19 @@ __device__ PlaneView gauss_plane(const float *gauss_pool, const OctaveGeometry &
 // each, made 640 x 480 frames 0.199-0.201 ms against 0.192-0.194, H200).
 // `first_block`: the launch covers the octaves whose blocks start there.
 // Strip rows: 16 in octaves that have at least kExtremaLongStripWarps
-// strips of 16 (4K doubled's first octave), else 8, halved (down to 2)
-// while the octave has fewer than kExtremaEnoughWarps strips (about an
-// H200's fill). Frames against 16-row strips in every octave with 2048
-// strips or more (H200, same run, three rounds): 1080p 0.463-0.465 ->
-// 0.454-0.456 ms, 1280 x 720 0.305-0.307 -> 0.304-0.305, 640 x 480 and 4K
-// equal; with 8 rows in 4K's first octave too, 4K 1.325 -> 1.329-1.334;
-// halving until 8192 or 16384 strips was slower at every size.
+// strips of 16 (the doubled octaves of 1280 x 720 and larger, 1080p's
+// second), else 8, halved (down to 2) while the octave has fewer than
+// kExtremaEnoughWarps strips (about an H200's fill). When rows were loaded
+// into registers (below), 16 rows only from 16384 strips (4K doubled's
+// first octave) were the faster: against 16-row strips in every octave
+// with 2048 strips or more (H200, same run, three rounds) 1080p 0.463-0.465
+// -> 0.454-0.456 ms, 1280 x 720 0.305-0.307 -> 0.304-0.305; halving until
+// 8192 or 16384 strips was slower at every size. With the ring, the
+// pointers stepped and the loop unrolled, 16 rows from 2048 strips (three
+// rounds, against from 16384): 1080p 0.4151-0.4188 -> 0.4089-0.4104 ms,
+// 1280 x 720 0.2736-0.2737 -> 0.2716-0.2727, 4K 1.193-1.196 -> 1.188-1.190,
+// 640 x 480 equal (from 4096: in between); octave 0's extrema at 1080p
+// 64.5 -> 63.3 us, 35.3 M -> 30.8 M instructions, 199 -> 209 MB read.
 // Octave 0's extrema at 1080p (Nsight Compute, H200, 2026-12-01; 199 MB
 // read either way): rows loaded into registers one row ahead, each row's
 // six addresses computed afresh, 77-78 us and 47.9 M warp instructions
@@ -905,7 +911,7 @@ __device__ PlaneView gauss_plane(const float *gauss_pool, const OctaveGeometry &
 // unrolled by two 64.2 us, 35.3 M (by three: 65.6 us, 34.6 M). Three
 // blocks an SM (80 registers) were slower with every unrolling.
 constexpr int kExtremaLongStripRows = 16;
-constexpr int kExtremaLongStripWarps = 16384;
+constexpr int kExtremaLongStripWarps = 2048;
 constexpr int kExtremaStripRows = 8;
 constexpr int kExtremaFewestStripRows = 2;
 constexpr int kExtremaEnoughWarps = 2048;
