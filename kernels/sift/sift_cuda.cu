@@ -395,6 +395,19 @@ __device__ __forceinline__ void wait_async_copies() {
   asm volatile("cp.async.wait_all;\n" ::: "memory");
 #endif
 }
+// The thread's copies issued since its last commit form one group.
+__device__ __forceinline__ void commit_async_copies() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+// Waits until at most `pending` of the thread's committed groups are in flight.
+template <int pending>
+__device__ __forceinline__ void wait_async_groups() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
+#endif
+}
 
 // Staging columns per thread (tile plus halo, 32 lanes) and rows loaded per batch.
 constexpr int kStageColumns = (kTileColumns + 2 * kMaxBlurRadius + 31) / 32;
@@ -987,18 +1000,6 @@ __device__ __forceinline__ void copy_lane_samples_async(LaneSamples *to, const f
                : "memory");
 #else
   *to = *reinterpret_cast<const LaneSamples *>(from);
-#endif
-}
-__device__ __forceinline__ void commit_async_copies() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-// Waits until at most `pending` of the thread's committed groups are in flight.
-template <int pending>
-__device__ __forceinline__ void wait_async_groups() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
 #endif
 }
 
