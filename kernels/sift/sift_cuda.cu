@@ -597,28 +597,27 @@ void launch_blur(const Source &src, const BlurTaps &t, float *gauss, float *sour
                 gauss, source_out, pitch, width, height);
 }
 
-// Blur tiles of wide radii need more than 48 KB of shared memory, an opt-in
-// per kernel and device (blur_shared_bytes grows with R and kTileRows). Set
-// once when the engine is made (the current device), not at launch:
-// launches are captured into graphs, and this is no stream operation.
-template <class Source, int... Rs>
-void allow_wide_blur(std::integer_sequence<int, Rs...>, size_t bytes) {
-  const auto allow = [bytes](auto kernel) {
-    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
-               "cudaFuncSetAttribute");
-  };
-  (allow(blur_level_kernel<Source, Rs>), ...);  // R = 0 (any radius) and every unrolled radius
+// Kernels of the generic path past R = 21 need more than 48 KB of shared
+// memory, an opt-in per kernel and device. Set once when the engine is made
+// (the current device), not at launch: launches are captured into graphs,
+// and this is no stream operation. The unrolled radii stay under 48 KB.
+template <class Source>
+void allow_wide_blur(size_t bytes) {
+  check_cuda(cudaFuncSetAttribute(blur_level_kernel<Source, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(bytes)),
+             "cudaFuncSetAttribute");
 }
+
+static_assert(blur_shared_bytes(kMaxUnrolledRadius) <= 48 * 1024, "unrolled blur kernels launch without the opt-in");
 
 void allow_wide_blurs(size_t bytes) {
   if (bytes <= 48 * 1024) return;
-  constexpr auto radii = std::make_integer_sequence<int, kMaxUnrolledRadius + 1>();
-  allow_wide_blur<UpsampleSource<uint8_t>>(radii, bytes);
-  allow_wide_blur<UpsampleSource<float>>(radii, bytes);
-  allow_wide_blur<PlainSource<uint8_t>>(radii, bytes);
-  allow_wide_blur<PlainSource<float>>(radii, bytes);
-  allow_wide_blur<LevelSource>(radii, bytes);
-  allow_wide_blur<DownsampleSource>(radii, bytes);
+  allow_wide_blur<UpsampleSource<uint8_t>>(bytes);
+  allow_wide_blur<UpsampleSource<float>>(bytes);
+  allow_wide_blur<PlainSource<uint8_t>>(bytes);
+  allow_wide_blur<PlainSource<float>>(bytes);
+  allow_wide_blur<LevelSource>(bytes);
+  allow_wide_blur<DownsampleSource>(bytes);
 }
 
 template <class Source, int... Rs>
