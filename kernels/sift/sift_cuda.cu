@@ -92,6 +92,20 @@ constexpr int kMaxBaseSide = 32767;  // first-octave side limit that sift_cuda.h
 // to get the square tile back; nothing else depends on it.
 constexpr int kTileColumns = 32;
 constexpr int kTileRows = 64;
+// Levels of few tiles (below kShortTilesBelow blocks an SM with 64 rows:
+// the octaves after the first few) read from a float plane take tiles of
+// kShortTileRows instead (the same sums, so the same levels): their
+// time is a block's latency, not the GPU's throughput, and they run beside
+// the first octave's large levels, which share the SMs' issue slots with
+// them, so a block of half the rows ends sooner (the chain of small levels
+// decides the frame at 640 x 480 and shares the critical path at 1080p).
+// H200, 2026-12-01, three rounds of 300 frames against 64 rows
+// throughout: 640 x 480 0.1679-0.1692 -> 0.1635-0.1647 ms, 1280 x 720
+// 0.2689-0.2738 -> 0.2673-0.2692, 1080p 0.4058-0.4096 -> 0.4037-0.4060,
+// 4K equal; 16 rows (1080p 0.4066-0.4077), or 32 rows below 8 blocks an
+// SM (0.4087-0.4116), were slower.
+constexpr int kShortTileRows = 32;
+constexpr int kShortTilesBelow = 4;
 constexpr int kBlurRows = 8;  // thread rows of a blur block (32 x 8 threads)
 constexpr int kThreads = 256;
 constexpr int kWarpsPerBlock = kThreads / 32;
@@ -262,8 +276,21 @@ __global__ void __launch_bounds__(kThreads) doubled_level0_kernel(const T *src, 
   const int column_base = __ldg(d.first_x + x0), row_base = __ldg(d.first_y + y0);
   const int columns = __ldg(d.first_x + x_last) + K - column_base;
   const int rows = __ldg(d.first_y + y_last) + K - row_base;
-  for (int r = ty; r < rows; r += kBlurRows)
-    if (tx < columns) staged[r][tx] = luma_sample(image_row(src, pitch_bytes, row_base + r) + column_base + tx);
+  // Every row's sample loaded before any is stored, so that the loads'
+  // latencies overlap. A loop of load, convert, store made each wait for
+  // the last (half the kernel's stall samples); frames 1080p 0.4107-0.4144
+  // -> 0.4058-0.4096 ms, 4K 1.169-1.175 -> 1.158-1.163 (H200, 2026-12-01).
+  constexpr int kStageRounds = (kRows + kBlurRows - 1) / kBlurRows;
+  float samples[kStageRounds];
+#pragma unroll
+  for (int k = 0; k < kStageRounds; ++k) {
+    const int r = ty + k * kBlurRows;
+    samples[k] = r < rows && tx < columns ? luma_sample(image_row(src, pitch_bytes, row_base + r) + column_base + tx)
+                                          : 0.f;
+  }
+#pragma unroll
+  for (int k = 0; k < kStageRounds; ++k)
+    if (ty + k * kBlurRows < kRows) staged[ty + k * kBlurRows][tx] = samples[k];
   // A tile of interior rows takes their two weight sets into registers (below); the others stage every row's.
   const bool interior_rows = y0 >= d.rows_begin && y0 + kDoubledTileRows <= d.rows_end;
   if (!interior_rows)
@@ -335,8 +362,8 @@ __host__ __device__ constexpr int staged_pitch(int radius) {
   return (kTileColumns + 2 * stage_lead(radius) + 4 + 3) / 4 * 4;
 }
 
-constexpr size_t blur_shared_bytes(int radius) {
-  const size_t rows = kTileRows + 2 * radius;
+constexpr size_t blur_shared_bytes(int radius, int tile_rows = kTileRows) {
+  const size_t rows = static_cast<size_t>(tile_rows + 2 * radius);
   return (rows * static_cast<size_t>(staged_pitch(radius)) + rows * kTileColumns) * sizeof(float);
 }
 
@@ -433,7 +460,7 @@ constexpr int kStageBatch = 4;
 // as a column of the intermediate tile, so each shared load serves up to
 // 2R + 1 taps (shared-memory bandwidth bounded the one-output-per-thread
 // form). R == 0: any radius (taps.radius), one output per thread and pass.
-template <class Source, int R>
+template <class Source, int R, int TileRows = kTileRows>
 __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, const BlurTaps taps, float *gauss,
                                                                float *source_out, int pitch, int width, int height) {
   begin_dependent_grid();  // may be launched under the previous kernel's tail
@@ -441,11 +468,11 @@ __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, 
   float *shared = reinterpret_cast<float *>(shared4);
   const int r = R > 0 ? R : taps.radius;
   const int lead = stage_lead(r);
-  const int side_x = kTileColumns + 2 * r, side_y = kTileRows + 2 * r, sp = staged_pitch(r);
+  const int side_x = kTileColumns + 2 * r, side_y = TileRows + 2 * r, sp = staged_pitch(r);
   float *in = shared;                 // side_y x sp: staged column c holds source column x0 - lead + c
   float *mid = shared + side_y * sp;  // side_y x kTileColumns: after the horizontal pass
   float *in_halo = in + (lead - r);   // column c: source column x0 - r + c
-  const int x0 = static_cast<int>(blockIdx.x) * kTileColumns, y0 = static_cast<int>(blockIdx.y) * kTileRows;
+  const int x0 = static_cast<int>(blockIdx.x) * kTileColumns, y0 = static_cast<int>(blockIdx.y) * TileRows;
   const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
   const int tid = ty * kTileColumns + tx;
   constexpr int kColumns = R > 0 ? (kTileColumns + 2 * R + 31) / 32 : kStageColumns;
@@ -453,7 +480,7 @@ __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, 
   // the reflection, and tiles inside it the clipping of outputs: reflecting
   // every staged row and 64-bit addressing every written output took ~60
   // of ~150 instructions per output at R = 13 (1080p, octave 0).
-  const bool interior = x0 >= r && y0 >= r && x0 + kTileColumns + r <= width && y0 + kTileRows + r <= height;
+  const bool interior = x0 >= r && y0 >= r && x0 + kTileColumns + r <= width && y0 + TileRows + r <= height;
   bool staged = false;
   if constexpr (kQuadStaging && R > 0 && AlignedRows<Source>::value) {
     if (src.quads && interior && x0 >= lead && x0 + kTileColumns + lead <= width) {
@@ -463,7 +490,7 @@ __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, 
       // (stepping all kThreads threads through the pieces, wrapping from
       // row to row, took 22 instructions a piece).
       constexpr int kQuadsPerRow = (kTileColumns + 2 * stage_lead(R)) / 4;
-      constexpr int kRowStep = kThreads / kQuadsPerRow, kRows = kTileRows + 2 * R;
+      constexpr int kRowStep = kThreads / kQuadsPerRow, kRows = TileRows + 2 * R;
       constexpr int kPitch = staged_pitch(R);
       if (tid < kRowStep * kQuadsPerRow) {
         const int quad = tid % kQuadsPerRow, first_row = tid / kQuadsPerRow;
@@ -551,7 +578,7 @@ __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, 
   }
   __syncthreads();
   const int x = x0 + tx;
-  constexpr int kRowsPerThread = kTileRows / kBlurRows;  // consecutive output rows
+  constexpr int kRowsPerThread = TileRows / kBlurRows;  // consecutive output rows
   const int first = ty * kRowsPerThread;
   float out[kRowsPerThread];
   if constexpr (R > 0) {
@@ -587,14 +614,14 @@ __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, 
     store(std::false_type{});
 }
 
-template <class Source, int R>
+template <class Source, int R, int TileRows = kTileRows>
 void launch_blur(const Source &src, const BlurTaps &t, float *gauss, float *source_out, int pitch, int width,
                  int height, cudaStream_t stream, bool overlap_previous) {
-  const dim3 grid((width + kTileColumns - 1) / kTileColumns, (height + kTileRows - 1) / kTileRows),
+  const dim3 grid((width + kTileColumns - 1) / kTileColumns, (height + TileRows - 1) / TileRows),
       block(kTileColumns, kBlurRows);
-  const size_t bytes = blur_shared_bytes(t.radius);  // over 48 KB: see allow_wide_blurs
-  launch_kernel("SIFT blur kernel", blur_level_kernel<Source, R>, grid, block, bytes, stream, overlap_previous, src, t,
-                gauss, source_out, pitch, width, height);
+  const size_t bytes = blur_shared_bytes(t.radius, TileRows);  // over 48 KB: see allow_wide_blurs
+  launch_kernel("SIFT blur kernel", blur_level_kernel<Source, R, TileRows>, grid, block, bytes, stream,
+                overlap_previous, src, t, gauss, source_out, pitch, width, height);
 }
 
 // Kernels of the generic path past R = 21 need more than 48 KB of shared
@@ -621,11 +648,18 @@ void allow_wide_blurs(size_t bytes) {
 }
 
 template <class Source, int... Rs>
-void dispatch_blur(std::integer_sequence<int, Rs...>, const Source &src, const BlurTaps &t, float *gauss,
-                   float *source_out, int pitch, int width, int height, cudaStream_t stream, bool overlap_previous) {
+void dispatch_blur(std::integer_sequence<int, Rs...>, const Source &src, const BlurTaps &t, int tile_rows,
+                   float *gauss, float *source_out, int pitch, int width, int height, cudaStream_t stream,
+                   bool overlap_previous) {
   using Launch = void (*)(const Source &, const BlurTaps &, float *, float *, int, int, int, cudaStream_t, bool);
   static constexpr Launch unrolled[] = {&launch_blur<Source, Rs + 1>...};
-  if (t.radius >= 1 && t.radius <= static_cast<int>(sizeof...(Rs)))
+  const bool radius_unrolled = t.radius >= 1 && t.radius <= static_cast<int>(sizeof...(Rs));
+  if constexpr (StagedByCopy<Source>::value) {
+    static constexpr Launch short_tiles[] = {&launch_blur<Source, Rs + 1, kShortTileRows>...};
+    if (radius_unrolled && tile_rows == kShortTileRows)
+      return short_tiles[t.radius - 1](src, t, gauss, source_out, pitch, width, height, stream, overlap_previous);
+  }
+  if (radius_unrolled)
     unrolled[t.radius - 1](src, t, gauss, source_out, pitch, width, height, stream, overlap_previous);
   else
     launch_blur<Source, 0>(src, t, gauss, source_out, pitch, width, height, stream, overlap_previous);
@@ -2096,8 +2130,11 @@ struct CudaSift::Impl {
   void blur(const Source &src, int o, int level, Lane &lane, float *source_out = nullptr) {
     const OctaveGeometry &g = table.o[o];
     const BlurTaps &t = taps[static_cast<size_t>(level)];
-    dispatch_blur(std::make_integer_sequence<int, kMaxUnrolledRadius>(), src, t, gauss_level(o, level), source_out,
-                  g.pitch, g.width, g.height, lane.stream, next_kernel(lane));
+    const long long tall_tiles = static_cast<long long>((g.width + kTileColumns - 1) / kTileColumns) *
+                                 ((g.height + kTileRows - 1) / kTileRows);
+    const int tile_rows = tall_tiles < static_cast<long long>(kShortTilesBelow) * sm_count ? kShortTileRows : kTileRows;
+    dispatch_blur(std::make_integer_sequence<int, kMaxUnrolledRadius>(), src, t, tile_rows, gauss_level(o, level),
+                  source_out, g.pitch, g.width, g.height, lane.stream, next_kernel(lane));
     if (marking) mark(lane, "blur octave " + std::to_string(o) + " level " + std::to_string(level));
   }
 
