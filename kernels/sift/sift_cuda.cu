@@ -924,7 +924,7 @@ __device__ PlaneView gauss_plane(const float *gauss_pool, const OctaveGeometry &
 // stored), their bound over the three levels of each layer, then over three
 // columns (the outer columns from the neighbour lanes by shuffles), then
 // over three rows (rolling from row to row, each row's pair kept). A warp
-// covers a strip of up to kExtremaLongStripRows rows by 64 columns, a lane 2
+// covers a strip of up to kExtremaLongestStripRows rows by 64 columns, a lane 2
 // adjacent columns (one 8-byte copy per Gaussian level and row, three rows
 // ahead, into the warp's ring in shared memory); lanes 0 and 31 only lend
 // their columns to their neighbours, so a warp tests 60 columns. The
@@ -935,9 +935,9 @@ __device__ PlaneView gauss_plane(const float *gauss_pool, const OctaveGeometry &
 // small octaves' launch at the end of the frame, a few warps of 18 rows
 // each, made 640 x 480 frames 0.199-0.201 ms against 0.192-0.194, H200).
 // `first_block`: the launch covers the octaves whose blocks start there.
-// Strip rows: 16 in octaves that have at least kExtremaLongStripWarps
-// strips of 16 (the doubled octaves of 1280 x 720 and larger, 1080p's
-// second), else 8, halved (down to 2) while the octave has fewer than
+// Strip rows: 32 or 16 in octaves that have at least kExtremaLongestStripWarps
+// strips of 32 or kExtremaLongStripWarps of 16 (the doubled octaves of 1280
+// x 720 and larger, 1080p's second), else 8, halved (down to 2) while the octave has fewer than
 // kExtremaEnoughWarps strips (about an H200's fill). When rows were loaded
 // into registers (below), 16 rows only from 16384 strips (4K doubled's
 // first octave) were the faster: against 16-row strips in every octave
@@ -955,7 +955,13 @@ __device__ PlaneView gauss_plane(const float *gauss_pool, const OctaveGeometry &
 // (issue slots 64 % busy, DRAM 55 %); through the ring 74 us; with the
 // levels' pointers stepped a row at a time 66.5 us, 40.0 M; the row loop
 // unrolled by two 64.2 us, 35.3 M (by three: 65.6 us, 34.6 M). Three
-// blocks an SM (80 registers) were slower with every unrolling.
+// blocks an SM (80 registers) were slower with every unrolling. Strips of
+// 32 rows in octaves with at least kExtremaLongestStripWarps of them (4K
+// doubled's first octave, whose extrema are bound by DRAM: two rows more
+// read per 32 instead of per 16): 4K 1.183-1.189 -> 1.177-1.179 ms (three
+// rounds); from 2048 such strips (1080p's first octave too) 1080p equal.
+constexpr int kExtremaLongestStripRows = 32;
+constexpr int kExtremaLongestStripWarps = 8192;
 constexpr int kExtremaLongStripRows = 16;
 constexpr int kExtremaLongStripWarps = 2048;
 constexpr int kExtremaStripRows = 8;
@@ -1977,9 +1983,11 @@ struct CudaSift::Impl {
       const int last_column = ow - kImageBorder - 1;
       g.blocks_x = (last_column - kExtremaLaneColumns + kExtremaTileColumns) / kExtremaTileColumns;
       auto strips = [&](int rows) { return (oh - 2 * kImageBorder + rows - 1) / rows; };
-      g.strip_rows = g.blocks_x * strips(kExtremaLongStripRows) >= kExtremaLongStripWarps ? kExtremaLongStripRows
-                                                                                         : kExtremaStripRows;
-      while (g.strip_rows > kExtremaFewestStripRows && g.blocks_x * strips(g.strip_rows) < kExtremaEnoughWarps)
+      auto warps = [&](int rows) { return g.blocks_x * strips(rows); };
+      g.strip_rows = warps(kExtremaLongestStripRows) >= kExtremaLongestStripWarps ? kExtremaLongestStripRows
+                     : warps(kExtremaLongStripRows) >= kExtremaLongStripWarps     ? kExtremaLongStripRows
+                                                                                  : kExtremaStripRows;
+      while (g.strip_rows > kExtremaFewestStripRows && warps(g.strip_rows) < kExtremaEnoughWarps)
         g.strip_rows /= 2;
       blocks += g.blocks_x * ((strips(g.strip_rows) + kWarpsPerBlock - 1) / kWarpsPerBlock);
     }
