@@ -935,10 +935,11 @@ __device__ PlaneView gauss_plane(const float *gauss_pool, const OctaveGeometry &
 // small octaves' launch at the end of the frame, a few warps of 18 rows
 // each, made 640 x 480 frames 0.199-0.201 ms against 0.192-0.194, H200).
 // `first_block`: the launch covers the octaves whose blocks start there.
-// Strip rows: 32 or 16 in octaves that have at least kExtremaLongestStripWarps
-// strips of 32 or kExtremaLongStripWarps of 16 (the doubled octaves of 1280
-// x 720 and larger, 1080p's second), else 8, halved (down to 2) while the octave has fewer than
-// kExtremaEnoughWarps strips (about an H200's fill). When rows were loaded
+// Strip rows: 32 in octaves with at least kExtremaLongestStripWarps strips
+// of 32 (4K doubled's first), else 16 in those with at least
+// kExtremaLongStripWarps strips of 16 (the doubled octaves of 1280 x 720
+// and larger, 1080p's second), else 8, halved (down to 2) while the octave
+// has fewer than kExtremaEnoughWarps strips (about an H200's fill). When rows were loaded
 // into registers (below), 16 rows only from 16384 strips (4K doubled's
 // first octave) were the faster: against 16-row strips in every octave
 // with 2048 strips or more (H200, same run, three rounds) 1080p 0.463-0.465
