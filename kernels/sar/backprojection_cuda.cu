@@ -15,6 +15,23 @@
 // about 35 other instructions and three on the quarter-rate special-function
 // unit (reciprocal square root, sine, cosine), so the kernel is bound by
 // instruction issue, not by memory.
+//
+// Double mode (linear, one leg), per pixel and pulse: the range's square
+// root (CUDA's, 15 instructions with one quarter-rate estimate), the bin
+// split and the phase's quarter turns by adding 1.5 * 2^52 (no rounding or
+// conversion instruction), the four sample conversions to double, 13
+// multiply-adds of the phasor polynomials with their coefficients read from
+// constant memory, the interpolation and the sum. As in the other modes a
+// chunk whose tile records all say tile_inside runs with no bounds check.
+// Measured on an H200 (2026-12-01, 4096 x 4096, 8192 pulses; Nsight Compute
+// at 2048 x 2048 x 2048): 160-167 G bp/s before these steps (39.5 G warp
+// instructions, issue slots 70% busy, the quarter-rate unit 42%: floor,
+// conversion to int, CUDA's sincospi with its own roundings); the exact
+// split and the unreduced phase 165-171; own phasor polynomials 179-187;
+// unchecked chunks 209; coefficients in constant memory instead of literals
+// (each literal took two moves per use) 229-230 (25.0 G instructions, the
+// double pipe 66% busy). Four rows per thread (122 registers) or 64
+// registers with spills for four blocks per SM were within 2% and not kept.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -54,22 +71,21 @@ struct KernelArgs {
 template <Precision P, Interpolation I, int kLegs, bool kKnownInside, class Record, class Real, int kRows>
 __device__ __forceinline__ void run_chunk(Complex<Real> (&partial)[kRows], const Record *records,
                                           const Cf32 *const *profile_of, int count, const TilePixel (&tile_pixels)[kRows],
-                                          const Pos3 (&positions)[kRows], const bool (&inside)[kRows],
-                                          const KernelArgs &a) {
+                                          const Pos3 (&positions)[kRows], const KernelArgs &a) {
   constexpr bool kTiled = P != Precision::Double;
   for (int p = 0; p < count; ++p) {
     const Record record = records[p];  // once for all of this thread's pixels
     const Cf32 *profile = profile_of[p];
 #pragma unroll
     for (int k = 0; k < kRows; ++k) {
-      // Mixed and fast compute pixels beyond the image edge too (their reads
-      // stay inside the profile or are checked; the result is not written):
-      // no branch in the inner loop.
+      // Pixels beyond the image edge are computed too (their reads stay
+      // inside the profile or are checked; the result is not written): no
+      // branch in the inner loop.
       if constexpr (kTiled)
         accumulate_tile<I, kLegs, P == Precision::Fast, kKnownInside>(partial[k], record, tile_pixels[k], profile,
                                                                        a.bins, a.knab);
-      else if (inside[k])
-        accumulate_double<I, kLegs>(partial[k], record, positions[k], profile, a.bins, a.knab);
+      else
+        accumulate_double<I, kLegs, kKnownInside>(partial[k], record, positions[k], profile, a.bins, a.knab);
     }
   }
 }
@@ -115,6 +131,9 @@ __global__ void __launch_bounds__(threads_per_block<P>()) backproject_kernel(con
         all_inside &= records[p].tile_inside;
       } else {
         records[p] = a.pulses[start + p];
+        // The pixels take the pulse in double; the tile's record only says
+        // whether all of their stencils lie inside the profile.
+        all_inside &= make_tile_record<kLegs>(records[p], reference, g, a.bins).tile_inside;
       }
       profile_of[p] = a.samples + (start + p) * a.bins;
     }
@@ -125,10 +144,10 @@ __global__ void __launch_bounds__(threads_per_block<P>()) backproject_kernel(con
     Complex<Real> partial[kRows];
 #pragma unroll
     for (int k = 0; k < kRows; ++k) partial[k] = {Real(0), Real(0)};
-    if (kTiled && chunk_inside)
-      run_chunk<P, I, kLegs, true>(partial, records, profile_of, count, tile_pixels, positions, inside, a);
+    if (chunk_inside)
+      run_chunk<P, I, kLegs, true>(partial, records, profile_of, count, tile_pixels, positions, a);
     else
-      run_chunk<P, I, kLegs, false>(partial, records, profile_of, count, tile_pixels, positions, inside, a);
+      run_chunk<P, I, kLegs, false>(partial, records, profile_of, count, tile_pixels, positions, a);
 #pragma unroll
     for (int k = 0; k < kRows; ++k) {
       total[k].re += partial[k].re;

@@ -227,6 +227,23 @@ CS_HD void split_floor(float x, int32_t &whole, float &fraction) {
 #endif
 }
 
+// The same split in double, for |x| < 2^31: adding 1.5 * 2^52 rounded down
+// leaves floor(x) in the low mantissa bits. On the GPU three additions
+// replace a rounding and a conversion instruction, both of which run on the
+// unit that the double mode's sample conversions and square roots also need.
+constexpr double kRoundingShiftDouble = 6755399441055744.0;  // 1.5 * 2^52
+CS_HD void split_floor(double x, int32_t &whole, double &fraction) {
+#if defined(__CUDA_ARCH__)
+  const double shifted = __dadd_rd(x, kRoundingShiftDouble);
+  whole = __double2loint(shifted);                      // floor(x) as two's complement
+  fraction = x - __dsub_rn(shifted, kRoundingShiftDouble);  // exact, as x - floor(x)
+#else
+  const double w = floor(x);
+  whole = static_cast<int32_t>(w);
+  fraction = x - w;
+#endif
+}
+
 // x * y reduced modulo one turn, exactly up to the final rounding: the fused
 // multiply-add subtracts the integer nearest the product from the exact product.
 // (The host computes the product in double, where it is exact.)
@@ -254,14 +271,70 @@ CS_HD Complex<float> phasor_of_turns(float t) {
 #endif
   return {c, s};
 }
-template <bool kFastMath>
-CS_HD Complex<double> phasor_of_turns(double t) {
-  double s, c;
-#if defined(__CUDA_ARCH__)
-  sincospi(2.0 * t, &s, &c);
-#else
-  sincos(6.283185307179586476925286766559 * t, &s, &c);
+// sin(2 pi r) = r P(r^2) and cos(2 pi r) = Q(r^2) on |r| <= 1/8, the
+// coefficients of P and Q from the lowest power: least-squares fits at
+// Chebyshev nodes (tools/fit_turn_polynomials.py), relative error under
+// 5e-17 once rounded to double.
+#define CS_TURN_SINE_COEFFICIENTS                                                                   \
+  6.283185307179586, -41.341702240399634, 81.60524927594447, -76.70585970330443, 42.05868490074138, \
+      -15.093797430936103, 3.780724593736123
+#define CS_TURN_COSINE_COEFFICIENTS                                                                  \
+  1.0, -19.739208802178716, 64.93939402266793, -85.45681720650954, 60.24464132647551,                \
+      -26.426250685390002, 7.903081346641373, -1.6966611364753763
+constexpr int kTurnSineTerms = 7, kTurnCosineTerms = 8;
+constexpr double kTurnSineHost[kTurnSineTerms] = {CS_TURN_SINE_COEFFICIENTS};
+constexpr double kTurnCosineHost[kTurnCosineTerms] = {CS_TURN_COSINE_COEFFICIENTS};
+#if defined(__CUDACC__)
+// On the GPU in constant memory, where the double multiply-adds take them as
+// operands: as literals each was first built in registers by two moves, a
+// fifth of the double mode's instructions.
+static __constant__ double kTurnSineDevice[kTurnSineTerms] = {CS_TURN_SINE_COEFFICIENTS};
+static __constant__ double kTurnCosineDevice[kTurnCosineTerms] = {CS_TURN_COSINE_COEFFICIENTS};
 #endif
+CS_HD double turn_sine_coefficient(int i) {
+#if defined(__CUDA_ARCH__)
+  return kTurnSineDevice[i];
+#else
+  return kTurnSineHost[i];
+#endif
+}
+CS_HD double turn_cosine_coefficient(int i) {
+#if defined(__CUDA_ARCH__)
+  return kTurnCosineDevice[i];
+#else
+  return kTurnCosineHost[i];
+#endif
+}
+
+// exp(+j 2 pi t) in double for any t under 2^50 turns: t = q / 4 + r with q
+// an integer and |r| <= 1/8 (r exact), the polynomials above at r, then q
+// quarter turns. On the GPU, q comes from adding 1.5 * 2^52 (in the low
+// mantissa bits, with no rounding or conversion instruction: those run at a
+// quarter of the double rate on the unit the sample conversions need).
+// Absolute error about 1.5e-16 (test_backprojection.cpp checks it).
+CS_HD Complex<double> phasor_of_any_turns(double t) {
+  int quarter;
+  double r;
+#if defined(__CUDA_ARCH__)
+  const double shifted = __fma_rn(t, 4.0, kRoundingShiftDouble);
+  quarter = __double2loint(shifted) & 3;
+  r = __fma_rn(__dsub_rn(shifted, kRoundingShiftDouble), -0.25, t);
+#else
+  const double whole_quarters = rint(4.0 * t);
+  quarter = static_cast<int>(static_cast<int64_t>(whole_quarters) & 3);
+  r = t - 0.25 * whole_quarters;
+#endif
+  const double u = r * r;
+  double p = turn_sine_coefficient(kTurnSineTerms - 1);
+  for (int i = kTurnSineTerms - 2; i >= 0; --i) p = fma_hd(p, u, turn_sine_coefficient(i));
+  double q = turn_cosine_coefficient(kTurnCosineTerms - 1);
+  for (int i = kTurnCosineTerms - 2; i >= 0; --i) q = fma_hd(q, u, turn_cosine_coefficient(i));
+  const double sin_r = r * p, cos_r = q;
+  // Each quarter turn takes (sin, cos) to (cos, -sin).
+  double s = quarter & 1 ? cos_r : sin_r;
+  double c = quarter & 1 ? sin_r : cos_r;
+  s = quarter & 2 ? -s : s;
+  c = (quarter + 1) & 2 ? -c : c;
   return {c, s};
 }
 
@@ -410,18 +483,22 @@ CS_HD double differential_range(const PulseGeometry &p, Pos3 x) {
   return 0.5 * (norm(p.tx - x) + norm(p.rcv - x)) - p.reference_range_m;
 }
 
-// Double: acc += this pulse's contribution.
-template <Interpolation I, int kLegs>
+// Double: acc += this pulse's contribution. kKnownInside: the caller knows
+// that the pixel's whole stencil lies inside the profile (a GPU chunk of
+// pulses whose tile records all say tile_inside), so nothing is checked.
+template <Interpolation I, int kLegs, bool kKnownInside = false>
 CS_HD void accumulate_double(Complex<double> &acc, const PulseGeometry &p, Pos3 pixel, const Cf32 *profile, int bins,
                               const KnabKernel &knab) {
   const double dr = differential_range<kLegs>(p, pixel);
   const double position = (dr - p.first_bin_m) * p.bins_per_metre;
   // Outside the profile, with room for the widest stencil (also false for NaN).
-  if (!(position > -kMaxKnabTaps && position < static_cast<double>(bins) + kMaxKnabTaps)) return;
-  const double whole = floor(position);
+  if (!kKnownInside && !(position > -kMaxKnabTaps && position < static_cast<double>(bins) + kMaxKnabTaps)) return;
+  int32_t whole;
+  double fraction;
+  split_floor(position, whole, fraction);
   const Complex<double> sample =
-      interpolate_profile<I, double, false>(profile, bins, static_cast<int>(whole), position - whole, knab);
-  const Complex<double> phasor = phasor_of_turns<false>(reduce_turns(dr * p.turns_per_metre));
+      interpolate_profile<I, double, false, !kKnownInside>(profile, bins, whole, fraction, knab);
+  const Complex<double> phasor = phasor_of_any_turns(dr * p.turns_per_metre);
   multiply_accumulate(acc, sample, phasor);
 }
 
