@@ -454,6 +454,8 @@ constexpr int kStageBatch = 4;
 // kStageBatch x kStageColumns independent loads per thread before storing
 // any, so that global latency overlaps (one load at a time per thread made
 // the kernel latency-bound).
+// upward: the tile rows in reverse block order, bottom to top (blocks start
+// in index order), so that a level starts where its source level ended.
 // R > 0: the radius at compile time. Loops unroll, and both passes keep a
 // run of 4 + 2R inputs in registers to make 4 outputs from it: the
 // horizontal pass reads it as float4s from the staged row, the vertical pass
@@ -462,7 +464,8 @@ constexpr int kStageBatch = 4;
 // form). R == 0: any radius (taps.radius), one output per thread and pass.
 template <class Source, int R, int TileRows = kTileRows>
 __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, const BlurTaps taps, float *gauss,
-                                                               float *source_out, int pitch, int width, int height) {
+                                                               float *source_out, int pitch, int width, int height,
+                                                               bool upward) {
   begin_dependent_grid();  // may be launched under the previous kernel's tail
   extern __shared__ float4 shared4[];
   float *shared = reinterpret_cast<float *>(shared4);
@@ -472,7 +475,8 @@ __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, 
   float *in = shared;                 // side_y x sp: staged column c holds source column x0 - lead + c
   float *mid = shared + side_y * sp;  // side_y x kTileColumns: after the horizontal pass
   float *in_halo = in + (lead - r);   // column c: source column x0 - r + c
-  const int x0 = static_cast<int>(blockIdx.x) * kTileColumns, y0 = static_cast<int>(blockIdx.y) * TileRows;
+  const int tile_row = static_cast<int>(upward ? gridDim.y - 1 - blockIdx.y : blockIdx.y);
+  const int x0 = static_cast<int>(blockIdx.x) * kTileColumns, y0 = tile_row * TileRows;
   const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
   const int tid = ty * kTileColumns + tx;
   constexpr int kColumns = R > 0 ? (kTileColumns + 2 * R + 31) / 32 : kStageColumns;
@@ -616,12 +620,12 @@ __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, 
 
 template <class Source, int R, int TileRows = kTileRows>
 void launch_blur(const Source &src, const BlurTaps &t, float *gauss, float *source_out, int pitch, int width,
-                 int height, cudaStream_t stream, bool overlap_previous) {
+                 int height, bool upward, cudaStream_t stream, bool overlap_previous) {
   const dim3 grid((width + kTileColumns - 1) / kTileColumns, (height + TileRows - 1) / TileRows),
       block(kTileColumns, kBlurRows);
   const size_t bytes = blur_shared_bytes(t.radius, TileRows);  // over 48 KB: see allow_wide_blurs
   launch_kernel("SIFT blur kernel", blur_level_kernel<Source, R, TileRows>, grid, block, bytes, stream,
-                overlap_previous, src, t, gauss, source_out, pitch, width, height);
+                overlap_previous, src, t, gauss, source_out, pitch, width, height, upward);
 }
 
 // Kernels of the generic path past R = 21 need more than 48 KB of shared
@@ -649,20 +653,21 @@ void allow_wide_blurs(size_t bytes) {
 
 template <class Source, int... Rs>
 void dispatch_blur(std::integer_sequence<int, Rs...>, const Source &src, const BlurTaps &t, int tile_rows,
-                   float *gauss, float *source_out, int pitch, int width, int height, cudaStream_t stream,
+                   float *gauss, float *source_out, int pitch, int width, int height, bool upward, cudaStream_t stream,
                    bool overlap_previous) {
-  using Launch = void (*)(const Source &, const BlurTaps &, float *, float *, int, int, int, cudaStream_t, bool);
+  using Launch = void (*)(const Source &, const BlurTaps &, float *, float *, int, int, int, bool, cudaStream_t, bool);
   static constexpr Launch unrolled[] = {&launch_blur<Source, Rs + 1>...};
   const bool radius_unrolled = t.radius >= 1 && t.radius <= static_cast<int>(sizeof...(Rs));
   if constexpr (StagedByCopy<Source>::value) {
     static constexpr Launch short_tiles[] = {&launch_blur<Source, Rs + 1, kShortTileRows>...};
     if (radius_unrolled && tile_rows == kShortTileRows)
-      return short_tiles[t.radius - 1](src, t, gauss, source_out, pitch, width, height, stream, overlap_previous);
+      return short_tiles[t.radius - 1](src, t, gauss, source_out, pitch, width, height, upward, stream,
+                                       overlap_previous);
   }
   if (radius_unrolled)
-    unrolled[t.radius - 1](src, t, gauss, source_out, pitch, width, height, stream, overlap_previous);
+    unrolled[t.radius - 1](src, t, gauss, source_out, pitch, width, height, upward, stream, overlap_previous);
   else
-    launch_blur<Source, 0>(src, t, gauss, source_out, pitch, width, height, stream, overlap_previous);
+    launch_blur<Source, 0>(src, t, gauss, source_out, pitch, width, height, upward, stream, overlap_previous);
 }
 
 // -------------------------------------------------------- small octaves
@@ -2142,8 +2147,11 @@ struct CudaSift::Impl {
     const long long tall_tiles = static_cast<long long>((g.width + kTileColumns - 1) / kTileColumns) *
                                  ((g.height + kTileRows - 1) / kTileRows);
     const int tile_rows = tall_tiles < static_cast<long long>(kShortTilesBelow) * sm_count ? kShortTileRows : kTileRows;
+    // Odd levels take their tiles bottom to top: the rows their source level
+    // wrote last are the ones still in L2.
+    const bool upward = level % 2 == 1;
     dispatch_blur(std::make_integer_sequence<int, kMaxUnrolledRadius>(), src, t, tile_rows, gauss_level(o, level),
-                  source_out, g.pitch, g.width, g.height, lane.stream, next_kernel(lane));
+                  source_out, g.pitch, g.width, g.height, upward, lane.stream, next_kernel(lane));
     if (marking) mark(lane, "blur octave " + std::to_string(o) + " level " + std::to_string(level));
   }
 
