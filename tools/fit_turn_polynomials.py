@@ -6,7 +6,8 @@ turn; the phasor reduces its argument to that range exactly). Least-squares
 fits, weighted by the inverse of the function, at Chebyshev nodes in u = r^2,
 computed with 60 significant digits; then the largest relative error of the
 polynomials with their coefficients rounded to double, evaluated exactly.
-Prints the two coefficient lists (lowest power first) and those errors.
+Prints the two coefficient lists (lowest power first; the header takes the
+sine's, then the cosine's) and those errors.
 
 Needs python3-mpmath (Debian). Usage: tools/fit_turn_polynomials.py
 """

@@ -271,38 +271,27 @@ CS_HD Complex<float> phasor_of_turns(float t) {
 #endif
   return {c, s};
 }
-// sin(2 pi r) = r P(r^2) and cos(2 pi r) = Q(r^2) on |r| <= 1/8, the
-// coefficients of P and Q from the lowest power: least-squares fits at
-// Chebyshev nodes (tools/fit_turn_polynomials.py), relative error under
-// 5e-17 once rounded to double.
-#define CS_TURN_SINE_COEFFICIENTS                                                                   \
+// sin(2 pi r) = r P(r^2) and cos(2 pi r) = Q(r^2) on |r| <= 1/8: the
+// coefficients of P, then those of Q, each from the lowest power;
+// least-squares fits at Chebyshev nodes (tools/fit_turn_polynomials.py),
+// relative error under 5e-17 once rounded to double.
+#define CS_TURN_POLYNOMIALS                                                                         \
   6.283185307179586, -41.341702240399634, 81.60524927594447, -76.70585970330443, 42.05868490074138, \
-      -15.093797430936103, 3.780724593736123
-#define CS_TURN_COSINE_COEFFICIENTS                                                                  \
-  1.0, -19.739208802178716, 64.93939402266793, -85.45681720650954, 60.24464132647551,                \
-      -26.426250685390002, 7.903081346641373, -1.6966611364753763
+      -15.093797430936103, 3.780724593736123, 1.0, -19.739208802178716, 64.93939402266793,          \
+      -85.45681720650954, 60.24464132647551, -26.426250685390002, 7.903081346641373, -1.6966611364753763
 constexpr int kTurnSineTerms = 7, kTurnCosineTerms = 8;
-constexpr double kTurnSineHost[kTurnSineTerms] = {CS_TURN_SINE_COEFFICIENTS};
-constexpr double kTurnCosineHost[kTurnCosineTerms] = {CS_TURN_COSINE_COEFFICIENTS};
+constexpr double kTurnPolynomialsHost[kTurnSineTerms + kTurnCosineTerms] = {CS_TURN_POLYNOMIALS};
 #if defined(__CUDACC__)
 // On the GPU in constant memory, where the double multiply-adds take them as
 // operands: as literals each was first built in registers by two moves, a
 // fifth of the double mode's instructions.
-static __constant__ double kTurnSineDevice[kTurnSineTerms] = {CS_TURN_SINE_COEFFICIENTS};
-static __constant__ double kTurnCosineDevice[kTurnCosineTerms] = {CS_TURN_COSINE_COEFFICIENTS};
+static __constant__ double kTurnPolynomialsDevice[kTurnSineTerms + kTurnCosineTerms] = {CS_TURN_POLYNOMIALS};
 #endif
-CS_HD double turn_sine_coefficient(int i) {
+CS_HD double turn_polynomial_coefficient(int i) {
 #if defined(__CUDA_ARCH__)
-  return kTurnSineDevice[i];
+  return kTurnPolynomialsDevice[i];
 #else
-  return kTurnSineHost[i];
-#endif
-}
-CS_HD double turn_cosine_coefficient(int i) {
-#if defined(__CUDA_ARCH__)
-  return kTurnCosineDevice[i];
-#else
-  return kTurnCosineHost[i];
+  return kTurnPolynomialsHost[i];
 #endif
 }
 
@@ -325,10 +314,11 @@ CS_HD Complex<double> phasor_of_any_turns(double t) {
   r = t - 0.25 * whole_quarters;
 #endif
   const double u = r * r;
-  double p = turn_sine_coefficient(kTurnSineTerms - 1);
-  for (int i = kTurnSineTerms - 2; i >= 0; --i) p = fma_hd(p, u, turn_sine_coefficient(i));
-  double q = turn_cosine_coefficient(kTurnCosineTerms - 1);
-  for (int i = kTurnCosineTerms - 2; i >= 0; --i) q = fma_hd(q, u, turn_cosine_coefficient(i));
+  constexpr int kLastSine = kTurnSineTerms - 1, kLastCosine = kTurnSineTerms + kTurnCosineTerms - 1;
+  double p = turn_polynomial_coefficient(kLastSine);
+  for (int i = kLastSine - 1; i >= 0; --i) p = fma_hd(p, u, turn_polynomial_coefficient(i));
+  double q = turn_polynomial_coefficient(kLastCosine);
+  for (int i = kLastCosine - 1; i > kLastSine; --i) q = fma_hd(q, u, turn_polynomial_coefficient(i));
   const double sin_r = r * p, cos_r = q;
   // Each quarter turn takes (sin, cos) to (cos, -sin).
   double s = quarter & 1 ? cos_r : sin_r;
