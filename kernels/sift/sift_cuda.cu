@@ -180,7 +180,6 @@ struct LevelSource {
   using Row = const float *;
   __device__ Column column(int x) const { return x; }
   __device__ Row row(int y) const { return p + static_cast<size_t>(y) * pitch; }
-  __device__ float operator()(Row r, Column x) const { return __ldg(r + x); }
 };
 
 // The doubled input as floats (upsampled_sample). Output rows 2s, 2s + 1
@@ -378,7 +377,6 @@ struct DownsampleSource {
   using Row = const float *;
   __device__ Column column(int x) const { return 2 * x; }
   __device__ Row row(int y) const { return p + static_cast<size_t>(2 * y) * pitch; }
-  __device__ float operator()(Row r, Column x) const { return __ldg(r + x); }
 };
 
 // Sources read as float planes are staged with cp.async (sm_80+): every
