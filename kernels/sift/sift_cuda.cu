@@ -1196,6 +1196,9 @@ constexpr int kOrientationGroups = 1;  // extrema per block at a time
 constexpr int kOrientationBlockWarps = kOrientationWarps * kOrientationGroups;
 constexpr int kOrientationThreads = 32 * kOrientationBlockWarps;
 constexpr int kOrientationBlocksPerSm = 8;
+// Window samples a lane loads before it votes with them: one at a time, each
+// vote waited for its four loads.
+constexpr int kOrientationBatch = 4;
 // Eight blocks per SM (63 registers, no spills): the list grid's blocks run at once.
 __global__ void __launch_bounds__(kOrientationThreads, kOrientationBlocksPerSm)
     orientation_kernel(const float *gauss_pool, const OctaveTable table, const RefinedExtremum *in, int in_capacity,
@@ -1224,20 +1227,38 @@ __global__ void __launch_bounds__(kOrientationThreads, kOrientationBlocksPerSm)
       // Sample s of the window is row s / side, column s % side; this lane
       // takes s = 32 part + lane + 128 k, stepped without dividing (two
       // integer divisions a sample were a quarter of the loop's instructions).
+      // kOrientationBatch samples at a time: their gradients' loads first
+      // (samples past the window or the image load the centre's, unused),
+      // then their votes, in the lane's order of samples as before.
       constexpr int kStride = 32 * kOrientationWarps;
       const int row_step = kStride / side, column_step = kStride % side;
       const int first = 32 * part + lane;
       int row = first / side, column = first % side;
-      for (int s = first; s < total; s += kStride) {
-        int bin;
-        float value;
-        if (orientation_sample(g, e.row, e.column, row - w.radius, column - w.radius, w.exp_scale, &bin, &value))
+      for (int s = first; s < total; s += kOrientationBatch * kStride) {
+        int di[kOrientationBatch], dj[kOrientationBatch];
+        bool inside[kOrientationBatch];
+        float dx[kOrientationBatch], dy[kOrientationBatch];
+#pragma unroll
+        for (int u = 0; u < kOrientationBatch; ++u) {
+          di[u] = row - w.radius;
+          dj[u] = column - w.radius;
+          const int y = e.row + di[u], x = e.column + dj[u];
+          inside[u] = s + u * kStride < total && orientation_sample_inside(g, y, x);
+          orientation_gradient(g, inside[u] ? y : e.row, inside[u] ? x : e.column, &dx[u], &dy[u]);
+          row += row_step;
+          column += column_step;
+          if (column >= side) {
+            column -= side;
+            ++row;
+          }
+        }
+#pragma unroll
+        for (int u = 0; u < kOrientationBatch; ++u) {
+          if (!inside[u]) continue;
+          int bin;
+          float value;
+          orientation_vote(di[u], dj[u], dx[u], dy[u], w.exp_scale, &bin, &value);
           mine[bin * 32 + lane] += value;
-        row += row_step;
-        column += column_step;
-        if (column >= side) {
-          column -= side;
-          ++row;
         }
       }
       __syncwarp();

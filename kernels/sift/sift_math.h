@@ -588,20 +588,38 @@ CS_HD float fast_atan2_degrees(float y, float x) {
   return a;
 }
 
-// Sample (i, j) (row, column offsets) of the orientation window around (r, c)
-// in Gaussian level `g`: its histogram bin and Gaussian-weighted gradient
-// magnitude; false for samples on or beyond the image edge (OpenCV skips them).
-CS_HD bool orientation_sample(const PlaneView &g, int r, int c, int i, int j, float exp_scale, int *bin, float *value) {
-  const int y = r + i, x = c + j;
-  if (y <= 0 || y >= g.height - 1 || x <= 0 || x >= g.width - 1) return false;
-  const float dx = g.at(y, x + 1) - g.at(y, x - 1);
-  const float dy = g.at(y - 1, x) - g.at(y + 1, x);
+// Whether (y, x) is a sample of the orientation window's histogram: not on
+// or beyond the image edge (OpenCV skips those).
+CS_HD bool orientation_sample_inside(const PlaneView &g, int y, int x) {
+  return y > 0 && y < g.height - 1 && x > 0 && x < g.width - 1;
+}
+
+// The gradient at (y, x) as OpenCV's orientation histogram takes it.
+CS_HD void orientation_gradient(const PlaneView &g, int y, int x, float *dx, float *dy) {
+  *dx = g.at(y, x + 1) - g.at(y, x - 1);
+  *dy = g.at(y - 1, x) - g.at(y + 1, x);
+}
+
+// The histogram bin and Gaussian-weighted magnitude of window sample (i, j)
+// with gradient (dx, dy).
+CS_HD void orientation_vote(int i, int j, float dx, float dy, float exp_scale, int *bin, float *value) {
   const float w = sample_exp(static_cast<float>(i * i + j * j) * exp_scale);
   int b = round_even((static_cast<float>(kOrientationBins) / 360.f) * fast_atan2_degrees(dy, dx));
   if (b >= kOrientationBins) b -= kOrientationBins;
   if (b < 0) b += kOrientationBins;
   *bin = b;
   *value = w * sample_sqrt(dx * dx + dy * dy);
+}
+
+// Sample (i, j) (row, column offsets) of the orientation window around (r, c)
+// in Gaussian level `g`: its histogram bin and Gaussian-weighted gradient
+// magnitude; false for samples on or beyond the image edge.
+CS_HD bool orientation_sample(const PlaneView &g, int r, int c, int i, int j, float exp_scale, int *bin, float *value) {
+  const int y = r + i, x = c + j;
+  if (!orientation_sample_inside(g, y, x)) return false;
+  float dx, dy;
+  orientation_gradient(g, y, x, &dx, &dy);
+  orientation_vote(i, j, dx, dy, exp_scale, bin, value);
   return true;
 }
 
