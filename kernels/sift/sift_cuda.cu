@@ -1196,10 +1196,11 @@ constexpr int kOrientationGroups = 1;  // extrema per block at a time
 constexpr int kOrientationBlockWarps = kOrientationWarps * kOrientationGroups;
 constexpr int kOrientationThreads = 32 * kOrientationBlockWarps;
 constexpr int kOrientationBlocksPerSm = 8;
-// Window samples a lane loads before it votes with them: one at a time, each
-// vote waited for its four loads.
+// Window samples a lane loads before it votes with any of them (loaded one
+// at a time, each vote waited for its own four loads; eight spill at the 64
+// registers of eight blocks an SM).
 constexpr int kOrientationBatch = 4;
-// Eight blocks per SM (63 registers, no spills): the list grid's blocks run at once.
+// Eight blocks per SM (62 registers, no spills): the list grid's blocks run at once.
 __global__ void __launch_bounds__(kOrientationThreads, kOrientationBlocksPerSm)
     orientation_kernel(const float *gauss_pool, const OctaveTable table, const RefinedExtremum *in, int in_capacity,
                        Keypoint *out, int capacity, Counters *counters) {
