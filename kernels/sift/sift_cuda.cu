@@ -1761,8 +1761,8 @@ bool quad_staging_enabled() { return !env_is("CS_SIFT_STAGE", "floats"); }
 // whole chain of lower levels instead of their own octave's (comparison).
 bool upper_early_enabled() { return !env_is("CS_SIFT_UPPER_EARLY", "0"); }
 
-// CS_SIFT_ORDER=0 or 1: run() uses that frame order (see enqueue_frame)
-// instead of timing both on the first frames of a size.
+// CS_SIFT_ORDER=0, 1 or 2: run() uses that frame order (see enqueue_frame)
+// instead of timing each on the first frames of a size.
 int fixed_frame_order() {
   for (int order = 0; order < FrameOrderTuner::kOrders; ++order)
     if (env_is("CS_SIFT_ORDER", std::to_string(order).c_str())) return order;
@@ -2268,7 +2268,10 @@ struct CudaSift::Impl {
   //   upper:  the other large octaves' upper levels, beside the small
   //           octaves.
   // They end in chain_done and upper_done (join_branches waits for both).
-  void enqueue_pyramid_levels(Branches &b) {
+  // `upper_after_octave1` (frame order 2): octave 0's upper levels wait for
+  // the chain's octave 1, so that the chain's first levels have the GPU to
+  // themselves (main has slack at the small sizes: see enqueue_frame).
+  void enqueue_pyramid_levels(Branches &b, bool upper_after_octave1) {
     const int layers = params.n_octave_layers;
     auto lower_levels = [&](int o, Lane &lane) {
       const OctaveGeometry &g = table.o[o];
@@ -2306,6 +2309,7 @@ struct CudaSift::Impl {
     }
     delay(b.upper, delays.upper);
     upper_done.record(b.upper.stream);
+    if (upper_after_octave1 && upper_early && fused_first > 1) wait(b.main, lower_done[1]);
     if (fused_first > 0) upper_levels(0, b.main);
   }
   void delay(Lane &lane, int us) {
@@ -2392,22 +2396,30 @@ struct CudaSift::Impl {
            list, keypoint_capacity, f, (final ? descriptors : oriented_descriptors).as<void>());
   }
 
-  // A whole frame after level 0 (run()), in one of two orders (which is
+  // A whole frame after level 0 (run()), in one of three orders (which is
   // faster depends on the frame size and the GPU: FrameOrderTuner):
   //   0: the large octaves' extrema once every large octave's levels exist,
   //      on the caller's stream while the small octaves are still being
   //      built, then the small octaves' extrema;
   //   1: each branch finds its own octaves' extrema as soon as it has built
   //      them: octave 0's on the caller's stream, the other large octaves'
-  //      on the upper stream, the small octaves' on the chain.
-  // The same kernels either way, so the same results.
+  //      on the upper stream, the small octaves' on the chain;
+  //   2: order 0 with octave 0's upper levels held until the chain has built
+  //      octave 1's lower levels. The caller's stream waits for the upper
+  //      branch after them anyway, and octave 0's two largest levels, made
+  //      beside the chain's first octaves, fill the GPU and slow them; at the
+  //      small sizes the chain is the critical path (H200, 2026-12-01, three
+  //      rounds of 300 frames, order 0 / this: 640 x 480 0.1625-0.1642 /
+  //      0.1547-0.1565 ms, 1280 x 720 0.2651-0.2661 / 0.2594-0.2597, 1080p
+  //      0.3958-0.3978 / 0.3990-0.4010, 4K 1.143-1.147 / 1.147-1.151).
+  // The same kernels every way, so the same results.
   void enqueue_frame(DescriptorFormat f, int order, cudaStream_t s) {
     std::vector<Mark> &marks = frame_marks[static_cast<int>(f)][order];
     clear_marks(marks);  // of the graph this one replaces, or of the last frame launched directly
     marking = tracing ? &marks : nullptr;
     Branches b = branches(s);
     reset_lists(b.main);
-    enqueue_pyramid_levels(b);
+    enqueue_pyramid_levels(b, order == 2);
     if (order == 1 && fused_first > 0) {
       enqueue_extrema(0, 1, b.main);
       enqueue_extrema(1, fused_first, b.upper);
@@ -2537,7 +2549,7 @@ void CudaSift::build_pyramid(const DeviceImage &image, StreamHandle stream) {
   DeviceGuard guard(m.device);
   m.replay(m.pyramid_graph, stream, [&m](cudaStream_t into) {
     Impl::Branches b = m.branches(into);
-    m.enqueue_pyramid_levels(b);
+    m.enqueue_pyramid_levels(b, false);
     m.join_branches(b.main);
   });
 }

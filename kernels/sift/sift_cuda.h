@@ -136,13 +136,14 @@ class CudaSift {
   // Stage 3: descriptors of the final list in `format`.
   void describe(DescriptorFormat format, StreamHandle stream);
   // All three, in one graph per frame size and format. Its kernels can be
-  // ordered on the engine's streams in two ways, the same results either
-  // way; which is faster depends on the size and the GPU, so the first
-  // frames of each size time both in turn (nine of each) and the faster is
-  // kept (CS_SIFT_ORDER=0 or 1, when the engine is made, fixes one).
+  // ordered on the engine's streams in three ways, the same results every
+  // way; which is fastest depends on the size and the GPU, so the first
+  // frames of each size time each in turn (FrameOrderTuner::kTimedFrames
+  // of each) and the fastest is kept (CS_SIFT_ORDER=0, 1 or 2, when the
+  // engine is made, fixes one).
   void run(const DeviceImage &image, DescriptorFormat format, StreamHandle stream);
-  // The frame order run() uses for the current size: 0 or 1, -1 while
-  // both are still being timed.
+  // The frame order run() uses for the current size: 0, 1 or 2, -1 while
+  // the orders are still being timed.
   int frame_order() const;
 
   // Device results of the last stages (valid once the stream has run them):

@@ -515,9 +515,9 @@ TEST(GpuSift, OverlappedLaunchesChangeNothing) {
   }
 }
 
-// run()'s two frame orders (CS_SIFT_ORDER) give the same candidates,
+// run()'s frame orders (CS_SIFT_ORDER) give the same candidates,
 // keypoints and descriptors, in every descriptor format; an engine left to
-// choose times both on its first frames, settles on one and keeps giving
+// choose times each on its first frames, settles on one and keeps giving
 // the same results, and chooses again for a new frame size.
 TEST(GpuSift, FrameOrdersGiveTheSameFeatures) {
   CS_REQUIRE_GPU();
@@ -527,14 +527,13 @@ TEST(GpuSift, FrameOrdersGiveTheSameFeatures) {
   // large octave to find extrema of on its own; 300 x 3001: one large octave
   // besides octave 0 ... and the rest.
   const cv::Size sizes[] = {{1920, 1080}, {640, 480}, {211, 157}, {33, 31}, {300, 3001}};
-  ASSERT_EQ(setenv("CS_SIFT_ORDER", "0", 1), 0);
-  CudaSift first(Params(), kDevice);
-  ASSERT_EQ(setenv("CS_SIFT_ORDER", "1", 1), 0);
-  CudaSift second(Params(), kDevice);
-  unsetenv("CS_SIFT_ORDER");
+  std::vector<std::unique_ptr<CudaSift>> fixed;  // one engine per order
+  for (int order = 0; order < FrameOrderTuner::kOrders; ++order) {
+    fixed.push_back(engine_with("CS_SIFT_ORDER", std::to_string(order).c_str(), Params()));
+    EXPECT_EQ(fixed.back()->frame_order(), order);
+  }
+  CudaSift &first = *fixed[0];
   CudaSift tuned(Params(), kDevice);
-  EXPECT_EQ(first.frame_order(), 0);
-  EXPECT_EQ(second.frame_order(), 1);
   {  // frames still being timed when the size changes are not counted for the next size
     DeviceGray other(random_image(97, 61, seed));
     for (int frame = 0; frame < 3; ++frame) tuned.run(other.image(), DescriptorFormat::opencv, stream.get());
@@ -546,11 +545,14 @@ TEST(GpuSift, FrameOrdersGiveTheSameFeatures) {
     for (const DescriptorFormat f : {DescriptorFormat::opencv, DescriptorFormat::float32}) {
       first.run(d.image(), f, stream.get());
       const Result a = first.download(stream.get());
-      second.run(d.image(), f, stream.get());
-      const Result b = second.download(stream.get());
-      EXPECT_EQ(a.counts.candidates, b.counts.candidates);
-      EXPECT_EQ(a.counts.refined, b.counts.refined);
-      expect_same_keypoints(a, b);
+      for (int order = 1; order < FrameOrderTuner::kOrders; ++order) {
+        SCOPED_TRACE("order " + std::to_string(order));
+        fixed[static_cast<size_t>(order)]->run(d.image(), f, stream.get());
+        const Result b = fixed[static_cast<size_t>(order)]->download(stream.get());
+        EXPECT_EQ(a.counts.candidates, b.counts.candidates);
+        EXPECT_EQ(a.counts.refined, b.counts.refined);
+        expect_same_keypoints(a, b);
+      }
     }
     first.run(d.image(), DescriptorFormat::opencv, stream.get());
     const Result expected = first.download(stream.get());

@@ -116,33 +116,39 @@ TEST(SiftMath, OpenCVFindsNothingInTheOctavesLeftOut) {
   }
 }
 
-// run()'s frame order: each order in turn until both have nine frames
-// timed (the first of each not counted), then the lower median.
-TEST(FrameOrderTuner, TimesBothOrdersInTurnThenKeepsTheFaster) {
+// run()'s frame order: each order in turn until every one has
+// kTimedFrames frames timed (the first of each not counted), then the
+// lowest median.
+TEST(FrameOrderTuner, TimesEachOrderInTurnThenKeepsTheFastest) {
+  constexpr int kOrders = FrameOrderTuner::kOrders;
+  static_assert(kOrders >= 2, "the test compares orders");
+  constexpr int kFastest = 1;
   FrameOrderTuner tuner;
   EXPECT_EQ(tuner.chosen(), -1);
   for (int frame = 0; frame < FrameOrderTuner::kTimedFrames; ++frame) {
-    ASSERT_EQ(tuner.next(), 0);
-    tuner.add(0, frame == 0 ? 0.01f : 1.0f);  // the untimed first frame of order 0 would have won
-    ASSERT_EQ(tuner.next(), 1);
-    tuner.add(1, frame == 3 ? 50.f : 0.9f);  // one slow frame: the median ignores it
-    EXPECT_EQ(tuner.chosen(), -1) << frame;
+    for (int order = 0; order < kOrders; ++order) {
+      ASSERT_EQ(tuner.next(), order);
+      float ms = 1.0f + 0.1f * static_cast<float>(order);
+      if (order == kFastest) ms = frame == 3 ? 50.f : 0.9f;  // one slow frame: the median ignores it
+      if (order == 0 && frame == 0) ms = 0.01f;  // the untimed first frame of order 0 would have won
+      tuner.add(order, ms);
+      EXPECT_EQ(tuner.chosen(), -1) << frame;
+    }
   }
-  tuner.add(0, 1.0f);
-  EXPECT_EQ(tuner.chosen(), -1);  // order 1 has only 7 frames counted
-  tuner.add(1, 0.9f);
-  EXPECT_EQ(tuner.chosen(), 1);
-  for (int frame = 0; frame < 5; ++frame) EXPECT_EQ(tuner.next(), 1);
+  for (int order = 0; order < kOrders; ++order) {
+    EXPECT_EQ(tuner.chosen(), -1) << order;  // the last orders have one frame too few counted
+    tuner.add(order, order == kFastest ? 0.9f : 1.0f + 0.1f * static_cast<float>(order));
+  }
+  EXPECT_EQ(tuner.chosen(), kFastest);
+  for (int frame = 0; frame < 5; ++frame) EXPECT_EQ(tuner.next(), kFastest);
   tuner.add(0, 0.001f);  // later times change nothing
-  EXPECT_EQ(tuner.chosen(), 1);
+  EXPECT_EQ(tuner.chosen(), kFastest);
 
   tuner.reset();  // a new frame size
   EXPECT_EQ(tuner.chosen(), -1);
   EXPECT_EQ(tuner.next(), 0);
-  for (int frame = 0; frame <= FrameOrderTuner::kTimedFrames; ++frame) {
-    tuner.add(0, 2.0f);
-    tuner.add(1, 2.0f);
-  }
+  for (int frame = 0; frame <= FrameOrderTuner::kTimedFrames; ++frame)
+    for (int order = 0; order < kOrders; ++order) tuner.add(order, 2.0f);
   EXPECT_EQ(tuner.chosen(), 0);  // a tie keeps order 0
 
   FrameOrderTuner fixed(1);
