@@ -72,7 +72,7 @@
 
 #include "common/cuda_check.h"
 #include "common/dependent_launch.cuh"
-#include "sift/frame_order.h"
+#include "sift/frame_plan.h"
 #include "sift/sift_cuda.h"
 #include "sift/sift_math.h"
 
@@ -712,7 +712,10 @@ constexpr long long kFusedPixels = 64 * 1024;
 // 0.258 (4), 0.244 (5); 1280 x 720 0.366 (4), 0.347 (5), 0.356 (6); 1920 x
 // 1080 0.540 (4), 0.540 (5), 0.551 (6); 3840 x 2160 1.439 (5), 1.450 (6). A
 // level of a larger octave takes the cluster longer than its own kernel
-// beside the other branches takes; below, the cluster saves launches.
+// beside the other branches takes; below, the cluster saves launches. Where
+// the boundary lies within an octave depends on the branches' balance (with
+// later code 1080p gained 0.9 % from the cluster one octave later, 4K lost
+// 0.4 %), so run() also times that start (FramePlanTuner).
 constexpr long long kFusedShareOfFirst = 1024;
 constexpr long long kFusedAlwaysPixels = 4096;
 constexpr int kClusterBlocks[] = {16, 8};  // tried in this order: 16 (H100/H200, non-portable), 8 (portable)
@@ -1762,12 +1765,16 @@ bool quad_staging_enabled() { return !env_is("CS_SIFT_STAGE", "floats"); }
 bool upper_early_enabled() { return !env_is("CS_SIFT_UPPER_EARLY", "0"); }
 
 // CS_SIFT_ORDER=0, 1 or 2: run() uses that frame order (see enqueue_frame)
-// instead of timing each on the first frames of a size.
-int fixed_frame_order() {
-  for (int order = 0; order < FrameOrderTuner::kOrders; ++order)
-    if (env_is("CS_SIFT_ORDER", std::to_string(order).c_str())) return order;
+// instead of timing each on the first frames of a size; CS_SIFT_CLUSTER_START=0
+// or 1 likewise the small octaves' cluster from the first small octave or one
+// octave later (FramePlanTuner).
+int env_choice(const char *name, int choices) {
+  for (int c = 0; c < choices; ++c)
+    if (env_is(name, std::to_string(c).c_str())) return c;
   return -1;
 }
+int fixed_frame_order() { return env_choice("CS_SIFT_ORDER", FramePlanTuner::kOrders); }
+int fixed_cluster_start() { return env_choice("CS_SIFT_CLUSTER_START", FramePlanTuner::kClusterStarts); }
 
 // CS_SIFT_PRIORITY=0: the pyramid's chain on an ordinary-priority stream.
 bool priority_enabled() { return !env_is("CS_SIFT_PRIORITY", "0"); }
@@ -1837,10 +1844,19 @@ struct CudaSift::Impl {
 
   // Small octaves in one launch (small_octaves_kernel): possible when the
   // device has clusters (sm_90+) and an octave has at most kMaxFusedLevels levels; used from
-  // octave fused_first on (table.count: not at all), per image size.
+  // octave `fused.first` on (table.count: not at all). Per image size the
+  // cluster can start at the first small octave or one octave later (a
+  // frame plan's cluster_start: FramePlanTuner); `fused` is the start of the
+  // kernels being enqueued.
+  struct ClusterStart {
+    int first = 0;                 // the first octave the cluster builds
+    int capacity = 0, halo = 0;    // floats of its first octave's band, and of the band with its halo rows
+  };
   bool fused_possible = false;
   size_t fused_shared_max = 0;  // the device's opt-in limit, capped at kFusedSharedLimit
-  int fused_first = 0, fused_capacity = 0, fused_halo = 0, fused_blocks = 16;
+  ClusterStart cluster_starts[FramePlanTuner::kClusterStarts], fused;
+  int cluster_start_count = 1;
+  int fused_blocks = 16;
   int fused_max_blocks = 16;  // CS_SIFT_CLUSTER=8 keeps the portable size
   int fused_radius = 0;  // the widest radius of levels 1..n_layers + 2
 
@@ -1867,14 +1883,14 @@ struct CudaSift::Impl {
   bool dependent_launch = true;   // CS_SIFT_PDL (dependent_launch_enabled)
   Stream capture_stream;
   GraphExec pyramid_graph, detect_graph, describe_graphs[3];  // describe: per DescriptorFormat
-  // run(): everything after level 0, per DescriptorFormat and frame order.
-  GraphExec frame_graphs[3][FrameOrderTuner::kOrders];
-  // Which order run() uses, chosen per frame size by timing frames between
+  // run(): everything after level 0, per DescriptorFormat and frame plan.
+  GraphExec frame_graphs[3][FramePlanTuner::kPlans];
+  // Which plan run() uses, chosen per frame size by timing frames between
   // pairs of events (`timing_pairs`, reused; `timed_frames`: in flight).
-  FrameOrderTuner order_tuner;
+  FramePlanTuner plan_tuner;
   struct TimedFrame {
     EventHandle start, stop;
-    int order;
+    int plan;
   };
   std::vector<TimedFrame> timing_pairs, timed_frames;
 
@@ -1896,10 +1912,10 @@ struct CudaSift::Impl {
     EventHandle event;
   };
   bool tracing = false;
-  std::vector<Mark> frame_marks[3][FrameOrderTuner::kOrders], input_marks;  // as frame_graphs; upsampling and level 0
+  std::vector<Mark> frame_marks[3][FramePlanTuner::kPlans], input_marks;  // as frame_graphs; upsampling and level 0
   std::vector<Mark> *marking = nullptr;           // where marks go now (none: not tracing)
   EventHandle frame_start = nullptr;
-  int traced_format = -1, traced_order = 0;
+  int traced_format = -1, traced_plan = 0;
 
   // A stream being enqueued into, and whether what was last enqueued on it
   // is a kernel (next_kernel).
@@ -1929,21 +1945,21 @@ struct CudaSift::Impl {
     size_t done = 0;
     while (done < timed_frames.size() && event_done(timed_frames[done].stop)) {
       const TimedFrame &t = timed_frames[done++];
-      order_tuner.add(t.order, event_elapsed_ms(t.start, t.stop));
+      plan_tuner.add(t.plan, event_elapsed_ms(t.start, t.stop));
       timing_pairs.push_back(t);
     }
     timed_frames.erase(timed_frames.begin(), timed_frames.begin() + static_cast<long>(done));
   }
   // A pair of timing events for the next frame, or none (null start) when
   // every pair is in flight.
-  TimedFrame timing_pair(int order) {
-    constexpr size_t kPairs = 2 * (FrameOrderTuner::kTimedFrames + 1) * FrameOrderTuner::kOrders;
+  TimedFrame timing_pair(int plan) {
+    constexpr size_t kPairs = 2 * (FramePlanTuner::kTimedFrames + 1) * FramePlanTuner::kPlans;
     if (timing_pairs.empty() && timed_frames.size() < kPairs)
       timing_pairs.push_back({timing_event_create(device), timing_event_create(device), 0});
-    if (timing_pairs.empty()) return {nullptr, nullptr, order};
+    if (timing_pairs.empty()) return {nullptr, nullptr, plan};
     TimedFrame t = timing_pairs.back();
     timing_pairs.pop_back();
-    t.order = order;
+    t.plan = plan;
     return t;
   }
 
@@ -1962,17 +1978,16 @@ struct CudaSift::Impl {
     pyramid_graph.reset();
     detect_graph.reset();
     for (GraphExec &g : describe_graphs) g.reset();
-    for (GraphExec(&per_order)[FrameOrderTuner::kOrders] : frame_graphs)
-      for (GraphExec &g : per_order) g.reset();
-    for (std::vector<Mark>(&per_order)[FrameOrderTuner::kOrders] : frame_marks)
-      for (std::vector<Mark> &marks : per_order) clear_marks(marks);
+    for (GraphExec(&per_plan)[FramePlanTuner::kPlans] : frame_graphs)
+      for (GraphExec &g : per_plan) g.reset();
+    for (std::vector<Mark>(&per_plan)[FramePlanTuner::kPlans] : frame_marks)
+      for (std::vector<Mark> &marks : per_plan) clear_marks(marks);
   }
 
   void ensure(int w, int h, cudaStream_t stream) {
     if (have_geometry && w == width && h == height) return;
     have_geometry = false;
     drop_graphs();  // they refer to the buffers and the octave table of the old size
-    order_tuner.reset();  // the other size's times say nothing of this one
     timing_pairs.insert(timing_pairs.end(), timed_frames.begin(), timed_frames.end());  // nor its frames in flight
     timed_frames.clear();
     // Only the octaves that can hold a keypoint are built (the rest of
@@ -2025,6 +2040,7 @@ struct CudaSift::Impl {
     candidate_capacity = requested.candidates > 0 ? requested.candidates : 2 * keypoint_capacity;
     DeviceGuard guard(device);
     choose_fused_octaves();
+    plan_tuner.reset(cluster_start_count);  // the other size's times say nothing of this one
     gauss = DeviceBuffer();
     gauss = DeviceBuffer(gauss_total * sizeof(float), device);
     candidates = DeviceBuffer(static_cast<size_t>(candidate_capacity) * sizeof(Candidate), device);
@@ -2046,47 +2062,59 @@ struct CudaSift::Impl {
     have_geometry = true;
   }
 
+  // The cluster's bands when it starts at octave o.
+  ClusterStart cluster_start_at(int o, int blocks) const {
+    if (o >= table.count) return {table.count, 0, 0};
+    const int band = fused_band(table.o[o].height, blocks);
+    return {o, band * table.o[o].width, (band + 2 * fused_radius) * table.o[o].width};
+  }
+
   // The first octave from which the rest are small (kFusedShareOfFirst,
   // kFusedAlwaysPixels), hold kFusedPixels or fewer and the largest band
-  // fits the shared memory (later octaves are smaller).
+  // fits the shared memory (later octaves are smaller); and, where the
+  // cluster would build two octaves or more, the start one octave later.
   void choose_fused_octaves() {
+    cluster_start_count = 1;
     for (const int blocks : kClusterBlocks) {
       if (blocks > fused_max_blocks) continue;
       fused_blocks = blocks;
-      fused_first = table.count;
-      fused_capacity = fused_halo = 0;
-      if (!fused_possible) return;
+      fused = cluster_start_at(table.count, blocks);
+      if (!fused_possible) break;
       long long pixels = 0;
       for (int o = table.count - 1; o >= 0; --o) {
         pixels += static_cast<long long>(table.o[o].width) * table.o[o].height;
-        const int band = fused_band(table.o[o].height, blocks), capacity = band * table.o[o].width;
-        const int halo = (band + 2 * fused_radius) * table.o[o].width;
+        const ClusterStart start = cluster_start_at(o, blocks);
         const long long own = static_cast<long long>(table.o[o].width) * table.o[o].height;
         const long long first = static_cast<long long>(table.o[0].width) * table.o[0].height;
         const bool small = own * kFusedShareOfFirst <= first || own <= kFusedAlwaysPixels;
-        if (!small || pixels > kFusedPixels || fused_shared_bytes(capacity, halo) > fused_shared_max) break;
-        fused_first = o;
-        fused_capacity = capacity;
-        fused_halo = halo;
+        if (!small || pixels > kFusedPixels || fused_shared_bytes(start.capacity, start.halo) > fused_shared_max) break;
+        fused = start;
       }
-      if (fused_first == table.count) return;
+      if (fused.first == table.count) break;
       int active = 0;  // can a cluster of this size run at all (e.g. on a small MIG slice)?
       cudaLaunchConfig_t config = fused_config(nullptr);
       cudaLaunchAttribute attribute = fused_cluster_attribute();
       config.attrs = &attribute;
       config.numAttrs = 1;
-      if (cudaOccupancyMaxActiveClusters(&active, small_octaves_kernel, &config) == cudaSuccess && active >= 1) return;
+      if (cudaOccupancyMaxActiveClusters(&active, small_octaves_kernel, &config) == cudaSuccess && active >= 1) {
+        cluster_starts[0] = fused;
+        if (fused.first + 2 <= table.count) {  // the later start's bands are narrower: its cluster runs too
+          cluster_starts[1] = cluster_start_at(fused.first + 1, blocks);
+          cluster_start_count = 2;
+        }
+        return;
+      }
       cudaGetLastError();
+      fused = cluster_start_at(table.count, blocks);  // no cluster size runs here
     }
-    fused_first = table.count;  // no cluster size runs here
-    fused_capacity = fused_halo = 0;
+    cluster_starts[0] = fused;
   }
 
   cudaLaunchConfig_t fused_config(cudaStream_t stream) const {
     cudaLaunchConfig_t config{};
     config.gridDim = dim3(static_cast<unsigned>(fused_blocks));
     config.blockDim = dim3(kFusedThreads);
-    config.dynamicSmemBytes = fused_shared_bytes(fused_capacity, fused_halo);
+    config.dynamicSmemBytes = fused_shared_bytes(fused.capacity, fused.halo);
     config.stream = stream;
     return config;
   }
@@ -2104,10 +2132,10 @@ struct CudaSift::Impl {
     lane.after_kernel = true;
     FusedPyramid f{};
     f.table = table;
-    f.first = fused_first;
+    f.first = fused.first;
     f.blocks = fused_blocks;
-    f.band_capacity = fused_capacity;
-    f.halo_capacity = fused_halo;
+    f.band_capacity = fused.capacity;
+    f.halo_capacity = fused.halo;
     f.gauss = gauss.as<float>();
     for (size_t i = 1; i < taps.size(); ++i) f.taps[i] = taps[i];
     cudaLaunchConfig_t config = fused_config(stream);
@@ -2250,7 +2278,7 @@ struct CudaSift::Impl {
     }
   }
 
-  bool small_octaves_fused() const { return fused_first < table.count; }
+  bool small_octaves_fused() const { return fused.first < table.count; }
 
   Branches branches(cudaStream_t stream) const {
     return {Lane{stream}, Lane{chain_stream.get(), false, "chain"}, Lane{upper_stream.get(), false, "upper"}};
@@ -2286,10 +2314,10 @@ struct CudaSift::Impl {
       for (int level = layers + 1; level < layers + 3; ++level)
         blur(level_source(gauss_level(o, level - 1), table.o[o].pitch), o, level, lane);
     };
-    if (fused_first > 0) lower_levels(0, b.main);
+    if (fused.first > 0) lower_levels(0, b.main);
     octave0_event.record(b.main.stream);
     wait(b.chain, octave0_event);
-    for (int o = 1; o < fused_first; ++o) {
+    for (int o = 1; o < fused.first; ++o) {
       lower_levels(o, b.chain);
       if (upper_early) lower_done[static_cast<size_t>(o)].record(b.chain.stream);
     }
@@ -2303,14 +2331,14 @@ struct CudaSift::Impl {
     if (small_octaves_fused()) launch_small_octaves(b.chain);
     delay(b.chain, delays.chain);
     chain_done.record(b.chain.stream);
-    for (int o = 1; o < fused_first; ++o) {
+    for (int o = 1; o < fused.first; ++o) {
       if (upper_early) wait(b.upper, lower_done[static_cast<size_t>(o)]);
       upper_levels(o, b.upper);
     }
     delay(b.upper, delays.upper);
     upper_done.record(b.upper.stream);
-    if (upper_after_octave1 && upper_early && fused_first > 1) wait(b.main, lower_done[1]);
-    if (fused_first > 0) upper_levels(0, b.main);
+    if (upper_after_octave1 && upper_early && fused.first > 1) wait(b.main, lower_done[1]);
+    if (fused.first > 0) upper_levels(0, b.main);
   }
   void delay(Lane &lane, int us) {
     if (us > 0) launch(lane, "SIFT delay", spin_kernel, dim3(1), dim3(32), 0, 1000LL * us);
@@ -2396,8 +2424,9 @@ struct CudaSift::Impl {
            list, keypoint_capacity, f, (final ? descriptors : oriented_descriptors).as<void>());
   }
 
-  // A whole frame after level 0 (run()), in one of three orders (which is
-  // faster depends on the frame size and the GPU: FrameOrderTuner):
+  // A whole frame after level 0 (run()), with the cluster's start `fused`,
+  // in one of three orders (which plan is faster depends on the frame size
+  // and the GPU: FramePlanTuner):
   //   0: the large octaves' extrema once every large octave's levels exist,
   //      on the caller's stream while the small octaves are still being
   //      built, then the small octaves' extrema;
@@ -2413,28 +2442,29 @@ struct CudaSift::Impl {
   //      0.1547-0.1565 ms, 1280 x 720 0.2651-0.2661 / 0.2594-0.2597, 1080p
   //      0.3958-0.3978 / 0.3990-0.4010, 4K 1.143-1.147 / 1.147-1.151).
   // The same kernels every way, so the same results.
-  void enqueue_frame(DescriptorFormat f, int order, cudaStream_t s) {
-    std::vector<Mark> &marks = frame_marks[static_cast<int>(f)][order];
+  void enqueue_frame(DescriptorFormat f, int plan, cudaStream_t s) {
+    const int order = FramePlanTuner::plan(plan).order;
+    std::vector<Mark> &marks = frame_marks[static_cast<int>(f)][plan];
     clear_marks(marks);  // of the graph this one replaces, or of the last frame launched directly
     marking = tracing ? &marks : nullptr;
     Branches b = branches(s);
     reset_lists(b.main);
     enqueue_pyramid_levels(b, order == 2);
-    if (order == 1 && fused_first > 0) {
+    if (order == 1 && fused.first > 0) {
       enqueue_extrema(0, 1, b.main);
-      enqueue_extrema(1, fused_first, b.upper);
+      enqueue_extrema(1, fused.first, b.upper);
       upper_extrema.record(b.upper.stream);
-      enqueue_extrema(fused_first, table.count, b.chain);
+      enqueue_extrema(fused.first, table.count, b.chain);
       chain_extrema.record(b.chain.stream);
       delay(b.main, delays.main);
       wait(b.main, upper_extrema);
       wait(b.main, chain_extrema);
     } else {
       wait(b.main, upper_done);
-      enqueue_extrema(0, fused_first, b.main);
+      enqueue_extrema(0, fused.first, b.main);
       delay(b.main, delays.main);
       wait(b.main, chain_done);
-      enqueue_extrema(fused_first, table.count, b.main);
+      enqueue_extrema(fused.first, table.count, b.main);
     }
     if (describe_while_ordering) {
       // The oriented keypoints are described while the canonical order is
@@ -2505,7 +2535,7 @@ CudaSift::CudaSift(const Params &params, int device, Capacity capacity) : impl_(
   for (int o = 0; o < kMaxOctaves; ++o) m.lower_done.emplace_back(device);
   m.upper_early = upper_early_enabled();
   m.delays = branch_delays();
-  m.order_tuner = FrameOrderTuner(fixed_frame_order());
+  m.plan_tuner = FramePlanTuner(fixed_frame_order(), fixed_cluster_start());
   m.upper_extrema = Event(device);
   m.chain_extrema = Event(device);
   m.constants = {params.n_octave_layers, params.upsample ? -1 : 0, static_cast<float>(params.contrast_threshold),
@@ -2547,6 +2577,7 @@ void CudaSift::build_pyramid(const DeviceImage &image, StreamHandle stream) {
   Impl &m = *impl_;
   if (!m.start_frame(image, stream)) return;
   DeviceGuard guard(m.device);
+  m.fused = m.cluster_starts[0];
   m.replay(m.pyramid_graph, stream, [&m](cudaStream_t into) {
     Impl::Branches b = m.branches(into);
     m.enqueue_pyramid_levels(b, false);
@@ -2608,18 +2639,19 @@ void CudaSift::run(const DeviceImage &image, DescriptorFormat format, StreamHand
     m.reset_counters(stream);
     return;
   }
-  // While the frame order is being chosen, the frames after level 0 are
-  // timed (level 0 is the same in both), their graph made before the
+  // While the frame plan is being chosen, the frames after level 0 are
+  // timed (level 0 is the same in every plan), their graph made before the
   // first event so that its capture is not counted.
   m.collect_frame_times();
-  const int order = m.order_tuner.next();
-  m.traced_order = order;
-  GraphExec &graph = m.frame_graphs[format_index][order];
-  auto enqueue = [&m, format, order](cudaStream_t into) { m.enqueue_frame(format, order, into); };
-  Impl::TimedFrame timed{nullptr, nullptr, order};
-  if (m.order_tuner.chosen() < 0) {
+  const int plan = m.plan_tuner.next();
+  m.traced_plan = plan;
+  m.fused = m.cluster_starts[FramePlanTuner::plan(plan).cluster_start];
+  GraphExec &graph = m.frame_graphs[format_index][plan];
+  auto enqueue = [&m, format, plan](cudaStream_t into) { m.enqueue_frame(format, plan, into); };
+  Impl::TimedFrame timed{nullptr, nullptr, plan};
+  if (m.plan_tuner.chosen() < 0) {
     if (m.use_graphs && !graph) graph = capture_graph(m.capture_stream.get(), enqueue);
-    timed = m.timing_pair(order);
+    timed = m.timing_pair(plan);
   }
   if (timed.start) event_record(timed.start, stream);
   m.replay(graph, stream, enqueue);
@@ -2633,7 +2665,7 @@ std::vector<TraceMark> CudaSift::trace() {
   Impl &m = *impl_;
   std::vector<TraceMark> timeline;
   if (!m.tracing || m.traced_format < 0) return timeline;
-  for (const std::vector<Impl::Mark> *marks : {&m.input_marks, &m.frame_marks[m.traced_format][m.traced_order]}) {
+  for (const std::vector<Impl::Mark> *marks : {&m.input_marks, &m.frame_marks[m.traced_format][m.traced_plan]}) {
     for (const Impl::Mark &mark : *marks) {
       event_synchronize(mark.event);
       timeline.push_back({mark.kernel, mark.branch, event_elapsed_ms(m.frame_start, mark.event)});
@@ -2649,7 +2681,11 @@ const Keypoint *CudaSift::device_keypoints() const { return impl_->final_list.as
 const void *CudaSift::device_descriptors() const { return impl_->descriptors.as<void>(); }
 int CudaSift::keypoint_capacity() const { return impl_->keypoint_capacity; }
 int CudaSift::candidate_capacity() const { return impl_->candidate_capacity; }
-int CudaSift::frame_order() const { return impl_->order_tuner.chosen(); }
+int CudaSift::frame_order() const { return impl_->plan_tuner.order(); }
+int CudaSift::small_octaves_from() const {
+  const int plan = impl_->plan_tuner.chosen();
+  return plan < 0 ? -1 : impl_->cluster_starts[FramePlanTuner::plan(plan).cluster_start].first;
+}
 
 PyramidLevels CudaSift::download_pyramid(StreamHandle stream) {
   Impl &m = *impl_;
@@ -2657,9 +2693,9 @@ PyramidLevels CudaSift::download_pyramid(StreamHandle stream) {
   if (!m.have_geometry) throw std::logic_error("CudaSift::download_pyramid before build_pyramid");
   DeviceGuard guard(m.device);
   const int layers = m.params.n_octave_layers;
-  r.fused_from = m.fused_first;
+  r.fused_from = m.fused.first;
   r.fused_possible = m.fused_possible;
-  r.fused_blocks = m.fused_first < m.table.count ? m.fused_blocks : 0;
+  r.fused_blocks = m.fused.first < m.table.count ? m.fused_blocks : 0;
   r.octaves.resize(static_cast<size_t>(m.table.count));
   for (int o = 0; o < m.table.count; ++o) {
     const OctaveGeometry &g = m.table.o[o];

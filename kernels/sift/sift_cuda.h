@@ -136,15 +136,19 @@ class CudaSift {
   // Stage 3: descriptors of the final list in `format`.
   void describe(DescriptorFormat format, StreamHandle stream);
   // All three, in one graph per frame size and format. Its kernels can be
-  // ordered on the engine's streams in three ways, the same results every
-  // way; which is fastest depends on the size and the GPU, so the first
-  // frames of each size time each in turn (FrameOrderTuner::kTimedFrames
-  // of each) and the fastest is kept (CS_SIFT_ORDER=0, 1 or 2, when the
-  // engine is made, fixes one).
+  // ordered on the engine's streams in three ways, and the small octaves'
+  // one-launch cluster can start at two octaves, the same results every
+  // way; which plan is fastest depends on the size and the GPU, so the
+  // first frames of each size time each in turn (FramePlanTuner::kTimedFrames
+  // of each) and the fastest is kept (CS_SIFT_ORDER=0, 1 or 2 and
+  // CS_SIFT_CLUSTER_START=0 or 1, when the engine is made, fix them).
   void run(const DeviceImage &image, DescriptorFormat format, StreamHandle stream);
   // The frame order run() uses for the current size: 0, 1 or 2, -1 while
-  // the orders are still being timed.
+  // the plans are still being timed.
   int frame_order() const;
+  // The first octave run()'s cluster builds for the current size (the
+  // octave count: none), -1 while the plans are still being timed.
+  int small_octaves_from() const;
 
   // Device results of the last stages (valid once the stream has run them):
   // final_count() points at one int; keypoints() at keypoint_capacity()

@@ -29,6 +29,7 @@ const void *CudaSift::device_descriptors() const { return nullptr; }
 int CudaSift::keypoint_capacity() const { return 0; }
 int CudaSift::candidate_capacity() const { return 0; }
 int CudaSift::frame_order() const { return -1; }
+int CudaSift::small_octaves_from() const { return -1; }
 Result CudaSift::download(StreamHandle) { unavailable("CudaSift::download"); }
 PyramidLevels CudaSift::download_pyramid(StreamHandle) { unavailable("CudaSift::download_pyramid"); }
 std::vector<TraceMark> CudaSift::trace() { unavailable("CudaSift::trace"); }

@@ -55,6 +55,7 @@ struct Row {
   double undoubled_ms = 0;                                          // run() with upsample=false
   size_t undoubled_keypoints = 0;
   int frame_order = -1, undoubled_frame_order = -1;                 // run()'s choice (CudaSift::frame_order)
+  int cluster_from = -1;                                            // and its cluster's first octave
   double streamed_fps = 0, streamed_pinned_fps = 0;                // the element's default frames-in-flight
   double streamed_serial_fps = 0, streamed_pinned_serial_fps = 0;  // frames-in-flight=1
   double streamed_matched_fps = 0;  // page-locked, then siftmatch against the frame before
@@ -130,9 +131,9 @@ int main(int argc, char **argv) {
 
     cs::sift::CudaSift sift(cs::sift::Params(), kDevice);
     for (int w = 0; w < warmup; ++w) sift.run(image, cs::sift::DescriptorFormat::opencv, stream.get());  // allocation, caches
-    // The first frames of a size choose run()'s frame order by timing: not counted.
+    // The first frames of a size choose run()'s frame plan by timing: not counted.
     auto settle = [&](cs::sift::CudaSift &engine) {
-      for (int w = 0; w < 100 && engine.frame_order() < 0; ++w) {
+      for (int w = 0; w < 200 && engine.small_octaves_from() < 0; ++w) {
         engine.run(image, cs::sift::DescriptorFormat::opencv, stream.get());
         stream.synchronize();
       }
@@ -163,7 +164,8 @@ int main(int argc, char **argv) {
     }
     if (frame_only) {
       const double ms = frame_ms(sift);
-      std::printf("%4dx%-5d frame %.4f ms (order %d)\n", s[0], s[1], ms, sift.frame_order());
+      std::printf("%4dx%-5d frame %.4f ms (order %d, cluster from octave %d)\n", s[0], s[1], ms, sift.frame_order(),
+                  sift.small_octaves_from());
       std::fflush(stdout);
       cs::device_free(d, kDevice);
       continue;
@@ -185,6 +187,7 @@ int main(int argc, char **argv) {
     }
     row.total_ms = frame_ms(sift);
     row.frame_order = sift.frame_order();
+    row.cluster_from = sift.small_octaves_from();
     const cs::sift::Result result = sift.download(stream.get());
     {  // Without the doubling (CudaSift's default; OpenCV always doubles).
       cs::sift::Params undoubled;
@@ -215,10 +218,10 @@ int main(int argc, char **argv) {
     row.opencv_ms = median(cpu_ms);
     row.opencv_keypoints = kps.size();
     row.matched = sift_test::agreement(kps, cv::Mat(), sift_test::to_cv(result.keypoints), cv::Mat()).reference_matched;
-    std::printf("%4dx%-5d %9.3f %9.3f %9.3f %9.3f %9.3f %8zu %11.1f %8zu %8.2f%% %8.0fx  order %d%s\n", row.width,
-                row.height, row.pyramid_ms, row.detect_ms, row.describe_ms, row.stages_ms, row.total_ms, row.keypoints,
-                row.opencv_ms, row.opencv_keypoints, 100 * row.matched, row.opencv_ms / row.total_ms, row.frame_order,
-                result.overflowed ? "  (list overflow)" : "");
+    std::printf("%4dx%-5d %9.3f %9.3f %9.3f %9.3f %9.3f %8zu %11.1f %8zu %8.2f%% %8.0fx  order %d, cluster %d%s\n",
+                row.width, row.height, row.pyramid_ms, row.detect_ms, row.describe_ms, row.stages_ms, row.total_ms,
+                row.keypoints, row.opencv_ms, row.opencv_keypoints, 100 * row.matched, row.opencv_ms / row.total_ms,
+                row.frame_order, row.cluster_from, result.overflowed ? "  (list overflow)" : "");
     std::fflush(stdout);
     rows.push_back(row);
   }
@@ -274,13 +277,13 @@ int main(int argc, char **argv) {
     }
     std::fprintf(f, "width,height,pyramid_ms,detect_ms,describe_ms,stages_ms,total_ms,keypoints,opencv_ms,opencv_keypoints,matched,"
                     "streamed_fps,streamed_pinned_fps,streamed_serial_fps,streamed_pinned_serial_fps,streamed_matched_fps,"
-                    "undoubled_ms,undoubled_keypoints,frame_order,undoubled_frame_order\n");
+                    "undoubled_ms,undoubled_keypoints,frame_order,undoubled_frame_order,cluster_from\n");
     for (const Row &r : rows)
-      std::fprintf(f, "%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%zu,%.2f,%zu,%.4f,%.1f,%.1f,%.1f,%.1f,%.1f,%.4f,%zu,%d,%d\n", r.width,
+      std::fprintf(f, "%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%zu,%.2f,%zu,%.4f,%.1f,%.1f,%.1f,%.1f,%.1f,%.4f,%zu,%d,%d,%d\n", r.width,
                    r.height, r.pyramid_ms, r.detect_ms, r.describe_ms, r.stages_ms, r.total_ms, r.keypoints, r.opencv_ms,
                    r.opencv_keypoints, r.matched, r.streamed_fps, r.streamed_pinned_fps, r.streamed_serial_fps,
                    r.streamed_pinned_serial_fps, r.streamed_matched_fps, r.undoubled_ms, r.undoubled_keypoints, r.frame_order,
-                   r.undoubled_frame_order);
+                   r.undoubled_frame_order, r.cluster_from);
     std::fclose(f);
   }
   return 0;

@@ -15,7 +15,7 @@
 #include <memory>
 #include <string>
 
-#include "sift/frame_order.h"
+#include "sift/frame_plan.h"
 #include "sift/sift_cuda.h"
 #include "sift_host_executor.h"
 #include "sift_test_util.h"
@@ -90,10 +90,15 @@ cv::Mat sized_image(int w, int h, uint32_t seed, bool as_float) {
 }
 
 // An engine made while the comparison switch `name` is `value` (read when an engine is made).
-std::unique_ptr<CudaSift> engine_with(const char *name, const char *value, const Params &p) {
+std::unique_ptr<CudaSift> engine_with(const char *name, const char *value, const Params &p,
+                                      const char *name2 = nullptr, const char *value2 = nullptr) {
   EXPECT_EQ(setenv(name, value, 1), 0);
+  if (name2) {
+    EXPECT_EQ(setenv(name2, value2, 1), 0);
+  }
   auto engine = std::make_unique<CudaSift>(p, kDevice);
   unsetenv(name);
+  if (name2) unsetenv(name2);
   return engine;
 }
 
@@ -515,11 +520,11 @@ TEST(GpuSift, OverlappedLaunchesChangeNothing) {
   }
 }
 
-// run()'s frame orders (CS_SIFT_ORDER) give the same candidates,
-// keypoints and descriptors, in every descriptor format; an engine left to
-// choose times each on its first frames, settles on one and keeps giving
-// the same results, and chooses again for a new frame size.
-TEST(GpuSift, FrameOrdersGiveTheSameFeatures) {
+// run()'s frame plans (CS_SIFT_ORDER, CS_SIFT_CLUSTER_START) give the same
+// candidates, keypoints and descriptors, in every descriptor format; an
+// engine left to choose times each on its first frames, settles on one and
+// keeps giving the same results, and chooses again for a new frame size.
+TEST(GpuSift, FramePlansGiveTheSameFeatures) {
   CS_REQUIRE_GPU();
   const uint32_t seed = cs_test::fresh_seed();
   cs::Stream stream(kDevice);
@@ -527,10 +532,12 @@ TEST(GpuSift, FrameOrdersGiveTheSameFeatures) {
   // large octave to find extrema of on its own; 300 x 3001: one large octave
   // besides octave 0 ... and the rest.
   const cv::Size sizes[] = {{1920, 1080}, {640, 480}, {211, 157}, {33, 31}, {300, 3001}};
-  std::vector<std::unique_ptr<CudaSift>> fixed;  // one engine per order
-  for (int order = 0; order < FrameOrderTuner::kOrders; ++order) {
-    fixed.push_back(engine_with("CS_SIFT_ORDER", std::to_string(order).c_str(), Params()));
-    EXPECT_EQ(fixed.back()->frame_order(), order);
+  std::vector<std::unique_ptr<CudaSift>> fixed;  // one engine per plan
+  for (int plan = 0; plan < FramePlanTuner::kPlans; ++plan) {
+    const FramePlan f = FramePlanTuner::plan(plan);
+    fixed.push_back(engine_with("CS_SIFT_ORDER", std::to_string(f.order).c_str(), Params(), "CS_SIFT_CLUSTER_START",
+                                std::to_string(f.cluster_start).c_str()));
+    EXPECT_EQ(fixed.back()->frame_order(), f.order);
   }
   CudaSift &first = *fixed[0];
   CudaSift tuned(Params(), kDevice);
@@ -545,10 +552,10 @@ TEST(GpuSift, FrameOrdersGiveTheSameFeatures) {
     for (const DescriptorFormat f : {DescriptorFormat::opencv, DescriptorFormat::float32}) {
       first.run(d.image(), f, stream.get());
       const Result a = first.download(stream.get());
-      for (int order = 1; order < FrameOrderTuner::kOrders; ++order) {
-        SCOPED_TRACE("order " + std::to_string(order));
-        fixed[static_cast<size_t>(order)]->run(d.image(), f, stream.get());
-        const Result b = fixed[static_cast<size_t>(order)]->download(stream.get());
+      for (int plan = 1; plan < FramePlanTuner::kPlans; ++plan) {
+        SCOPED_TRACE("plan " + std::to_string(plan));
+        fixed[static_cast<size_t>(plan)]->run(d.image(), f, stream.get());
+        const Result b = fixed[static_cast<size_t>(plan)]->download(stream.get());
         EXPECT_EQ(a.counts.candidates, b.counts.candidates);
         EXPECT_EQ(a.counts.refined, b.counts.refined);
         expect_same_keypoints(a, b);
@@ -556,8 +563,18 @@ TEST(GpuSift, FrameOrdersGiveTheSameFeatures) {
     }
     first.run(d.image(), DescriptorFormat::opencv, stream.get());
     const Result expected = first.download(stream.get());
-    // Every order's untimed and timed frames, and a few whose times are still in flight.
-    const int frames_to_choose = FrameOrderTuner::kOrders * (FrameOrderTuner::kTimedFrames + 1) + 10;
+    {  // the later cluster start builds its first octave level by level instead, bit for bit the same
+      const PyramidLevels a = first.download_pyramid(stream.get());
+      CudaSift &later = *fixed[static_cast<size_t>(FramePlanTuner::index({0, 1}))];
+      const PyramidLevels b = later.download_pyramid(stream.get());
+      const int octaves = static_cast<int>(a.octaves.size());
+      EXPECT_EQ(b.fused_from, a.fused_from + 2 <= octaves ? a.fused_from + 1 : a.fused_from);
+      expect_same_pyramid(a, b, what + " cluster one octave later");
+      std::printf("[ plan     ] %s: %d octaves, cluster from octave %d, or %d\n", what.c_str(), octaves,
+                  a.fused_from, b.fused_from);
+    }
+    // Every plan's untimed and timed frames, and a few whose times are still in flight.
+    const int frames_to_choose = FramePlanTuner::kPlans * (FramePlanTuner::kTimedFrames + 1) + 10;
     int frames = 0;
     for (; frames < frames_to_choose; ++frames) {
       tuned.run(d.image(), DescriptorFormat::opencv, stream.get());
@@ -565,7 +582,9 @@ TEST(GpuSift, FrameOrdersGiveTheSameFeatures) {
       if (tuned.frame_order() >= 0) break;
     }
     EXPECT_GE(tuned.frame_order(), 0) << "no order chosen after " << frames << " frames";
-    std::printf("[ order    ] %s: order %d chosen after %d frames\n", what.c_str(), tuned.frame_order(), frames + 1);
+    EXPECT_GE(tuned.small_octaves_from(), 0);
+    std::printf("[ plan     ] %s: order %d, cluster from octave %d, chosen after %d frames\n", what.c_str(),
+                tuned.frame_order(), tuned.small_octaves_from(), frames + 1);
     tuned.run(d.image(), DescriptorFormat::opencv, stream.get());
     expect_same_keypoints(expected, tuned.download(stream.get()));
   }

@@ -14,7 +14,7 @@
 #include <random>
 #include <vector>
 
-#include "sift/frame_order.h"
+#include "sift/frame_plan.h"
 #include "sift_host_executor.h"
 #include "sift_test_util.h"
 #include "test_support.h"
@@ -116,46 +116,63 @@ TEST(SiftMath, OpenCVFindsNothingInTheOctavesLeftOut) {
   }
 }
 
-// run()'s frame order: each order in turn until every one has
-// kTimedFrames frames timed (the first of each not counted), then the
-// lowest median.
-TEST(FrameOrderTuner, TimesEachOrderInTurnThenKeepsTheFastest) {
-  constexpr int kOrders = FrameOrderTuner::kOrders;
-  static_assert(kOrders >= 2, "the test compares orders");
-  constexpr int kFastest = 1;
-  FrameOrderTuner tuner;
+// run()'s frame plan: each plan in turn until every one has kTimedFrames
+// frames timed (the first of each not counted), then the lowest median.
+TEST(FramePlanTuner, TimesEachPlanInTurnThenKeepsTheFastest) {
+  constexpr int kPlans = FramePlanTuner::kPlans;
+  static_assert(kPlans >= 4, "the test compares plans of two cluster starts");
+  constexpr int kFastest = FramePlanTuner::index({1, 1});
+  FramePlanTuner tuner;
+  tuner.reset(2);
   EXPECT_EQ(tuner.chosen(), -1);
-  for (int frame = 0; frame < FrameOrderTuner::kTimedFrames; ++frame) {
-    for (int order = 0; order < kOrders; ++order) {
-      ASSERT_EQ(tuner.next(), order);
-      float ms = 1.0f + 0.1f * static_cast<float>(order);
-      if (order == kFastest) ms = frame == 3 ? 50.f : 0.9f;  // one slow frame: the median ignores it
-      if (order == 0 && frame == 0) ms = 0.01f;  // the untimed first frame of order 0 would have won
-      tuner.add(order, ms);
+  EXPECT_EQ(tuner.order(), -1);
+  for (int frame = 0; frame < FramePlanTuner::kTimedFrames; ++frame) {
+    for (int plan = 0; plan < kPlans; ++plan) {
+      ASSERT_EQ(tuner.next(), plan);
+      float ms = 1.0f + 0.1f * static_cast<float>(plan);
+      if (plan == kFastest) ms = frame == 3 ? 50.f : 0.9f;  // one slow frame: the median ignores it
+      if (plan == 0 && frame == 0) ms = 0.01f;  // the untimed first frame of plan 0 would have won
+      tuner.add(plan, ms);
       EXPECT_EQ(tuner.chosen(), -1) << frame;
     }
   }
-  for (int order = 0; order < kOrders; ++order) {
-    EXPECT_EQ(tuner.chosen(), -1) << order;  // the last orders have one frame too few counted
-    tuner.add(order, order == kFastest ? 0.9f : 1.0f + 0.1f * static_cast<float>(order));
+  for (int plan = 0; plan < kPlans; ++plan) {
+    EXPECT_EQ(tuner.chosen(), -1) << plan;  // the last plans have one frame too few counted
+    tuner.add(plan, plan == kFastest ? 0.9f : 1.0f + 0.1f * static_cast<float>(plan));
   }
   EXPECT_EQ(tuner.chosen(), kFastest);
+  EXPECT_EQ(tuner.order(), 1);
+  EXPECT_EQ(FramePlanTuner::plan(tuner.chosen()).cluster_start, 1);
   for (int frame = 0; frame < 5; ++frame) EXPECT_EQ(tuner.next(), kFastest);
   tuner.add(0, 0.001f);  // later times change nothing
   EXPECT_EQ(tuner.chosen(), kFastest);
 
-  tuner.reset();  // a new frame size
+  tuner.reset(1);  // a new frame size, whose cluster has one start: the orders only
   EXPECT_EQ(tuner.chosen(), -1);
+  for (int plan = 0; plan < FramePlanTuner::kOrders; ++plan) EXPECT_EQ(tuner.next(), plan);
   EXPECT_EQ(tuner.next(), 0);
-  for (int frame = 0; frame <= FrameOrderTuner::kTimedFrames; ++frame)
-    for (int order = 0; order < kOrders; ++order) tuner.add(order, 2.0f);
-  EXPECT_EQ(tuner.chosen(), 0);  // a tie keeps order 0
+  tuner.add(FramePlanTuner::index({0, 1}), 0.001f);  // not a plan of this size: ignored
+  for (int frame = 0; frame <= FramePlanTuner::kTimedFrames; ++frame)
+    for (int plan = 0; plan < FramePlanTuner::kOrders; ++plan) tuner.add(plan, 2.0f);
+  EXPECT_EQ(tuner.chosen(), 0);  // a tie keeps the earlier plan
 
-  FrameOrderTuner fixed(1);
-  EXPECT_EQ(fixed.chosen(), 1);
-  EXPECT_EQ(fixed.next(), 1);
-  fixed.add(0, 0.001f);
-  EXPECT_EQ(fixed.next(), 1);
+  FramePlanTuner fixed(1);  // the order fixed: the cluster's starts still timed
+  fixed.reset(2);
+  EXPECT_EQ(fixed.order(), 1);
+  EXPECT_EQ(fixed.chosen(), -1);
+  EXPECT_EQ(fixed.next(), FramePlanTuner::index({1, 0}));
+  EXPECT_EQ(fixed.next(), FramePlanTuner::index({1, 1}));
+  EXPECT_EQ(fixed.next(), FramePlanTuner::index({1, 0}));
+  fixed.reset(1);  // one start: nothing left to time
+  EXPECT_EQ(fixed.chosen(), FramePlanTuner::index({1, 0}));
+
+  FramePlanTuner both(2, 1);  // both fixed
+  both.reset(2);
+  EXPECT_EQ(both.chosen(), FramePlanTuner::index({2, 1}));
+  both.reset(1);  // the later start does not exist at this size: the first
+  EXPECT_EQ(both.chosen(), FramePlanTuner::index({2, 0}));
+  both.add(0, 0.001f);
+  EXPECT_EQ(both.next(), FramePlanTuner::index({2, 0}));
 }
 
 TEST(SiftMath, DoublingAndBlurMatchOpenCV) {
