@@ -109,7 +109,6 @@ constexpr int kShortTilesBelow = 4;
 constexpr int kBlurRows = 8;  // thread rows of a blur block (32 x 8 threads)
 constexpr int kThreads = 256;
 constexpr int kWarpsPerBlock = kThreads / 32;
-constexpr int kCompactThreads = 1024;
 
 struct Candidate {
   int octave, layer, row, column;
@@ -131,6 +130,7 @@ struct OctaveTable {
 
 struct Counters {
   int candidates, refined, oriented, final_count;
+  int duplicates;  // oriented keypoints dropped as duplicates (rank_count_kernel)
 };
 
 // ------------------------------------------------------------- pyramid
@@ -1206,7 +1206,7 @@ constexpr int kOrientationBatch = 4;
 // Eight blocks per SM (62 registers, no spills): the list grid's blocks run at once.
 __global__ void __launch_bounds__(kOrientationThreads, kOrientationBlocksPerSm)
     orientation_kernel(const float *gauss_pool, const OctaveTable table, const RefinedExtremum *in, int in_capacity,
-                       Keypoint *out, int capacity, Counters *counters) {
+                       Keypoint *out, int *ranks, int capacity, Counters *counters) {
   begin_dependent_grid();  // may be launched under the previous kernel's tail
   __shared__ float columns[kOrientationBlockWarps][kOrientationBins * 32];  // [bin][lane]
   __shared__ float warp_sums[kOrientationBlockWarps][kOrientationBins];
@@ -1299,6 +1299,7 @@ __global__ void __launch_bounds__(kOrientationThreads, kOrientationBlocksPerSm)
           Keypoint kp = e.keypoint;
           kp.angle = angle;
           out[slot] = kp;
+          ranks[slot] = 0;  // rank_count_kernel adds to it (no memset of the list's capacity)
         }
       }
     }
@@ -1328,9 +1329,15 @@ __device__ uint64_t canonical_key(const Keypoint &k) {
 // deterministic). n^2 comparisons, each a 64-bit comparison of keys
 // (1080p, ~2700 keypoints, Nsight Compute: 4.4 M instructions, 13 us; the
 // keypoints compared field by field: 6.3 M, 20 us).
+// Duplicates (keypoint_duplicate) share the key, so they meet where keys
+// are equal: a keypoint with a duplicate before it is dropped, flagged in
+// its rank by kRankDuplicate and listed once in `duplicates`. Within a run
+// of equal keys the order is by x, size, angle, octave, so a keypoint has a
+// duplicate before it exactly when the one just before it is one.
 constexpr int kRankSlices = 64;
+constexpr int kRankDuplicate = 1 << 30;  // above any count (the list holds at most 2^20 keypoints)
 __global__ void __launch_bounds__(kThreads) rank_count_kernel(const Keypoint *in, int in_capacity, int *ranks,
-                                                               const Counters *counters) {
+                                                               int *duplicates, Counters *counters) {
   begin_dependent_grid();  // may be launched under the previous kernel's tail
   __shared__ uint64_t tile[kThreads];
   const int n = min(counters->oriented, in_capacity);
@@ -1346,89 +1353,85 @@ __global__ void __launch_bounds__(kThreads) rank_count_kernel(const Keypoint *in
       my_key = canonical_key(me);
     }
     int rank = 0;
+    bool duplicate = false;
     for (int t0 = j0; t0 < j1; t0 += kThreads) {
       __syncthreads();
       const int staged = t0 + static_cast<int>(threadIdx.x);
       if (staged < j1) tile[threadIdx.x] = canonical_key(in[staged]);
       __syncthreads();
       const int m = min(kThreads, j1 - t0);
-      if (i < n)
+      if (i >= n) continue;
+      // Keys first, a few integer instructions each; the keys equal to this
+      // one (the other orientations of its extremum, duplicates) then from
+      // the whole keypoints, in a second pass over the tile.
+      bool tie = false;
+#pragma unroll 4
+      for (int q = 0; q < m; ++q) {
+        const uint64_t key = tile[q];
+        rank += key < my_key ? 1 : 0;
+        tie = tie || key == my_key;
+      }
+      if (tie)
         for (int q = 0; q < m; ++q) {
-          const uint64_t key = tile[q];
-          if (key < my_key) {
+          if (tile[q] != my_key) continue;
+          const int j = t0 + q;
+          const Keypoint other = in[j];
+          if (keypoint_less(other, me) || (j < i && !keypoint_less(me, other))) {
             ++rank;
-          } else if (key == my_key) {
-            const int j = t0 + q;
-            const Keypoint other = in[j];
-            if (keypoint_less(other, me) || (j < i && !keypoint_less(me, other))) ++rank;
+            duplicate = duplicate || keypoint_duplicate(other, me);
           }
         }
     }
     if (i < n && rank > 0) atomicAdd(&ranks[i], rank);
+    if (i < n && duplicate && !(atomicOr(&ranks[i], kRankDuplicate) & kRankDuplicate))
+      duplicates[atomicAdd(&counters->duplicates, 1)] = i;
   }
 }
 
-// Also records where each sorted keypoint came from (its index in `in`).
-__global__ void __launch_bounds__(kThreads) rank_scatter_kernel(const Keypoint *in, int in_capacity, const int *ranks,
-                                                                 Keypoint *out, int *out_from, const Counters *counters) {
+// Keypoint i to its place in the final list, its rank less the duplicates
+// ranked before it (few: each keypoint counts them in the list the rank
+// count made); duplicates are dropped. Also records where each final
+// keypoint came from (its index in `in`). With n_features, retain_kernel
+// then shortens the list.
+__global__ void __launch_bounds__(kThreads) place_kernel(const Keypoint *in, int in_capacity, const int *ranks,
+                                                          const int *duplicates, Keypoint *out, int *out_from,
+                                                          Counters *counters) {
   begin_dependent_grid();  // may be launched under the previous kernel's tail
-  const int n = min(counters->oriented, in_capacity);
-  for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < n;
-       i += static_cast<int>(gridDim.x * blockDim.x)) {
-    out[ranks[i]] = in[i];
-    out_from[ranks[i]] = i;
+  __shared__ int dropped_ranks[kThreads];
+  const int n = min(counters->oriented, in_capacity), dropped = counters->duplicates;
+  const int tid = static_cast<int>(threadIdx.x);
+  // The same number of rounds in every thread of the block: they meet at its barriers.
+  for (int base = static_cast<int>(blockIdx.x) * kThreads; base < n; base += static_cast<int>(gridDim.x) * kThreads) {
+    const int i = base + tid;
+    const int rank = i < n ? ranks[i] : kRankDuplicate;
+    int place = rank;
+    for (int k0 = 0; k0 < dropped; k0 += kThreads) {
+      __syncthreads();
+      if (k0 + tid < dropped) dropped_ranks[tid] = ranks[duplicates[k0 + tid]] & ~kRankDuplicate;
+      __syncthreads();
+      const int m = min(kThreads, dropped - k0);
+      for (int k = 0; k < m; ++k) place -= dropped_ranks[k] < rank ? 1 : 0;
+    }
+    if (rank & kRankDuplicate) continue;
+    out[place] = in[i];
+    out_from[place] = i;
   }
+  if (blockIdx.x == 0 && tid == 0) counters->final_count = n - dropped;
 }
 
-// One block: drop duplicates (adjacent in canonical order), then keep the
-// n_features strongest plus ties with the last one (OpenCV's retainBest).
-__global__ void __launch_bounds__(kCompactThreads) compact_kernel(const Keypoint *sorted, const int *sorted_from,
-                                                                   int in_capacity, Keypoint *out, int *out_from,
-                                                                   int n_features, Counters *counters) {
+// The n_features strongest of the final list plus ties with the last one
+// (OpenCV's retainBest): one thread.
+__global__ void retain_kernel(const Keypoint *list, int n_features, Counters *counters) {
   begin_dependent_grid();  // may be launched under the previous kernel's tail
-  __shared__ int warp_sums[kCompactThreads / 32];
-  __shared__ int running;
-  const int n = min(counters->oriented, in_capacity);
-  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
-  if (tid == 0) running = 0;
-  __syncthreads();
-  for (int base = 0; base < n; base += kCompactThreads) {
-    const int p = base + tid;
-    const bool keep = p < n && (p == 0 || !keypoint_duplicate(sorted[p - 1], sorted[p]));
-    // Block-wide exclusive scan of `keep`.
-    const unsigned mask = __ballot_sync(0xffffffffu, keep);
-    const int in_warp = __popc(mask & ((1u << lane) - 1u));
-    if (lane == 0) warp_sums[warp] = __popc(mask);
-    __syncthreads();
-    if (warp == 0) {
-      const int v = warp_sums[lane];
-      int scan = v;
-      for (int d = 1; d < 32; d *= 2) {
-        const int up = __shfl_up_sync(0xffffffffu, scan, d);
-        if (lane >= d) scan += up;
-      }
-      warp_sums[lane] = scan - v;  // exclusive
-    }
-    __syncthreads();
-    const int start = running;
-    if (keep) {
-      out[start + warp_sums[warp] + in_warp] = sorted[p];
-      out_from[start + warp_sums[warp] + in_warp] = sorted_from[p];
-    }
-    __syncthreads();
-    if (tid == kCompactThreads - 1) running = start + warp_sums[warp] + in_warp + (keep ? 1 : 0);
-    __syncthreads();
+  if (threadIdx.x != 0) return;
+  int count = counters->final_count;
+  if (count > n_features) {
+    const float last = list[n_features - 1].response;
+    int keep = n_features;
+    while (keep < count && list[keep].response == last) ++keep;
+    count = keep;
   }
-  if (tid == 0) {
-    int count = running;
-    if (n_features > 0 && count > n_features) {
-      const float last = out[n_features - 1].response;
-      int keep = n_features;
-      while (keep < count && out[keep].response == last) ++keep;
-      count = keep;
-    }
-    counters->final_count = count;
-  }
+  counters->final_count = count;
 }
 
 constexpr int kDescriptorThreads = 128;
@@ -1835,10 +1838,11 @@ struct CudaSift::Impl {
   OctaveTable table{};
   int extrema_blocks = 0;
   int candidate_capacity = 0, keypoint_capacity = 0;
-  DeviceBuffer gauss, candidates, refined, oriented, ranks, sorted, final_list, descriptors, counters;
-  // run(): where each sorted and final keypoint came from in `oriented`,
-  // and the descriptors in the order of `oriented` (enqueue_frame).
-  DeviceBuffer sorted_from, final_from, oriented_descriptors;
+  // duplicates: the oriented keypoints dropped as such (rank_count_kernel).
+  DeviceBuffer gauss, candidates, refined, oriented, ranks, duplicates, final_list, descriptors, counters;
+  // run(): where each final keypoint came from in `oriented`, and the
+  // descriptors in the order of `oriented` (enqueue_frame).
+  DeviceBuffer final_from, oriented_descriptors;
   DescriptorFormat format = DescriptorFormat::opencv;
   bool described = false;  // descriptors belong to the current final list
 
@@ -2047,13 +2051,12 @@ struct CudaSift::Impl {
     refined = DeviceBuffer(static_cast<size_t>(candidate_capacity) * sizeof(RefinedExtremum), device);
     oriented = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * sizeof(Keypoint), device);
     ranks = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * sizeof(int), device);
-    sorted = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * sizeof(Keypoint), device);
+    duplicates = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * sizeof(int), device);
     final_list = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * sizeof(Keypoint), device);
     descriptors = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * kDescriptorLength * sizeof(float), device);
     oriented_descriptors = DeviceBuffer();
     if (describe_while_ordering)
       oriented_descriptors = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * kDescriptorLength * sizeof(float), device);
-    sorted_from = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * sizeof(int), device);
     final_from = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * sizeof(int), device);
     if (!counters.as<Counters>()) counters = DeviceBuffer(sizeof(Counters), device);
     make_doubling_tables(w, h, stream);
@@ -2351,11 +2354,12 @@ struct CudaSift::Impl {
   void reset_counters(cudaStream_t s) {
     check_cuda(cudaMemsetAsync(counters.as<Counters>(), 0, sizeof(Counters), s), "cudaMemsetAsync");
   }
-  // Before detection: the counters and the rank counts.
+  // Before detection: the counters. (The rank counts are zeroed by the
+  // orientation kernel as it appends each keypoint: a memset of the list's
+  // capacity, 2 MB at 1080p, had cost the caller's stream 0.5-1 % of a frame
+  // at 640 x 480 and 1280 x 720.)
   void reset_lists(Lane &lane) {
     reset_counters(lane.stream);
-    check_cuda(cudaMemsetAsync(ranks.as<int>(), 0, static_cast<size_t>(keypoint_capacity) * sizeof(int), lane.stream),
-               "cudaMemsetAsync");
     lane.after_kernel = false;
   }
 
@@ -2394,7 +2398,7 @@ struct CudaSift::Impl {
            candidate_capacity, c);
     launch(lane, "SIFT orientation kernel", orientation_kernel, dim3(kOrientationBlocksPerSm * sm_count),
            dim3(kOrientationThreads), 0, gauss.as<float>(), table, refined.as<RefinedExtremum>(), candidate_capacity,
-           oriented.as<Keypoint>(), keypoint_capacity, c);
+           oriented.as<Keypoint>(), ranks.as<int>(), keypoint_capacity, c);
   }
   // Oriented keypoints to the final list: canonical order, duplicates
   // removed, n_features.
@@ -2402,12 +2406,13 @@ struct CudaSift::Impl {
     Counters *c = counters.as<Counters>();
     const dim3 list_blocks(4 * sm_count), threads(kThreads);
     launch(lane, "SIFT rank kernel", rank_count_kernel, dim3(16, kRankSlices), threads, 0, oriented.as<Keypoint>(),
-           keypoint_capacity, ranks.as<int>(), c);
-    launch(lane, "SIFT scatter kernel", rank_scatter_kernel, list_blocks, threads, 0, oriented.as<Keypoint>(),
-           keypoint_capacity, ranks.as<int>(), sorted.as<Keypoint>(), sorted_from.as<int>(), c);
-    launch(lane, "SIFT compact kernel", compact_kernel, dim3(1), dim3(kCompactThreads), 0, sorted.as<Keypoint>(),
-           sorted_from.as<int>(), keypoint_capacity, final_list.as<Keypoint>(), final_from.as<int>(),
-           params.n_features, c);
+           keypoint_capacity, ranks.as<int>(), duplicates.as<int>(), c);
+    launch(lane, "SIFT place kernel", place_kernel, list_blocks, threads, 0, oriented.as<Keypoint>(),
+           keypoint_capacity, ranks.as<int>(), duplicates.as<int>(), final_list.as<Keypoint>(), final_from.as<int>(),
+           c);
+    if (params.n_features > 0)
+      launch(lane, "SIFT retain kernel", retain_kernel, dim3(1), dim3(32), 0, final_list.as<Keypoint>(),
+             params.n_features, c);
   }
 
   // Descriptors of the final list (DescribedList::final_list), or of the

@@ -668,8 +668,11 @@ CS_HD bool keypoint_less(const Keypoint &a, const Keypoint &b) {
 
 // Two extrema refined to the same pyramid sample give identical keypoints;
 // OpenCV keeps one (removeDuplicatedSorted compares x, y, size and angle).
+// The response is compared too: keypoints at the same position and scale
+// come from the same sample and have the same contrast, and duplicates then
+// share the canonical order's key (rank_count_kernel finds them there).
 CS_HD bool keypoint_duplicate(const Keypoint &a, const Keypoint &b) {
-  return a.x == b.x && a.y == b.y && a.size == b.size && a.angle == b.angle;
+  return a.x == b.x && a.y == b.y && a.size == b.size && a.angle == b.angle && a.response == b.response;
 }
 
 // ---------------------------------------------------------------- descriptor

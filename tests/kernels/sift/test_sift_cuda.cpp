@@ -147,9 +147,11 @@ TEST_P(GpuSiftImages, MatchesOpenCVAndTheHostExecutor) {
   EXPECT_LT(vs_opencv.median_descriptor_distance, 0.05 * 512);
 
   expect_host_executor_agrees(gray, p, gpu, GetParam());
-  // Order: canonical, strictly increasing (no duplicates).
-  for (size_t i = 1; i < gpu.keypoints.size(); ++i)
+  // Order: canonical, strictly increasing, no neighbours duplicates.
+  for (size_t i = 1; i < gpu.keypoints.size(); ++i) {
     ASSERT_TRUE(keypoint_less(gpu.keypoints[i - 1], gpu.keypoints[i])) << i;
+    ASSERT_FALSE(keypoint_duplicate(gpu.keypoints[i - 1], gpu.keypoints[i])) << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Skimage, GpuSiftImages,
@@ -777,6 +779,38 @@ TEST(GpuSift, NFeatures) {
   const sift_test::Agreement g =
       sift_test::agreement(sift_test::to_cv(h.keypoints), cv::Mat(), sift_test::to_cv(gpu.keypoints), cv::Mat());
   EXPECT_GE(g.reference_matched, 0.9);
+}
+
+// Each keypoint is placed at its rank less the duplicates ranked before it:
+// a frame of many keypoints (blurred noise gives tens of thousands, a few
+// of them duplicates) comes out strictly increasing with no neighbours
+// duplicates (so with no gap or overwritten place), and n_features keeps
+// exactly the full list's first keypoints plus ties with the last one, and
+// their descriptors.
+TEST(GpuSift, CanonicalOrderOfManyKeypoints) {
+  CS_REQUIRE_GPU();
+  const cv::Mat img = random_image(1280, 960, cs_test::fresh_seed());
+  const Result all = gpu_sift(img, Params());
+  ASSERT_FALSE(all.overflowed);
+  const size_t n = all.keypoints.size();
+  ASSERT_GT(n, 4200u);
+  std::printf("[ order ] %zu keypoints of %d oriented\n", n, all.counts.oriented);
+  EXPECT_LE(int(n), all.counts.oriented);
+  for (size_t i = 1; i < n; ++i) {
+    ASSERT_TRUE(keypoint_less(all.keypoints[i - 1], all.keypoints[i])) << i;
+    ASSERT_FALSE(keypoint_duplicate(all.keypoints[i - 1], all.keypoints[i])) << i;
+  }
+  for (const int wanted : {1, 2047, 2048, 2049, 4097}) {
+    SCOPED_TRACE(wanted);
+    Params p;
+    p.n_features = wanted;
+    const Result some = gpu_sift(img, p);
+    size_t expected = size_t(wanted);
+    while (expected < n && all.keypoints[expected].response == all.keypoints[size_t(wanted) - 1].response) ++expected;
+    ASSERT_EQ(some.keypoints.size(), expected);
+    EXPECT_EQ(std::memcmp(some.keypoints.data(), all.keypoints.data(), expected * sizeof(Keypoint)), 0);
+    EXPECT_EQ(std::memcmp(some.descriptors.data(), all.descriptors.data(), expected * kDescriptorLength), 0);
+  }
 }
 
 TEST(GpuSift, EdgeCases) {

@@ -541,6 +541,8 @@ TEST(SiftMath, CanonicalOrder) {
   b.angle = a.angle;
   b.octave = 7;
   EXPECT_TRUE(keypoint_duplicate(a, b));
+  b.response = 0.4f;
+  EXPECT_FALSE(keypoint_duplicate(a, b));
 }
 
 // ------------------------------------------------------ against OpenCV
