@@ -131,6 +131,7 @@ struct OctaveTable {
 struct Counters {
   int candidates, refined, oriented, final_count;
   int duplicates;  // oriented keypoints dropped as duplicates (rank_count_kernel)
+  int large_windows, small_windows;  // oriented keypoints in describe_order's front and back parts
 };
 
 // ------------------------------------------------------------- pyramid
@@ -1206,7 +1207,7 @@ constexpr int kOrientationBatch = 4;
 // Eight blocks per SM (62 registers, no spills): the list grid's blocks run at once.
 __global__ void __launch_bounds__(kOrientationThreads, kOrientationBlocksPerSm)
     orientation_kernel(const float *gauss_pool, const OctaveTable table, const RefinedExtremum *in, int in_capacity,
-                       Keypoint *out, int *ranks, int capacity, Counters *counters) {
+                       Keypoint *out, int *ranks, int *describe_order, int capacity, Counters *counters) {
   begin_dependent_grid();  // may be launched under the previous kernel's tail
   __shared__ float columns[kOrientationBlockWarps][kOrientationBins * 32];  // [bin][lane]
   __shared__ float warp_sums[kOrientationBlockWarps][kOrientationBins];
@@ -1300,6 +1301,10 @@ __global__ void __launch_bounds__(kOrientationThreads, kOrientationBlocksPerSm)
           kp.angle = angle;
           out[slot] = kp;
           ranks[slot] = 0;  // rank_count_kernel adds to it (no memset of the list's capacity)
+          if (2 * e.layer > table.layers)
+            describe_order[atomicAdd(&counters->large_windows, 1)] = slot;
+          else
+            describe_order[capacity - 1 - atomicAdd(&counters->small_windows, 1)] = slot;
         }
       }
     }
@@ -1512,8 +1517,8 @@ enum class DescribedList { final_list, oriented };
 template <DescriptorSums kSums>
 __global__ void __launch_bounds__(kDescriptorThreads, kDescriptorMinBlocks)
     descriptor_kernel(const float *gauss_pool, const OctaveTable table, int first_octave, const Keypoint *keypoints,
-                      const Counters *counters, DescribedList list, int capacity, DescriptorFormat format,
-                      void *descriptors) {
+                      const Counters *counters, const int *describe_order, DescribedList list, int capacity,
+                      DescriptorFormat format, void *descriptors) {
   begin_dependent_grid();  // may be launched under the previous kernel's tail
   constexpr bool kFixed = kSums == DescriptorSums::fixed;
   using Entry = std::conditional_t<kFixed, unsigned int, float>;
@@ -1534,7 +1539,13 @@ __global__ void __launch_bounds__(kDescriptorThreads, kDescriptorMinBlocks)
   // loops, which other warps' additions make retry: one copy per warp.
   Entry *my_hist = hists[kFixed ? lane % kDescriptorHistograms : warp];
   const int n = list == DescribedList::final_list ? counters->final_count : min(counters->oriented, capacity);
-  for (int item = static_cast<int>(blockIdx.x); item < n; item += static_cast<int>(gridDim.x)) {
+  const int large = counters->large_windows;
+  for (int b = static_cast<int>(blockIdx.x); b < n; b += static_cast<int>(gridDim.x)) {
+    // The oriented keypoints with the larger windows first, so that the
+    // grid ends on small ones.
+    const int item = list == DescribedList::final_list ? b
+                     : b < large                       ? describe_order[b]
+                                                       : describe_order[capacity - 1 - (b - large)];
     const Keypoint kp = keypoints[item];
     int octave = kp.octave & 255;
     octave = octave < 128 ? octave : (-128 | octave);
@@ -1841,8 +1852,10 @@ struct CudaSift::Impl {
   // duplicates: the oriented keypoints dropped as such (rank_count_kernel).
   DeviceBuffer gauss, candidates, refined, oriented, ranks, duplicates, final_list, descriptors, counters;
   // run(): where each final keypoint came from in `oriented`, and the
-  // descriptors in the order of `oriented` (enqueue_frame).
-  DeviceBuffer final_from, oriented_descriptors;
+  // descriptors in the order of `oriented` (enqueue_frame);
+  // describe_order: the oriented keypoints with large windows from the
+  // front, the others from the back (orientation_kernel).
+  DeviceBuffer final_from, oriented_descriptors, describe_order;
   DescriptorFormat format = DescriptorFormat::opencv;
   bool described = false;  // descriptors belong to the current final list
 
@@ -2058,6 +2071,7 @@ struct CudaSift::Impl {
     if (describe_while_ordering)
       oriented_descriptors = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * kDescriptorLength * sizeof(float), device);
     final_from = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * sizeof(int), device);
+    describe_order = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * sizeof(int), device);
     if (!counters.as<Counters>()) counters = DeviceBuffer(sizeof(Counters), device);
     make_doubling_tables(w, h, stream);
     width = w;
@@ -2398,7 +2412,7 @@ struct CudaSift::Impl {
            candidate_capacity, c);
     launch(lane, "SIFT orientation kernel", orientation_kernel, dim3(kOrientationBlocksPerSm * sm_count),
            dim3(kOrientationThreads), 0, gauss.as<float>(), table, refined.as<RefinedExtremum>(), candidate_capacity,
-           oriented.as<Keypoint>(), ranks.as<int>(), keypoint_capacity, c);
+           oriented.as<Keypoint>(), ranks.as<int>(), describe_order.as<int>(), keypoint_capacity, c);
   }
   // Oriented keypoints to the final list: canonical order, duplicates
   // removed, n_features.
@@ -2426,7 +2440,8 @@ struct CudaSift::Impl {
     const bool final = list == DescribedList::final_list;
     launch(lane, "SIFT descriptor kernel", kernel, dim3(64 * sm_count), dim3(kDescriptorThreads), 0, gauss.as<float>(),
            table, constants.first_octave, (final ? final_list : oriented).as<Keypoint>(), counters.as<Counters>(),
-           list, keypoint_capacity, f, (final ? descriptors : oriented_descriptors).as<void>());
+           describe_order.as<int>(), list, keypoint_capacity, f,
+           (final ? descriptors : oriented_descriptors).as<void>());
   }
 
   // A whole frame after level 0 (run()), with the cluster's start `fused`,
