@@ -128,10 +128,15 @@ struct OctaveTable {
   int layers;  // n_layers
 };
 
+// The oriented keypoints are described largest windows first, so that the
+// descriptor grid ends on small ones: orientation puts each in one of these
+// buckets by the size of its window (describe_bucket).
+constexpr int kDescribeBuckets = 4;
+
 struct Counters {
   int candidates, refined, oriented, final_count;
   int duplicates;  // oriented keypoints dropped as duplicates (rank_count_kernel)
-  int large_windows, small_windows;  // oriented keypoints in describe_order's front and back parts
+  int windows[kDescribeBuckets];  // oriented keypoints in each of describe_order's buckets
 };
 
 // ------------------------------------------------------------- pyramid
@@ -1195,6 +1200,17 @@ __global__ void __launch_bounds__(kRefineThreads) refine_kernel(const float *gau
 // Two extrema per block of eight warps made each wait at the block's
 // barriers for the other's window, which may be four times larger (a
 // third of the kernel's stall samples at 1080p; 23.4 -> 22.5 us alone).
+// Which of the kDescribeBuckets a keypoint's descriptor window falls in, 0
+// for the largest: its radius grows as 2^((layer + xi) / n_layers), and
+// layer + xi lies in [0.5, n_layers + 0.5).
+__device__ int describe_bucket(const Keypoint &kp, int n_layers) {
+  const float scale_step = static_cast<float>((kp.octave >> 8) & 255) +
+                           static_cast<float>((kp.octave >> 16) & 255) * (1.f / 255.f) - 0.5f;
+  const int bucket = static_cast<int>((static_cast<float>(n_layers) + 0.5f - scale_step) *
+                                      (static_cast<float>(kDescribeBuckets) / static_cast<float>(n_layers)));
+  return bucket < 0 ? 0 : bucket < kDescribeBuckets ? bucket : kDescribeBuckets - 1;
+}
+
 constexpr int kOrientationWarps = 4;
 constexpr int kOrientationGroups = 1;  // extrema per block at a time
 constexpr int kOrientationBlockWarps = kOrientationWarps * kOrientationGroups;
@@ -1301,10 +1317,8 @@ __global__ void __launch_bounds__(kOrientationThreads, kOrientationBlocksPerSm)
           kp.angle = angle;
           out[slot] = kp;
           ranks[slot] = 0;  // rank_count_kernel adds to it (no memset of the list's capacity)
-          if (2 * e.layer > table.layers)
-            describe_order[atomicAdd(&counters->large_windows, 1)] = slot;
-          else
-            describe_order[capacity - 1 - atomicAdd(&counters->small_windows, 1)] = slot;
+          const int bucket = describe_bucket(kp, table.layers);
+          describe_order[bucket * capacity + atomicAdd(&counters->windows[bucket], 1)] = slot;
         }
       }
     }
@@ -1539,13 +1553,14 @@ __global__ void __launch_bounds__(kDescriptorThreads, kDescriptorMinBlocks)
   // loops, which other warps' additions make retry: one copy per warp.
   Entry *my_hist = hists[kFixed ? lane % kDescriptorHistograms : warp];
   const int n = list == DescribedList::final_list ? counters->final_count : min(counters->oriented, capacity);
-  const int large = counters->large_windows;
   for (int b = static_cast<int>(blockIdx.x); b < n; b += static_cast<int>(gridDim.x)) {
-    // The oriented keypoints with the larger windows first, so that the
-    // grid ends on small ones.
-    const int item = list == DescribedList::final_list ? b
-                     : b < large                       ? describe_order[b]
-                                                       : describe_order[capacity - 1 - (b - large)];
+    // The oriented keypoints by their windows' buckets, largest first.
+    int item = b;
+    if (list == DescribedList::oriented) {
+      int bucket = 0;
+      while (bucket < kDescribeBuckets - 1 && item >= counters->windows[bucket]) item -= counters->windows[bucket++];
+      item = describe_order[bucket * capacity + item];
+    }
     const Keypoint kp = keypoints[item];
     int octave = kp.octave & 255;
     octave = octave < 128 ? octave : (-128 | octave);
@@ -1853,8 +1868,8 @@ struct CudaSift::Impl {
   DeviceBuffer gauss, candidates, refined, oriented, ranks, duplicates, final_list, descriptors, counters;
   // run(): where each final keypoint came from in `oriented`, and the
   // descriptors in the order of `oriented` (enqueue_frame);
-  // describe_order: the oriented keypoints with large windows from the
-  // front, the others from the back (orientation_kernel).
+  // describe_order: the oriented keypoints in kDescribeBuckets lists of the
+  // keypoint capacity each, by their windows' size (orientation_kernel).
   DeviceBuffer final_from, oriented_descriptors, describe_order;
   DescriptorFormat format = DescriptorFormat::opencv;
   bool described = false;  // descriptors belong to the current final list
@@ -2071,7 +2086,7 @@ struct CudaSift::Impl {
     if (describe_while_ordering)
       oriented_descriptors = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * kDescriptorLength * sizeof(float), device);
     final_from = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * sizeof(int), device);
-    describe_order = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * sizeof(int), device);
+    describe_order = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * kDescribeBuckets * sizeof(int), device);
     if (!counters.as<Counters>()) counters = DeviceBuffer(sizeof(Counters), device);
     make_doubling_tables(w, h, stream);
     width = w;
