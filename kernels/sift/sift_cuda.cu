@@ -130,7 +130,9 @@ struct OctaveTable {
 
 // The oriented keypoints are described largest windows first, so that the
 // descriptor grid ends on small ones: orientation puts each in one of these
-// buckets by the size of its window (describe_bucket).
+// buckets by the size of its window (describe_bucket). H200, 1080p, Nsight
+// Compute: the descriptor kernel 61.0 -> 55.7 us with two buckets, 56.8 ->
+// 53.7 from two to four (another run); eight were no faster than four.
 constexpr int kDescribeBuckets = 4;
 
 struct Counters {
