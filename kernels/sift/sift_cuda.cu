@@ -1356,7 +1356,8 @@ __device__ uint64_t canonical_key(const Keypoint &k) {
 // of equal keys the order is by x, size, angle, octave, so a keypoint has a
 // duplicate before it exactly when the one just before it is one.
 constexpr int kRankSlices = 64;
-constexpr int kRankDuplicate = 1 << 30;  // above any count (the list holds at most 2^20 keypoints)
+constexpr int kMaxKeypointCapacity = 1 << 30;  // the constructor refuses larger capacities
+constexpr int kRankDuplicate = 1 << 30;  // above any count (kMaxKeypointCapacity)
 __global__ void __launch_bounds__(kThreads) rank_count_kernel(const Keypoint *in, int in_capacity, int *ranks,
                                                                int *duplicates, Counters *counters) {
   begin_dependent_grid();  // may be launched under the previous kernel's tail
@@ -2545,6 +2546,8 @@ struct CudaSift::Impl {
 
 CudaSift::CudaSift(const Params &params, int device, Capacity capacity) : impl_(new Impl) {
   validate(params);
+  if (capacity.keypoints >= kMaxKeypointCapacity || capacity.candidates >= kMaxKeypointCapacity)
+    throw std::invalid_argument("CudaSift: capacities must stay below 2^30");
   if (device < 0 || device >= device_count())
     throw CudaError(0, "CudaSift: no CUDA device " + std::to_string(device) + " (" + no_device_reason() + ")");
   Impl &m = *impl_;

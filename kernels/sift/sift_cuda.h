@@ -66,7 +66,7 @@ struct DeviceImage {
 };
 
 // Capacities of the device lists (0: a default from the image size).
-struct Capacity {
+struct Capacity {  // 0: from the frame size; each below 2^30 (the constructor refuses more)
   int candidates = 0;  // extrema before refinement
   int keypoints = 0;   // keypoints after orientation (and before duplicates are removed)
 };

@@ -866,6 +866,9 @@ TEST(GpuSift, RejectsBadInput) {
   Params bad;
   bad.sigma = 0;
   EXPECT_THROW(CudaSift(bad, kDevice), std::invalid_argument);
+  Capacity huge;
+  huge.keypoints = 1 << 30;
+  EXPECT_THROW(CudaSift(Params(), kDevice, huge), std::invalid_argument);
   CudaSift sift(Params(), kDevice);
   DeviceImage empty;
   EXPECT_THROW(sift.build_pyramid(empty, nullptr), std::invalid_argument);
