@@ -1694,7 +1694,6 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   constexpr unsigned kAll = 0xffffffffu;
   // sam's table rows are centred (make_screen_references): its keys add x . m.
   constexpr bool kCentred = M == Method::sam;
-  constexpr int kBlockFloats = kScreenRows * kScreenBlockBands;  // the table's blocks: 1 KB
   constexpr int kSlabFloats = kScreenSlabBytes / sizeof(float);  // a tile's 32 bands: 8 KB
   const int slabs = screen_padded_bands(a.bands) / 32;
   const size_t table_floats = size_t(slabs) * kSlabFloats, tile_floats = table_floats;
@@ -1731,6 +1730,9 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       mean + slabs * 32 + (1024 - (shared_address(mean + slabs * 32) & 1023u)) % 1024 / sizeof(float);
   float *const tile = first_tile + warpgroup * tile_floats;
   const uint32_t table_address = shared_address(table), tile_address = shared_address(tile);
+  // The 128-byte swizzle is of address bits: the table's rows must start on its 1 KB period (dynamic shared
+  // memory begins there).
+  if (table_address % 1024 != 0) __trap();
   // The pixel this thread sums and scores again (its row of the tile) and
   // its half of each slab: blocks 4 h .. 4 h + 3, at own + 4 (q ^ row % 8).
   const int own_row = warp * 16 + lane % 16, h = lane / 16;
@@ -1854,20 +1856,24 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     }
     return largest;
   };
-  // Step 4's rescoring: kItemLanes lanes score one (pixel, reference) item,
-  // each kItemBlocks of a slab's 8 blocks; a round takes kItemSlots items.
-  // On an H200 (2026-11-30, the benchmark's cube, against 2 lanes an item):
-  // 4 lanes were 3-5% faster for sam, correlation and euclidean, 3% slower
-  // for bandfit (which has more candidates); 8 slower than 4 for all but
-  // 16-bit euclidean.
+  // Step 4's rescoring: kItemLanes adjacent lanes score one (pixel,
+  // reference) item, each kItemBlocks of a slab's 8 blocks; a round takes
+  // kItemSlots items. On an H200 (2026-11-30, the benchmark's cube, against
+  // 2 lanes an item): 4 lanes were 3-5% faster for sam, correlation and
+  // euclidean, 3% slower for bandfit (which has more candidates); 8 slower
+  // than 4 for all but 16-bit euclidean. Adjacent lanes, so that a
+  // quarter-warp's loads (one shared-memory phase) are two items' blocks,
+  // with the table in the tile's swizzle (2026-12-01): 1-4% faster for every
+  // method; 8 lanes then (a phase one item's 8 blocks, no conflicts) 3-10%
+  // slower than 4.
   constexpr int kItemLanes = M == Method::bandfit ? 2 : 4;
   constexpr int kItemSlots = 32 / kItemLanes, kItemBlocks = 8 / kItemLanes;
-  const int item_slot = lane % kItemSlots, item_part = lane / kItemSlots;
+  const int item_slot = lane / kItemLanes, item_part = lane % kItemLanes;
   // This lane's part of x . r_k, x the tile's row `row` (times `scale` when
   // scaled): float over a slab's part (a chain per block), double beyond.
   auto part_dot = [&](int row, int k, auto scaled, float scale) {
     const float *x_row = tile + row * 32;
-    const float *r = table + item_part * kItemBlocks * kBlockFloats + k * kScreenBlockBands;
+    const float *r_row = table + k * 32;
     double dot = 0;
 #pragma unroll 2
     for (int s = 0; s < slabs; ++s) {
@@ -1877,7 +1883,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
         const int block = item_part * kItemBlocks + i;
         float4 x = *reinterpret_cast<const float4 *>(x_row + s * kSlabFloats + 4 * (block ^ (row % 8)));
         if constexpr (decltype(scaled)::value) x.x *= scale, x.y *= scale, x.z *= scale, x.w *= scale;
-        const float4 v = *reinterpret_cast<const float4 *>(r + s * kSlabFloats + i * kBlockFloats);
+        const float4 v = *reinterpret_cast<const float4 *>(r_row + s * kSlabFloats + 4 * (block ^ (k % 8)));
         part[i] = x.x * v.x;
         part[i] = fmaf(x.y, v.y, part[i]);
         part[i] = fmaf(x.z, v.z, part[i]);
@@ -1897,7 +1903,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   // 16-bit rows read in 16-byte pieces where the bands fill the slabs.
   const bool widened_vector_rows = copy_bytes == 16;
   const uint64_t tile_descriptor = swizzled_descriptor(tile_address, 1024);
-  const uint64_t table_descriptor = matrix_descriptor(table_address, 1024, 128);
+  const uint64_t table_descriptor = swizzled_descriptor(table_address, 1024);
   for (size_t tile_index = size_t(blockIdx.x) * warpgroups + warpgroup; tile_index < tiles;
        tile_index += tile_step) {
     const size_t first_pixel = tile_index * kScreenRows;
@@ -1937,8 +1943,9 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the copies, visible to the wgmma reads
     sync_warpgroup();
 
-    // 1. The product, 8 bands a step: the tile's slab s / 4, 32 bytes into
-    // its rows per step (descriptor units of 16 bytes); two table blocks.
+    // 1. The product, 8 bands a step: the tile's and the table's slab s / 4
+    // (the same swizzled layout), 32 bytes into their rows per step
+    // (descriptor units of 16 bytes).
     // The first step overwrites the accumulators: zeroing them with
     // ordinary instructions made ptxas serialise the steps (C7515).
     float acc[kWgmmaAccumulators];
@@ -1949,7 +1956,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       for (int i = 0; i < 4; ++i)
         if (s > 0 || i > 0)
           wgmma_tf32<false>(acc, tile_descriptor + s * (kScreenSlabBytes >> 4) + i * (32 >> 4),
-                            table_descriptor + (4 * s + i) * (2 * kBlockFloats * sizeof(float) >> 4));
+                            table_descriptor + s * (kScreenSlabBytes >> 4) + i * (32 >> 4));
     wgmma_commit();
 
     // 2. |x|^2 meanwhile.
@@ -2116,13 +2123,13 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       double dot = any_scaled ? part_dot(warp * 16 + p, k, std::true_type{}, scale_p)
                               : part_dot(warp * 16 + p, k, std::false_type{}, 1.0f);
 #pragma unroll
-      for (int other = kItemSlots; other < 32; other *= 2) dot += __shfl_xor_sync(kAll, dot, other);
+      for (int other = 1; other < kItemLanes; other *= 2) dot += __shfl_xor_sync(kAll, dot, other);
       // Back to the pixels: this pixel's items of the round are slots [from, to).
       const int from = max(start, first_item) - first_item, to = min(end, first_item + kItemSlots) - first_item;
       const int here = max(to - from, 0);
       const int most = __reduce_max_sync(kAll, unsigned(here));
       for (int c = 0; c < most; ++c) {
-        const int source = min(from + c, kItemSlots - 1);
+        const int source = min(from + c, kItemSlots - 1) * kItemLanes;
         const double dot_k = __shfl_sync(kAll, dot, source) * unscale * a.scale;
         const int k_c = __shfl_sync(kAll, k, source);
         const double offset_c = __shfl_sync(kAll, offset_k, source);

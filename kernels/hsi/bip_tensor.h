@@ -193,10 +193,11 @@ CS_HD size_t wgmma_reference_index(int group, int part, int reference, int posit
 // the staged samples in the fast precision (correlation and bandfit: the
 // staged pixels first transformed as load_four does). Layouts, bands padded
 // with zeros to a multiple of 32:
-//   references (screen_index): 16-byte blocks of 4 consecutive bands, the
-//     64 references' blocks of bands 4j..4j+3 together (1 KB), so that one
-//     wgmma.k8 step reads two such blocks (core matrices of 8 rows x 16 B,
-//     128 B apart along the rows, 1 KB apart along k);
+//   references (screen_index) as a tile's pixels below, reference k as row
+//     k (the product's operands alike): a row's 16-byte blocks lie in
+//     different banks, so the lanes that score one (pixel, reference)
+//     item read its blocks without conflicts (blocks 1 KB apart, the
+//     layout before, put all of a reference in the same banks);
 //   a tile of 64 pixels: the instruction's 128-byte swizzle, per slab of 32
 //     bands (8 KB) row m's 128 bytes at 128 m, its 16-byte block q at
 //     (q xor m % 8): a pixel row's bytes stay together, as the asynchronous
@@ -207,8 +208,8 @@ inline constexpr int kScreenRows = 64;
 inline constexpr int kScreenBlockBands = 4;
 CS_HD constexpr int screen_padded_bands(int bands) { return (bands + 31) / 32 * 32; }
 CS_HD constexpr size_t screen_index(int row, int band) {
-  return size_t(band / kScreenBlockBands) * kScreenRows * kScreenBlockBands + size_t(row) * kScreenBlockBands +
-         band % kScreenBlockBands;
+  return size_t(band / 32) * kScreenRows * 32 + size_t(row) * 32 +
+         size_t(4 * ((band % 32 / kScreenBlockBands) ^ (row % 8)) + band % kScreenBlockBands);
 }
 inline constexpr int kScreenSlabBytes = kScreenRows * 128;  // a tile's 32 bands
 inline constexpr int kScreenMostWarpgroups = 3;

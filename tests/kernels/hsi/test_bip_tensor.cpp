@@ -617,11 +617,14 @@ TEST(BipTensor, ScreenTableHoldsEveryReferenceValueOnce) {
       for (int n : seen) ASSERT_EQ(n, 1);
       for (int k = 0; k < bt::kGroupReferences; ++k)
         EXPECT_EQ(t.screen_weight[k] > 0, k < int(K) && std::isfinite(t.key_scale[size_t(k)])) << k;
-      // Adjacent bands of a row share 16 bytes; rows 128 B apart within 8;
-      // a wgmma.k8 step's two blocks 1 KB apart.
+      // The tile's swizzle: adjacent bands of a row share 16 bytes; rows
+      // 128 B apart, a row's block q at q xor (row % 8); slabs 8 KB apart.
       EXPECT_EQ(bt::screen_index(0, 1) - bt::screen_index(0, 0), 1u);
-      EXPECT_EQ(bt::screen_index(8, 0) - bt::screen_index(0, 0), 32u);
-      EXPECT_EQ(bt::screen_index(0, 4) - bt::screen_index(0, 0), 256u);
+      EXPECT_EQ(bt::screen_index(0, 4) - bt::screen_index(0, 0), 4u);
+      EXPECT_EQ(bt::screen_index(1, 0) - bt::screen_index(0, 0), 32u + 4u);
+      EXPECT_EQ(bt::screen_index(3, 8), 3u * 32 + 4 * (2 ^ 3));
+      EXPECT_EQ(bt::screen_index(8, 0) - bt::screen_index(0, 0), 256u);
+      EXPECT_EQ(bt::screen_index(0, 32) - bt::screen_index(0, 0), 2048u);
     }
 }
 
