@@ -1493,7 +1493,7 @@ __device__ void stage_screen_rows(const Args &a, float *tile, size_t first_pixel
     const int m = 16 * warp + lane / 8 + 4 * i;
     pixel[i] = first_pixel + m;
     src[i] = a.data + (pixel[i] < a.pixels ? pixel[i] : 0) * a.pixel_stride + q * 16;
-    dst[i] = shared_address(tile) + m * 128 + ((q ^ (m % 8)) * 16);
+    dst[i] = shared_address(tile) + m * 128 + swizzled_block(m, q) * sizeof(float);
   }
   if (kBytes == 16 && first_pixel + kScreenRows <= a.pixels && valid_bytes == slabs * 128) {
     // The common case: no bounds, no zero fill.
@@ -1542,8 +1542,8 @@ __device__ void stage_screen_rows_widened(const Args &a, float *tile, size_t fir
   }
   auto store = [&](int m, int slab, const float (&x)[8]) {
     float *const row = tile + slab * kSlabFloats + m * 32;
-    *reinterpret_cast<float4 *>(row + 4 * ((2 * piece) ^ (m % 8))) = make_float4(x[0], x[1], x[2], x[3]);
-    *reinterpret_cast<float4 *>(row + 4 * ((2 * piece + 1) ^ (m % 8))) = make_float4(x[4], x[5], x[6], x[7]);
+    *reinterpret_cast<float4 *>(row + swizzled_block(m, 2 * piece)) = make_float4(x[0], x[1], x[2], x[3]);
+    *reinterpret_cast<float4 *>(row + swizzled_block(m, 2 * piece + 1)) = make_float4(x[4], x[5], x[6], x[7]);
   };
   int first_sampled_slab = 0;  // slabs from here on are read sample by sample
   if (vector_rows && first_pixel + kScreenRows <= a.pixels) {
@@ -1739,7 +1739,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   float *const own = tile + own_row * 32;
   int x_offset[4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) x_offset[i] = 4 * ((4 * h + i) ^ (own_row % 8));
+  for (int i = 0; i < 4; ++i) x_offset[i] = swizzled_block(own_row, 4 * h + i);
   auto sync_warpgroup = [&] {
     asm volatile("bar.sync %0, %1;\n" ::"r"(warpgroup + 1), "n"(kWarpgroupThreads) : "memory");
   };
@@ -1811,7 +1811,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   // division, then shifted by 1), in place; zeros past the last band stay.
   auto shift_half = [&] {
     auto staged = [&](int band) {  // the own row's sample of `band` in the swizzled tile
-      return own[(band / 32) * kSlabFloats + 4 * (((band % 32) / 4) ^ (own_row % 8)) + band % 4];
+      return own[(band / 32) * kSlabFloats + swizzled_block(own_row, band % 32 / 4) + band % 4];
     };
     PixelContext px = pixel_context<M>(staged(0), staged(a.bands - 1), 0.0);
     if (!px.defined) px.continuum_start = quiet_nan();
@@ -1881,9 +1881,9 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
 #pragma unroll
       for (int i = 0; i < kItemBlocks; ++i) {
         const int block = item_part * kItemBlocks + i;
-        float4 x = *reinterpret_cast<const float4 *>(x_row + s * kSlabFloats + 4 * (block ^ (row % 8)));
+        float4 x = *reinterpret_cast<const float4 *>(x_row + s * kSlabFloats + swizzled_block(row, block));
         if constexpr (decltype(scaled)::value) x.x *= scale, x.y *= scale, x.z *= scale, x.w *= scale;
-        const float4 v = *reinterpret_cast<const float4 *>(r_row + s * kSlabFloats + 4 * (block ^ (k % 8)));
+        const float4 v = *reinterpret_cast<const float4 *>(r_row + s * kSlabFloats + swizzled_block(k, block));
         part[i] = x.x * v.x;
         part[i] = fmaf(x.y, v.y, part[i]);
         part[i] = fmaf(x.z, v.z, part[i]);

@@ -207,9 +207,12 @@ CS_HD constexpr bool screened(Method m) { return m != Method::sid; }
 inline constexpr int kScreenRows = 64;
 inline constexpr int kScreenBlockBands = 4;
 CS_HD constexpr int screen_padded_bands(int bands) { return (bands + 31) / 32 * 32; }
+// Where 16-byte block `block` (0-7) of a slab's row `row` lies in the row's
+// 128 bytes, in floats: the 128-byte swizzle of the tiles and the table.
+CS_HD constexpr int swizzled_block(int row, int block) { return 4 * (block ^ (row % 8)); }
 CS_HD constexpr size_t screen_index(int row, int band) {
   return size_t(band / 32) * kScreenRows * 32 + size_t(row) * 32 +
-         size_t(4 * ((band % 32 / kScreenBlockBands) ^ (row % 8)) + band % kScreenBlockBands);
+         size_t(swizzled_block(row, band % 32 / kScreenBlockBands) + band % kScreenBlockBands);
 }
 inline constexpr int kScreenSlabBytes = kScreenRows * 128;  // a tile's 32 bands
 inline constexpr int kScreenMostWarpgroups = 3;
