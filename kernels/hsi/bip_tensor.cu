@@ -1181,22 +1181,28 @@ __device__ __forceinline__ void wgmma_f16(float (&d)[kWgmmaAccumulators], const 
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(1));
 }
 // d += a x b, 64 pixels x 64 references x 8 bands, TF32 (the operands'
-// float bits, of which the instruction reads the TF32 part), both from
-// shared memory.
-#define CS_WGMMA_TF32_INSTRUCTION \
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
+// float bits, of which the instruction reads the TF32 part): a, the pixels'
+// operand from this thread's registers (the instruction's fragment: row g of
+// its warp's 16 in a[0] and a[2], row g + 8 in a[1] and a[3]; columns t and
+// t + 4); b, the references' descriptor.
+#define CS_WGMMA_TF32_REGISTER_INSTRUCTION \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n" \
       "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 " \
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15," \
       " %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31},\n" \
-      " %32, %33, p, 1, 1;\n}\n"
+      " {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
 template <bool kFirst>
-__device__ __forceinline__ void wgmma_tf32(float (&d)[kWgmmaAccumulators], uint64_t a, uint64_t b) {
+__device__ __forceinline__ void wgmma_tf32(float (&d)[kWgmmaAccumulators], const uint32_t (&a)[4], uint64_t b) {
   if constexpr (kFirst)
-    asm volatile(CS_WGMMA_TF32_INSTRUCTION : CS_WGMMA_ACCUMULATORS("=f") : "l"(a), "l"(b), "n"(0));
+    asm volatile(CS_WGMMA_TF32_REGISTER_INSTRUCTION
+                 : CS_WGMMA_ACCUMULATORS("=f")
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(0));
   else
-    asm volatile(CS_WGMMA_TF32_INSTRUCTION : CS_WGMMA_ACCUMULATORS("+f") : "l"(a), "l"(b), "n"(1));
+    asm volatile(CS_WGMMA_TF32_REGISTER_INSTRUCTION
+                 : CS_WGMMA_ACCUMULATORS("+f")
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(1));
 }
-#undef CS_WGMMA_TF32_INSTRUCTION
+#undef CS_WGMMA_TF32_REGISTER_INSTRUCTION
 #undef CS_WGMMA_ACCUMULATORS
 #undef CS_WGMMA_INSTRUCTION
 __device__ __forceinline__ void wgmma_fence() {
@@ -1218,7 +1224,8 @@ __device__ __forceinline__ void hold(float (&d)[kWgmmaAccumulators]) {
 #pragma unroll
   for (float &v : d) asm volatile("" : "+f"(v)::"memory");
 }
-__device__ __forceinline__ void hold(uint32_t (&r)[2][4]) {
+template <int kSpans>
+__device__ __forceinline__ void hold(uint32_t (&r)[kSpans][4]) {
 #pragma unroll
   for (auto &span : r)
     for (uint32_t &v : span) asm volatile("" : "+r"(v)::"memory");
@@ -1729,20 +1736,29 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   float *const first_tile =
       mean + slabs * 32 + (1024 - (shared_address(mean + slabs * 32) & 1023u)) % 1024 / sizeof(float);
   float *const tile = first_tile + warpgroup * tile_floats;
-  const uint32_t table_address = shared_address(table), tile_address = shared_address(tile);
+  const uint32_t table_address = shared_address(table);
   // The 128-byte swizzle is of address bits: the table's rows must start on its 1 KB period (dynamic shared
   // memory begins there).
   if (table_address % 1024 != 0) __trap();
-  // The pixel this thread sums and scores again (its row of the tile) and
-  // its half of each slab: blocks 4 h .. 4 h + 3, at own + 4 (q ^ row % 8).
+  // The product's operand: this thread's rows g and g + 8 of the warp's 16,
+  // per step i of a slab its two columns t and t + 4, which are adjacent
+  // bands of block i + 4 (t / 2) (bip_tensor.h, screen_product_column); sam's
+  // centre at the same bands.
+  const float *const fragment_rows = tile + (warp * 16 + g) * 32;
+  int fragment_offset[4], mean_offset[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    fragment_offset[i] = swizzled_block(g, i + 4 * (t / 2)) + 2 * (t % 2);
+    mean_offset[i] = kScreenBlockBands * (i + 4 * (t / 2)) + 2 * (t % 2);
+  }
+  // The pixel this thread scores again (its row of the tile; its sums too
+  // where they are scaled) and its half of each slab: blocks 4 h .. 4 h + 3,
+  // at own + 4 (q ^ row % 8).
   const int own_row = warp * 16 + lane % 16, h = lane / 16;
   float *const own = tile + own_row * 32;
   int x_offset[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) x_offset[i] = swizzled_block(own_row, 4 * h + i);
-  auto sync_warpgroup = [&] {
-    asm volatile("bar.sync %0, %1;\n" ::"r"(warpgroup + 1), "n"(kWarpgroupThreads) : "memory");
-  };
   // The own pixel's 16 samples of this thread's half of slab s (times `scale` when scaled).
   auto load_sixteen = [&](int s, float (&x)[16], auto scaled, float scale) {
 #pragma unroll
@@ -1753,14 +1769,13 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     if constexpr (decltype(scaled)::value)
       for (float &e : x) e *= scale;
   };
-  // This thread's half of sum x^2 over slab s, in float (four chains of four:
-  // shared-memory latency, not the adds, bounds the loop), and over the
-  // tile, the slabs' sums in double; sam also x . m, m the table's centre
-  // (as the rescoring's dot products: float over the slab, then double);
-  // correlation and bandfit also sum x.
-  auto slab_norm2 = [&](int s, auto scaled, float scale, double &sum, double &centre_dot) {
+  // For a scaled pixel (step 2 below): this thread's half of sum x^2 over
+  // slab s, in float (four chains of four), and over the tile, the slabs'
+  // sums in double; sam also x . m, m the table's centre; correlation and
+  // bandfit also sum x.
+  auto slab_norm2 = [&](int s, float scale, double &sum, double &centre_dot) {
     float x[16];
-    load_sixteen(s, x, scaled, scale);
+    load_sixteen(s, x, std::true_type{}, scale);
     float part[4] = {0, 0, 0, 0};
 #pragma unroll
     for (int i = 0; i < 16; ++i) part[i / 4] = fmaf(x[i], x[i], part[i / 4]);
@@ -1784,12 +1799,12 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     }
     return double((part[0] + part[1]) + (part[2] + part[3]));
   };
-  auto half_norm2 = [&](auto scaled, float scale, double &sum, double &centre_dot) {
+  auto half_norm2 = [&](float scale, double &sum, double &centre_dot) {
     double total = 0;
     sum = 0;
     centre_dot = 0;
 #pragma unroll 2
-    for (int s = 0; s < slabs; ++s) total += slab_norm2(s, scaled, scale, sum, centre_dot);
+    for (int s = 0; s < slabs; ++s) total += slab_norm2(s, scale, sum, centre_dot);
     return total;
   };
   // Whether this thread's half of the pixel holds the ignore value, among
@@ -1857,7 +1872,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     return largest;
   };
   // Step 4's rescoring: kItemLanes adjacent lanes score one (pixel,
-  // reference) item, each kItemBlocks of a slab's 8 blocks; a round takes
+  // reference) item, each kItemSteps of a slab's 4 product steps; a round takes
   // kItemSlots items. On an H200 (2026-11-30, the benchmark's cube, against
   // 2 lanes an item): 4 lanes were 3-5% faster for sam, correlation and
   // euclidean, 3% slower for bandfit (which has more candidates); 8 slower
@@ -1867,34 +1882,40 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   // method; 8 lanes then (a phase one item's 8 blocks, no conflicts) 3-10%
   // slower than 4.
   constexpr int kItemLanes = M == Method::bandfit ? 2 : 4;
-  constexpr int kItemSlots = 32 / kItemLanes, kItemBlocks = 8 / kItemLanes;
+  constexpr int kItemSlots = 32 / kItemLanes, kItemSteps = 4 / kItemLanes;
   const int item_slot = lane / kItemLanes, item_part = lane % kItemLanes;
   // This lane's part of x . r_k, x the tile's row `row` (times `scale` when
-  // scaled): float over a slab's part (a chain per block), double beyond.
+  // scaled), kItemSteps of the product's steps a slab: step i pairs the
+  // tile's blocks i and i + 4 with the table's 2 i and 2 i + 1, whose
+  // columns are the bands (0 4 1 5) and (2 6 3 7) of those blocks
+  // (screen_product_column). Float over a slab's part (a chain per block),
+  // double beyond.
   auto part_dot = [&](int row, int k, auto scaled, float scale) {
     const float *x_row = tile + row * 32;
     const float *r_row = table + k * 32;
     double dot = 0;
 #pragma unroll 2
     for (int s = 0; s < slabs; ++s) {
-      float part[kItemBlocks];
+      float part[2 * kItemSteps];
 #pragma unroll
-      for (int i = 0; i < kItemBlocks; ++i) {
-        const int block = item_part * kItemBlocks + i;
-        float4 x = *reinterpret_cast<const float4 *>(x_row + s * kSlabFloats + swizzled_block(row, block));
-        if constexpr (decltype(scaled)::value) x.x *= scale, x.y *= scale, x.z *= scale, x.w *= scale;
-        const float4 v = *reinterpret_cast<const float4 *>(r_row + s * kSlabFloats + swizzled_block(k, block));
-        part[i] = x.x * v.x;
-        part[i] = fmaf(x.y, v.y, part[i]);
-        part[i] = fmaf(x.z, v.z, part[i]);
-        part[i] = fmaf(x.w, v.w, part[i]);
+      for (int q = 0; q < kItemSteps; ++q) {
+        const int i = item_part * kItemSteps + q;
+        float4 x[2];
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          x[half] = *reinterpret_cast<const float4 *>(x_row + s * kSlabFloats + swizzled_block(row, i + 4 * half));
+          if constexpr (decltype(scaled)::value)
+            x[half].x *= scale, x[half].y *= scale, x[half].z *= scale, x[half].w *= scale;
+        }
+        const float4 low = *reinterpret_cast<const float4 *>(r_row + s * kSlabFloats + swizzled_block(k, 2 * i));
+        const float4 high = *reinterpret_cast<const float4 *>(r_row + s * kSlabFloats + swizzled_block(k, 2 * i + 1));
+        part[2 * q] = fmaf(x[0].w, high.y, fmaf(x[0].z, low.y, fmaf(x[0].y, high.x, x[0].x * low.x)));
+        part[2 * q + 1] = fmaf(x[1].w, high.w, fmaf(x[1].z, low.w, fmaf(x[1].y, high.z, x[1].x * low.z)));
       }
-      if constexpr (kItemBlocks == 4)
+      if constexpr (kItemSteps == 2)
         dot += (part[0] + part[1]) + (part[2] + part[3]);
-      else if constexpr (kItemBlocks == 2)
-        dot += part[0] + part[1];
       else
-        dot += part[0];
+        dot += part[0] + part[1];
     }
     return dot;
   };
@@ -1902,7 +1923,6 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   const size_t tile_step = size_t(gridDim.x) * warpgroups;
   // 16-bit rows read in 16-byte pieces where the bands fill the slabs.
   const bool widened_vector_rows = copy_bytes == 16;
-  const uint64_t tile_descriptor = swizzled_descriptor(tile_address, 1024);
   const uint64_t table_descriptor = swizzled_descriptor(table_address, 1024);
   for (size_t tile_index = size_t(blockIdx.x) * warpgroups + warpgroup; tile_index < tiles;
        tile_index += tile_step) {
@@ -1940,31 +1960,85 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       find_ignored();
       shift_half();
     }
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the copies, visible to the wgmma reads
-    sync_warpgroup();
+    __syncwarp();  // the warp's rows, staged by its lanes, complete for every lane
 
-    // 1. The product, 8 bands a step: the tile's and the table's slab s / 4
-    // (the same swizzled layout), 32 bytes into their rows per step
-    // (descriptor units of 16 bytes).
-    // The first step overwrites the accumulators: zeroing them with
-    // ordinary instructions made ptxas serialise the steps (C7515).
+    // 1. The product, 8 bands a step, each thread's operand registers loaded
+    // per slab (fragment_offset) and the slab's 4 steps issued as one group;
+    // two slabs' registers in turn, so the next slab loads while the last
+    // multiplies. The table's step offsets are 32 bytes into its rows
+    // (descriptor units of 16 bytes). The first step overwrites the
+    // accumulators: zeroing them with ordinary instructions made ptxas
+    // serialise the steps (C7515).
+    // 2. Meanwhile, from the same registers before each group is issued (the
+    // instruction reads them until its group has finished): the two rows'
+    // |x|^2 (and sum x, sam's x . m with m in the tile's band order), in
+    // float over a thread's 8 samples of a slab, double beyond and over the
+    // quad.
     float acc[kWgmmaAccumulators];
-    wgmma_fence();
-    wgmma_tf32<true>(acc, tile_descriptor, table_descriptor);
-    for (int s = 0; s < slabs; ++s)
+    uint32_t fragments[2][4][4];
+    double row_norm2[2] = {0, 0}, row_sum[2] = {0, 0}, row_centre[2] = {0, 0};
+    auto multiply_slab = [&](int s, uint32_t (&f)[4][4], auto first) {
+      if (s >= 2) {
+        wgmma_wait<1>();  // slab s - 2's group, which read f, has finished
+        hold(f);
+      }
+      float square[2] = {0, 0}, plain[2] = {0, 0}, along[2] = {0, 0};
 #pragma unroll
-      for (int i = 0; i < 4; ++i)
-        if (s > 0 || i > 0)
-          wgmma_tf32<false>(acc, tile_descriptor + s * (kScreenSlabBytes >> 4) + i * (32 >> 4),
-                            table_descriptor + s * (kScreenSlabBytes >> 4) + i * (32 >> 4));
-    wgmma_commit();
-
-    // 2. |x|^2 meanwhile.
-    double sum = 0, centre_dot = 0;
-    double norm2 = half_norm2(std::false_type{}, 1.0f, sum, centre_dot);
-    norm2 += __shfl_xor_sync(kAll, norm2, 16);
+      for (int i = 0; i < 4; ++i) {
+        float2 x[2];
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          x[half] = *reinterpret_cast<const float2 *>(fragment_rows + half * 8 * 32 + s * kSlabFloats +
+                                                      fragment_offset[i]);
+          f[i][half] = __float_as_uint(x[half].x);
+          f[i][2 + half] = __float_as_uint(x[half].y);
+          square[half] = fmaf(x[half].x, x[half].x, square[half]);
+          square[half] = fmaf(x[half].y, x[half].y, square[half]);
+          if constexpr (correlation_like(M)) plain[half] += x[half].x + x[half].y;
+        }
+        if constexpr (kCentred) {
+          const float2 m = *reinterpret_cast<const float2 *>(mean + s * 32 + mean_offset[i]);
+#pragma unroll
+          for (int half = 0; half < 2; ++half)
+            along[half] = fmaf(x[half].x, m.x, fmaf(x[half].y, m.y, along[half]));
+        }
+      }
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        row_norm2[half] += double(square[half]);
+        row_sum[half] += double(plain[half]);
+        row_centre[half] += double(along[half]);
+      }
+      wgmma_fence();
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const uint64_t b = table_descriptor + s * (kScreenSlabBytes >> 4) + i * (32 >> 4);
+        if (decltype(first)::value && i == 0)
+          wgmma_tf32<true>(acc, f[i], b);
+        else
+          wgmma_tf32<false>(acc, f[i], b);
+      }
+      wgmma_commit();
+    };
+    multiply_slab(0, fragments[0], std::true_type{});
+    for (int s = 1; s < slabs; s += 2) {
+      multiply_slab(s, fragments[1], std::false_type{});
+      if (s + 1 < slabs) multiply_slab(s + 1, fragments[0], std::false_type{});
+    }
+    add_over_quad(row_norm2);
+    if constexpr (correlation_like(M)) add_over_quad(row_sum);
+    if constexpr (kCentred) add_over_quad(row_centre);
+    // To the layout of the rest of the tile's work: lane l (and l + 16) has
+    // the warp's row l % 16, which the quad of lane 4 (l % 8) holds.
+    auto own_value = [&](const double (&v)[2]) {
+      const double first = __shfl_sync(kAll, v[0], 4 * (lane % 8)), second = __shfl_sync(kAll, v[1], 4 * (lane % 8));
+      return lane % 16 < 8 ? first : second;
+    };
+    double norm2 = own_value(row_norm2);
+    double sum = correlation_like(M) ? own_value(row_sum) : 0.0, centre_dot = kCentred ? own_value(row_centre) : 0.0;
     // Float sums near the ends of float's range, or all zero: the pixel
-    // times 2^e, its largest magnitude into [2^14, 2^15) (finite samples).
+    // times 2^e, its largest magnitude into [2^14, 2^15) (finite samples),
+    // its sums again from the tile, two threads a pixel.
     const bool check = norm2 == norm2 && !(norm2 >= 0x1p-90 && norm2 <= 0x1p100);
     const bool any_scaled = __any_sync(kAll, check);
     float pixel_scale = 1.0f;
@@ -1977,14 +2051,14 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
         pixel_scale = power_of_two(e);
         unscale = inverse_power_of_two(e);
       }
-      norm2 = half_norm2(std::true_type{}, pixel_scale, sum, centre_dot);
+      double half_sum, half_centre;
+      norm2 = half_norm2(pixel_scale, half_sum, half_centre);
       norm2 += __shfl_xor_sync(kAll, norm2, 16);
+      sum = half_sum + __shfl_xor_sync(kAll, half_sum, 16);
+      centre_dot = half_centre + __shfl_xor_sync(kAll, half_centre, 16);
     }
-    if constexpr (correlation_like(M))
-      sum += __shfl_xor_sync(kAll, sum, 16);
-    else
-      find_ignored();
-    if constexpr (kCentred) centre_dot = (centre_dot + __shfl_xor_sync(kAll, centre_dot, 16)) * unscale * a.scale;
+    if constexpr (!correlation_like(M)) find_ignored();
+    if constexpr (kCentred) centre_dot *= unscale * a.scale;
     const double raw_norm2 = ignored ? quiet_nan() : norm2 * unscale * unscale;
     // The product cannot overflow: |x.r_k| <= |x| |r_k| well inside float.
     const bool bounded = raw_norm2 * a.screen_largest_norm2 < 0x1p250;
@@ -1992,6 +2066,8 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     // 3. Candidates. Accumulator 4j + 2h + c: row g (h = 0) or g + 8, reference 8j + 2t + c.
     wgmma_wait<0>();
     hold(acc);
+    hold(fragments[0]);
+    hold(fragments[1]);
     // Both rows at once, so that each reference's terms are read once: per
     // row and reference the key's upper end (key + bound) kept, the largest
     // lower end (key - bound) over the row's references.

@@ -188,16 +188,17 @@ CS_HD size_t wgmma_reference_index(int group, int part, int reference, int posit
 // What the kernel needs about the references, prepared once per classifier.
 // The screen (wgmma builds, f32, i16 and u16 blocks (widened to f32 when
 // staged), every method but sid, K <= 64, no rule images): one TF32 product per term on the warp-group instructions,
-// both operands read from shared memory, then every reference the product
+// the pixels' operand from registers and the references' from shared memory, then every reference the product
 // cannot rule out (classify_math.h, kScreenOperandError) scored again from
 // the staged samples in the fast precision (correlation and bandfit: the
 // staged pixels first transformed as load_four does). Layouts, bands padded
 // with zeros to a multiple of 32:
 //   references (screen_index) as a tile's pixels below, reference k as row
-//     k (the product's operands alike): a row's 16-byte blocks lie in
-//     different banks, so the lanes that score one (pixel, reference)
-//     item read its blocks without conflicts (blocks 1 KB apart, the
-//     layout before, put all of a reference in the same banks);
+//     k, but each slab's bands in the product's order (screen_product_column):
+//     a row's 16-byte blocks lie in different banks, so the lanes that score
+//     one (pixel, reference) item read its blocks without conflicts (blocks
+//     1 KB apart, the layout before, put all of a reference in the same
+//     banks);
 //   a tile of 64 pixels: the instruction's 128-byte swizzle, per slab of 32
 //     bands (8 KB) row m's 128 bytes at 128 m, its 16-byte block q at
 //     (q xor m % 8): a pixel row's bytes stay together, as the asynchronous
@@ -210,9 +211,21 @@ CS_HD constexpr int screen_padded_bands(int bands) { return (bands + 31) / 32 * 
 // Where 16-byte block `block` (0-7) of a slab's row `row` lies in the row's
 // 128 bytes, in floats: the 128-byte swizzle of the tiles and the table.
 CS_HD constexpr int swizzled_block(int row, int block) { return 4 * (block ^ (row % 8)); }
+// The product's column (0-31: step column / 8, column column % 8) that a
+// slab's band (0-31) takes. Each thread of the product loads its two
+// columns c and c + 4 of a step for a pixel row in one 8-byte load, which
+// gives it its operand registers (the instruction's fragment: row g, columns
+// t and t + 4); so step i of a slab reads the tile's 16-byte blocks i and
+// i + 4, their bands as columns (0 4 1 5) and (2 6 3 7), and the table holds
+// each reference's bands in that order: pixel band u meets reference band u.
+CS_HD constexpr int screen_product_column(int band) {
+  const int block = band / kScreenBlockBands, e = band % kScreenBlockBands;
+  return 8 * (block % 4) + 2 * (block / 4) + e / 2 + 4 * (e % 2);
+}
 CS_HD constexpr size_t screen_index(int row, int band) {
+  const int column = screen_product_column(band % 32);
   return size_t(band / 32) * kScreenRows * 32 + size_t(row) * 32 +
-         size_t(swizzled_block(row, band % 32 / kScreenBlockBands) + band % kScreenBlockBands);
+         size_t(swizzled_block(row, column / kScreenBlockBands) + column % kScreenBlockBands);
 }
 inline constexpr int kScreenSlabBytes = kScreenRows * 128;  // a tile's 32 bands
 inline constexpr int kScreenMostWarpgroups = 3;

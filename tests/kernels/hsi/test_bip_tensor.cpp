@@ -617,12 +617,21 @@ TEST(BipTensor, ScreenTableHoldsEveryReferenceValueOnce) {
       for (int n : seen) ASSERT_EQ(n, 1);
       for (int k = 0; k < bt::kGroupReferences; ++k)
         EXPECT_EQ(t.screen_weight[k] > 0, k < int(K) && std::isfinite(t.key_scale[size_t(k)])) << k;
-      // The tile's swizzle: adjacent bands of a row share 16 bytes; rows
-      // 128 B apart, a row's block q at q xor (row % 8); slabs 8 KB apart.
-      EXPECT_EQ(bt::screen_index(0, 1) - bt::screen_index(0, 0), 1u);
-      EXPECT_EQ(bt::screen_index(0, 4) - bt::screen_index(0, 0), 4u);
+      // The tile's swizzle: rows 128 B apart, a row's block q at q xor
+      // (row % 8); slabs 8 KB apart. Within a slab the product's order: step
+      // i's columns (0 4 1 5) are bands 4 i .. 4 i + 3, (2 6 3 7) bands
+      // 16 + 4 i .. 16 + 4 i + 3.
+      for (const auto &[band, column] : std::vector<std::pair<int, int>>{
+               {0, 0}, {1, 4}, {2, 1}, {3, 5}, {4, 8}, {16, 2}, {17, 6}, {18, 3}, {19, 7}, {31, 31}, {28, 26}})
+        EXPECT_EQ(bt::screen_product_column(band), column) << band;
+      std::vector<int> columns_seen(32, 0);
+      for (int band = 0; band < 32; ++band) ++columns_seen[size_t(bt::screen_product_column(band))];
+      for (int n : columns_seen) ASSERT_EQ(n, 1);
+      EXPECT_EQ(bt::screen_index(0, 1) - bt::screen_index(0, 0), 4u);
+      EXPECT_EQ(bt::screen_index(0, 2) - bt::screen_index(0, 0), 1u);
+      EXPECT_EQ(bt::screen_index(0, 16) - bt::screen_index(0, 0), 2u);
       EXPECT_EQ(bt::screen_index(1, 0) - bt::screen_index(0, 0), 32u + 4u);
-      EXPECT_EQ(bt::screen_index(3, 8), 3u * 32 + 4 * (2 ^ 3));
+      EXPECT_EQ(bt::screen_index(3, 8), 3u * 32 + 4 * (4 ^ 3));
       EXPECT_EQ(bt::screen_index(8, 0) - bt::screen_index(0, 0), 256u);
       EXPECT_EQ(bt::screen_index(0, 32) - bt::screen_index(0, 0), 2048u);
     }
@@ -674,14 +683,19 @@ TEST(BipTensor, ScreenBoundsCoverTf32Products) {
           for (float v : x) norm2 += double(v) * v;
           const float norm = std::sqrt(float(norm2));
           std::vector<double> exact(K), screened(K), bound(K);
+          // The product's columns, in its order: step c / 8 of slab c / 32.
+          std::vector<int> band_of_column(size_t(padded), 0);
+          for (int u = 0; u < padded; ++u)
+            band_of_column[size_t(u / 32 * 32 + bt::screen_product_column(u % 32))] = u;
           for (size_t k = 0; k < K; ++k) {
             double dot = 0, step = 0;
             float accumulator = 0;
-            for (int u = 0; u < padded; ++u) {
+            for (int c = 0; c < padded; ++c) {
+              const int u = band_of_column[size_t(c)];
               const float xu = u < int(bands) ? x[u] : 0.0f, r = t.screen_references[bt::screen_index(int(k), u)];
               if (u < int(bands)) dot += double(xu) * refs.ref(0, int(k), u);
               step += double(tf32_truncate(xu)) * (rounded_references ? tf32_round(r) : tf32_truncate(r));
-              if (u % 8 == 7) accumulator = truncate_float(step), step = accumulator;
+              if (c % 8 == 7) accumulator = truncate_float(step), step = accumulator;
             }
             exact[k] = t.key_scale[k] * dot + t.key_offset[k];
             screened[k] = std::fma(accumulator, t.screen_terms[4 * k], t.screen_terms[4 * k + 1]);
