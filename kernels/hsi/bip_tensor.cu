@@ -1628,11 +1628,12 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
 // and bandfit: each pixel then transformed in place as load_four does,
 // shifted by its first band or continuum-removed, after looking for the
 // ignore value); per tile:
-//  1. the screen's product: bands / 8 wgmma.m64n64k8 TF32, one commit;
-//  2. meanwhile each pixel's |x|^2 (correlation, bandfit: and sum x) from
-//     the staged samples, two threads a pixel (blocks 0-3 or 4-7 of every
-//     slab; float over 16 bands, double beyond; a pixel whose float sums
-//     would leave float's range is scaled by a power of two, exactly);
+//  1. the screen's product: bands / 8 wgmma.m64n64k8 TF32, the pixels'
+//     operand from registers, loaded a slab at a time (a commit per slab);
+//  2. from the same registers each pixel's |x|^2 (correlation, bandfit: and
+//     sum x; sam: x . m) (float over a thread's 8 samples of a slab, double
+//     beyond; a pixel whose float sums would leave float's range is scaled
+//     by a power of two, exactly, and summed again from the tile);
 //  3. per pixel and reference the key from the product, in float, and its
 //     bound e_k = |x| w_k + s_k (bip_tensor.cpp, make_screen_references):
 //     the references whose key + e_k reaches the largest key - e_j are the
@@ -1693,6 +1694,14 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
 // shared-memory wavefront per lane (0.82 against 0.64 ms). Staging and
 // screening slab by slab as the slabs arrived was no faster (0.54 against
 // 0.53 ms).
+// The pixels' operand from registers (2026-12-01; before, both operands
+// came from shared memory, |x|^2 from a second pass over the tile, two
+// threads a pixel, and a warp-group barrier preceded the product, whose
+// descriptor read every warp's rows): one read of the tile fewer, and a
+// warp's product depends on its own rows only. H200, three A/B runs of
+// three rounds: f32 sam 2618-2638 -> 2653-2701 GB/s (and 2619-2642 ->
+// 2653-2694, 2558-2636 -> 2679-2697), euclidean and correlation 0-3%
+// faster, bandfit and i16 within 1% (kernels/hsi/README.md).
 template <Method M, DataType T>
 __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     classify_bip_screen_kernel(const Args a, const int copy_bytes) {
