@@ -1631,8 +1631,8 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
 //  1. the screen's product: bands / 8 wgmma.m64n64k8 TF32, the pixels'
 //     operand from registers, loaded a slab at a time (a commit per slab);
 //  2. from the same registers each pixel's |x|^2 (correlation, bandfit: and
-//     sum x; sam: x . m) (float over a thread's 8 samples of a slab, double
-//     beyond; a pixel whose float sums would leave float's range is scaled
+//     sum x; sam: x . m) (float over a thread's 16 samples of two slabs,
+//     double beyond; a pixel whose float sums would leave float's range is scaled
 //     by a power of two, exactly, and summed again from the tile);
 //  3. per pixel and reference the key from the product, in float, and its
 //     bound e_k = |x| w_k + s_k (bip_tensor.cpp, make_screen_references):
@@ -1701,7 +1701,9 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
 // warp's product depends on its own rows only. H200, three A/B runs of
 // three rounds: f32 sam 2618-2638 -> 2653-2701 GB/s (and 2619-2642 ->
 // 2653-2694, 2558-2636 -> 2679-2697), euclidean and correlation 0-3%
-// faster, bandfit and i16 within 1% (kernels/hsi/README.md).
+// faster, bandfit and i16 within 1% (kernels/hsi/README.md). Then float
+// over two slabs before each double add (the norms, the rescoring): f32 sam
+// 2641-2683 -> 2698-2717, i16 sam 1204-1216 -> 1224-1239, the others 0-2%.
 template <Method M, DataType T>
 __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     classify_bip_screen_kernel(const Args a, const int copy_bytes) {
@@ -1897,12 +1899,13 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   // scaled), kItemSteps of the product's steps a slab: step i pairs the
   // tile's blocks i and i + 4 with the table's 2 i and 2 i + 1, whose
   // columns are the bands (0 4 1 5) and (2 6 3 7) of those blocks
-  // (screen_product_column). Float over a slab's part (a chain per block),
+  // (screen_product_column). Float over two slabs' parts (a chain per block),
   // double beyond.
   auto part_dot = [&](int row, int k, auto scaled, float scale) {
     const float *x_row = tile + row * 32;
     const float *r_row = table + k * 32;
     double dot = 0;
+    float pair = 0;  // float over two slabs (16 or 32 bands of the lane's), then double
 #pragma unroll 2
     for (int s = 0; s < slabs; ++s) {
       float part[2 * kItemSteps];
@@ -1922,9 +1925,10 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
         part[2 * q + 1] = fmaf(x[1].w, high.w, fmaf(x[1].z, low.w, fmaf(x[1].y, high.z, x[1].x * low.z)));
       }
       if constexpr (kItemSteps == 2)
-        dot += (part[0] + part[1]) + (part[2] + part[3]);
+        pair += (part[0] + part[1]) + (part[2] + part[3]);
       else
-        dot += part[0] + part[1];
+        pair += part[0] + part[1];
+      if (s % 2 == 1 || s + 1 == slabs) dot += double(pair), pair = 0;
     }
     return dot;
   };
@@ -1981,17 +1985,27 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     // 2. Meanwhile, from the same registers before each group is issued (the
     // instruction reads them until its group has finished): the two rows'
     // |x|^2 (and sum x, sam's x . m with m in the tile's band order), in
-    // float over a thread's 8 samples of a slab, double beyond and over the
-    // quad.
+    // float over a thread's 16 samples of two slabs, double beyond and over
+    // the quad.
     float acc[kWgmmaAccumulators];
     uint32_t fragments[2][4][4];
     double row_norm2[2] = {0, 0}, row_sum[2] = {0, 0}, row_centre[2] = {0, 0};
+    // Two slabs a double add: one a slab had throttled the double pipe.
+    float square[2] = {0, 0}, plain[2] = {0, 0}, along[2] = {0, 0};
+    auto add_to_rows = [&] {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        row_norm2[half] += double(square[half]);
+        if constexpr (correlation_like(M)) row_sum[half] += double(plain[half]);
+        if constexpr (kCentred) row_centre[half] += double(along[half]);
+        square[half] = plain[half] = along[half] = 0;
+      }
+    };
     auto multiply_slab = [&](int s, uint32_t (&f)[4][4], auto first) {
       if (s >= 2) {
         wgmma_wait<1>();  // slab s - 2's group, which read f, has finished
         hold(f);
       }
-      float square[2] = {0, 0}, plain[2] = {0, 0}, along[2] = {0, 0};
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         float2 x[2];
@@ -2012,12 +2026,6 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
             along[half] = fmaf(x[half].x, m.x, fmaf(x[half].y, m.y, along[half]));
         }
       }
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        row_norm2[half] += double(square[half]);
-        row_sum[half] += double(plain[half]);
-        row_centre[half] += double(along[half]);
-      }
       wgmma_fence();
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -2030,9 +2038,11 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       wgmma_commit();
     };
     multiply_slab(0, fragments[0], std::true_type{});
+    add_to_rows();
     for (int s = 1; s < slabs; s += 2) {
       multiply_slab(s, fragments[1], std::false_type{});
       if (s + 1 < slabs) multiply_slab(s + 1, fragments[0], std::false_type{});
+      add_to_rows();
     }
     add_over_quad(row_norm2);
     if constexpr (correlation_like(M)) add_over_quad(row_sum);
