@@ -211,8 +211,8 @@ CS_HD constexpr int screen_padded_bands(int bands) { return (bands + 31) / 32 * 
 // Where 16-byte block `block` (0-7) of a slab's row `row` lies in the row's
 // 128 bytes, in floats: the 128-byte swizzle of the tiles and the table.
 CS_HD constexpr int swizzled_block(int row, int block) { return 4 * (block ^ (row % 8)); }
-// The product's column (0-31: step column / 8, column column % 8) that a
-// slab's band (0-31) takes. Each thread of the product loads its two
+// The product's column (0-31: column c is column c % 8 of the slab's step
+// c / 8) that a slab's band (0-31) takes. Each thread of the product loads its two
 // columns c and c + 4 of a step for a pixel row in one 8-byte load, which
 // gives it its operand registers (the instruction's fragment: row g, columns
 // t and t + 4); so step i of a slab reads the tile's 16-byte blocks i and

@@ -61,8 +61,7 @@ double tolerance(Method method, Precision precision, double expected) {
       // exact's unit references are float32: |r| is 1 within ~1e-7, and the
       // angle's acos magnifies that cosine error by 1 / sin (a seed with
       // angles of 0.014 rad erred by 1.4e-6).
-      return (exact ? 1e-6 + 1.2e-7 / std::max(1e-3, std::sin(expected))
-                    : 1e-6 + 5e-7 / std::max(1e-3, std::sin(expected)));
+      return 1e-6 + (exact ? 1.2e-7 : 5e-7) / std::max(1e-3, std::sin(expected));
     case Method::correlation:  // r in [-1, 1]
       return exact ? 1e-6 : 1e-5;
     case Method::bandfit:
