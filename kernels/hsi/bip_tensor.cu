@@ -195,6 +195,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "common/cuda_check.h"
 #include "common/cuda_runtime.h"
@@ -377,15 +378,28 @@ __device__ void stage_references(const Args &a, uint4 *references, int group) {
 // 16-bit samples to float without the quarter-rate integer conversion:
 // 2^23 + u as float bits, minus 2^23 (exact for u < 2^23). Signed samples are
 // biased by 2^15 first. `swap`: stored in the other byte order (the block's
-// byte order is not the machine's).
+// byte order is not the machine's), folded into the constants, which a
+// kernel that widens many pairs makes once: the sign bits the bias flips,
+// and the bytes selected.
+struct SixteenBitWidening {
+  uint32_t bias, first_bytes, second_bytes;
+};
+template <DataType T>
+__device__ __forceinline__ SixteenBitWidening widening_for(bool swap) {
+  const uint32_t bias = T == DataType::i16 ? (swap ? 0x00800080u : 0x80008000u) : 0u;
+  // Stored order: bytes 0, 1 (2, 3), then 0x00, 0x4B; swapped: bytes 1, 0 (3, 2).
+  return {bias, swap ? 0x4501u : 0x4510u, swap ? 0x4523u : 0x4532u};
+}
+template <DataType T>
+__device__ __forceinline__ void widen_pair(uint32_t pair, const SixteenBitWidening &w, float &first, float &second) {
+  constexpr float kOffset = T == DataType::i16 ? 8388608.0f + 32768.0f : 8388608.0f;
+  pair ^= w.bias;
+  first = __uint_as_float(__byte_perm(pair, 0x4Bu, w.first_bytes)) - kOffset;
+  second = __uint_as_float(__byte_perm(pair, 0x4Bu, w.second_bytes)) - kOffset;
+}
 template <DataType T>
 __device__ __forceinline__ void widen_pair(uint32_t pair, bool swap, float &first, float &second) {
-  constexpr uint32_t kBias = T == DataType::i16 ? 0x80008000u : 0u;
-  constexpr float kOffset = T == DataType::i16 ? 8388608.0f + 32768.0f : 8388608.0f;
-  if (swap) pair = __byte_perm(pair, 0u, 0x2301);
-  pair ^= kBias;
-  first = __uint_as_float(__byte_perm(pair, 0x4Bu, 0x4510)) - kOffset;   // bytes 0, 1, then 0x00, 0x4B
-  second = __uint_as_float(__byte_perm(pair, 0x4Bu, 0x4532)) - kOffset;  // bytes 2, 3, then 0x00, 0x4B
+  widen_pair<T>(pair, widening_for<T>(swap), first, second);
 }
 
 // An f32 sample as stored in the other byte order (the block's byte order
@@ -1479,19 +1493,29 @@ __device__ __forceinline__ uint64_t read_once_policy() {
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
   return policy;
 }
+template <int kBytes>
 __device__ __forceinline__ void copy_async_read_once(uint32_t dst, const void *src, uint64_t policy) {
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, 16, %2;\n" ::"r"(dst), "l"(src), "l"(policy)
-               : "memory");
+  if constexpr (kBytes == 16)
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, 16, %2;\n" ::"r"(dst), "l"(src),
+                 "l"(policy)
+                 : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], %2, %2, %3;\n" ::"r"(dst), "l"(src),
+                 "n"(kBytes), "l"(policy)
+                 : "memory");
 }
 
-// A tile's pixel rows (every selected band) into the screen's swizzled tile
-// layout (bip_tensor.h), zeros past the last band and the last pixel. Warp w
-// copies rows 16w .. 16w + 15, four rows (lane / 8) of one slab's 128 bytes
-// (block lane % 8) per instruction.
-template <int kBytes>
-__device__ void stage_screen_rows(const Args &a, float *tile, size_t first_pixel, int slabs, int thread) {
+// A tile's pixel rows (every selected band) as stored into the screen's
+// swizzled tile layout (bip_tensor.h: f32 rows, 128 bytes a slab; 16-bit rows,
+// 64 bytes), zeros past the last band and the last pixel. Warp w copies rows
+// 16w .. 16w + 15, four rows (lane / 8) of one slab's 8 blocks (block lane %
+// 8, 4 bands) per instruction, in pieces of kBytes.
+template <int kSampleBytes, int kBytes>
+__device__ void stage_screen_rows(const Args &a, void *tile, size_t first_pixel, int slabs, int thread) {
+  constexpr int kBlockBytes = 4 * kSampleBytes, kRowBytes = 8 * kBlockBytes, kSlabBytes = kScreenRows * kRowBytes;
+  static_assert(kBytes <= kBlockBytes && kBlockBytes % kBytes == 0, "a block in whole pieces");
   const int lane = thread % 32, warp = thread / 32, q = lane % 8;
-  const int valid_bytes = a.bands * int(sizeof(float));
+  const int valid_bytes = a.bands * kSampleBytes;
   const unsigned char *src[4];
   uint32_t dst[4];
   size_t pixel[4];
@@ -1499,26 +1523,28 @@ __device__ void stage_screen_rows(const Args &a, float *tile, size_t first_pixel
   for (int i = 0; i < 4; ++i) {
     const int m = 16 * warp + lane / 8 + 4 * i;
     pixel[i] = first_pixel + m;
-    src[i] = a.data + (pixel[i] < a.pixels ? pixel[i] : 0) * a.pixel_stride + q * 16;
-    dst[i] = shared_address(tile) + m * 128 + swizzled_block(m, q) * sizeof(float);
+    src[i] = a.data + (pixel[i] < a.pixels ? pixel[i] : 0) * a.pixel_stride + q * kBlockBytes;
+    const int block_at = kSampleBytes == 4 ? swizzled_block(m, q) : swizzled_block_16bit(m, q);  // in samples
+    dst[i] = shared_address(tile) + m * kRowBytes + block_at * kSampleBytes;
   }
-  if (kBytes == 16 && first_pixel + kScreenRows <= a.pixels && valid_bytes == slabs * 128) {
+  if (kBytes == kBlockBytes && first_pixel + kScreenRows <= a.pixels && valid_bytes == slabs * kRowBytes) {
     // The common case: no bounds, no zero fill.
     const uint64_t policy = read_once_policy();
     for (int slab = 0; slab < slabs; ++slab)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) copy_async_read_once(dst[i] + slab * kScreenSlabBytes, src[i] + slab * 128, policy);
+      for (int i = 0; i < 4; ++i)
+        copy_async_read_once<kBlockBytes>(dst[i] + slab * kSlabBytes, src[i] + slab * kRowBytes, policy);
     return;
   }
   for (int slab = 0; slab < slabs; ++slab)
 #pragma unroll
     for (int i = 0; i < 4; ++i)
 #pragma unroll
-      for (int part = 0; part < 16 / kBytes; ++part) {
-        const int offset = slab * 128 + q * 16 + part * kBytes;
+      for (int part = 0; part < kBlockBytes / kBytes; ++part) {
+        const int offset = slab * kRowBytes + q * kBlockBytes + part * kBytes;
         const int bytes = pixel[i] < a.pixels ? max(0, min(kBytes, valid_bytes - offset)) : 0;
-        copy_async<kBytes>(dst[i] + slab * kScreenSlabBytes + part * kBytes,
-                           bytes > 0 ? src[i] + slab * 128 + part * kBytes : a.data, bytes);
+        copy_async<kBytes>(dst[i] + slab * kSlabBytes + part * kBytes,
+                           bytes > 0 ? src[i] + slab * kRowBytes + part * kBytes : a.data, bytes);
       }
 }
 
@@ -1627,7 +1653,8 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
 // staged at once in the swizzled tile layout (bip_tensor.h; correlation
 // and bandfit: each pixel then transformed in place as load_four does,
 // shifted by its first band or continuum-removed, after looking for the
-// ignore value); per tile:
+// ignore value; 16-bit samples for sam and euclidean: staged as stored, the
+// next tile while this one is scored, and widened where they are read); per tile:
 //  1. the screen's product: bands / 8 wgmma.m64n64k8 TF32, the pixels'
 //     operand from registers, loaded a slab at a time (a commit per slab);
 //  2. from the same registers each pixel's |x|^2 (correlation, bandfit: and
@@ -1704,6 +1731,11 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
 // faster, bandfit and i16 within 1% (kernels/hsi/README.md). Then float
 // over two slabs before each double add (the norms, the rescoring): f32 sam
 // 2641-2683 -> 2698-2717, i16 sam 1204-1216 -> 1224-1239, the others 0-2%.
+// 16-bit tiles kept as stored for sam and euclidean (2026-12-02; before,
+// every 16-bit tile was copied raw into half of its floats' place and
+// widened there, a round trip and a pass per tile): i16 sam 1225-1239 ->
+// 1256-1267 GB/s, euclidean 1229-1235 -> 1292-1298, big-endian alike
+// (kernels/hsi/README.md).
 template <Method M, DataType T>
 __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     classify_bip_screen_kernel(const Args a, const int copy_bytes) {
@@ -1712,7 +1744,12 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   constexpr unsigned kAll = 0xffffffffu;
   // sam's table rows are centred (make_screen_references): its keys add x . m.
   constexpr bool kCentred = M == Method::sam;
-  constexpr int kSlabFloats = kScreenSlabBytes / sizeof(float);  // a tile's 32 bands: 8 KB
+  // 16-bit samples stay as stored in the tiles where nothing rewrites them
+  // (sam, euclidean): two tiles in a warp group's bytes, the next one copied
+  // while this one is scored, each sample widened where it is read.
+  constexpr bool kRawTiles = T != DataType::f32 && !correlation_like(M);
+  using TileSample = std::conditional_t<kRawTiles, uint16_t, float>;
+  constexpr int kSlabFloats = kScreenSlabBytes / sizeof(float);  // a tile's 32 bands: 8 KB (16-bit tiles: 4 KB)
   const int slabs = screen_padded_bands(a.bands) / 32;
   const size_t table_floats = size_t(slabs) * kSlabFloats, tile_floats = table_floats;
   float *const table = reinterpret_cast<float *>(smem);
@@ -1746,7 +1783,37 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   // The tiles from the 1 KB boundary after the centre (the swizzle's period).
   float *const first_tile =
       mean + slabs * 32 + (1024 - (shared_address(mean + slabs * 32) & 1023u)) % 1024 / sizeof(float);
-  float *const tile = first_tile + warpgroup * tile_floats;
+  // This tile (16-bit tiles: which of the warp group's two by the parity of its count).
+  TileSample *tile = reinterpret_cast<TileSample *>(first_tile + warpgroup * tile_floats);
+  auto raw_tile = [&](int parity) {
+    return reinterpret_cast<TileSample *>(first_tile + warpgroup * tile_floats) + parity * tile_floats;
+  };
+  // A row's block (4 bands) in a slab (bip_tensor.h), in samples from the row's start.
+  auto block_at = [](int row, int block) {
+    return kRawTiles ? swizzled_block_16bit(row, block) : swizzled_block(row, block);
+  };
+  // Four adjacent samples of a tile (a block), and two, as floats.
+  const SixteenBitWidening widening = widening_for<T>(a.swap_bytes);
+  auto load_block = [&](const TileSample *at) {
+    if constexpr (kRawTiles) {
+      const uint2 v = *reinterpret_cast<const uint2 *>(at);
+      float4 x;
+      widen_pair<T>(v.x, widening, x.x, x.y);
+      widen_pair<T>(v.y, widening, x.z, x.w);
+      return x;
+    } else {
+      return *reinterpret_cast<const float4 *>(at);
+    }
+  };
+  auto load_pair = [&](const TileSample *at) {
+    if constexpr (kRawTiles) {
+      float2 x;
+      widen_pair<T>(*reinterpret_cast<const uint32_t *>(at), widening, x.x, x.y);
+      return x;
+    } else {
+      return *reinterpret_cast<const float2 *>(at);
+    }
+  };
   const uint32_t table_address = shared_address(table);
   // The 128-byte swizzle is of address bits: the table's rows must start on its 1 KB period (dynamic shared
   // memory begins there).
@@ -1755,26 +1822,25 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   // per step i of a slab its two columns t and t + 4, which are adjacent
   // bands of block i + 4 (t / 2) (bip_tensor.h, screen_product_column); sam's
   // centre at the same bands.
-  const float *const fragment_rows = tile + (warp * 16 + g) * 32;
+  const int fragment_row = warp * 16 + g;
   int fragment_offset[4], mean_offset[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    fragment_offset[i] = swizzled_block(g, i + 4 * (t / 2)) + 2 * (t % 2);
+    fragment_offset[i] = block_at(g, i + 4 * (t / 2)) + 2 * (t % 2);
     mean_offset[i] = kScreenBlockBands * (i + 4 * (t / 2)) + 2 * (t % 2);
   }
   // The pixel this thread scores again (its row of the tile; its sums too
   // where they are scaled) and its half of each slab: blocks 4 h .. 4 h + 3,
   // at own + 4 (q ^ row % 8).
   const int own_row = warp * 16 + lane % 16, h = lane / 16;
-  float *const own = tile + own_row * 32;
   int x_offset[4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) x_offset[i] = swizzled_block(own_row, 4 * h + i);
+  for (int i = 0; i < 4; ++i) x_offset[i] = block_at(own_row, 4 * h + i);
   // The own pixel's 16 samples of this thread's half of slab s (times `scale` when scaled).
   auto load_sixteen = [&](int s, float (&x)[16], auto scaled, float scale) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const float4 v = *reinterpret_cast<const float4 *>(own + s * kSlabFloats + x_offset[i]);
+      const float4 v = load_block(tile + own_row * 32 + s * kSlabFloats + x_offset[i]);
       x[4 * i] = v.x, x[4 * i + 1] = v.y, x[4 * i + 2] = v.z, x[4 * i + 3] = v.w;
     }
     if constexpr (decltype(scaled)::value)
@@ -1836,6 +1902,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   // (shifted by the first band; continuum-removed with the same fast
   // division, then shifted by 1), in place; zeros past the last band stay.
   auto shift_half = [&] {
+    float *const own = reinterpret_cast<float *>(tile) + own_row * 32;  // float tiles only
     auto staged = [&](int band) {  // the own row's sample of `band` in the swizzled tile
       return own[(band / 32) * kSlabFloats + swizzled_block(own_row, band % 32 / 4) + band % 4];
     };
@@ -1864,6 +1931,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   };
   // f32 blocks in the other byte order: the own pixel's half of the tile in place, as the machine's floats.
   auto swap_half = [&] {
+    float *const own = reinterpret_cast<float *>(tile) + own_row * 32;  // float tiles only
     for (int s = 0; s < slabs; ++s)
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -1902,7 +1970,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   // (screen_product_column). Float over two slabs' parts (a chain per block),
   // double beyond.
   auto part_dot = [&](int row, int k, auto scaled, float scale) {
-    const float *x_row = tile + row * 32;
+    const TileSample *x_row = tile + row * 32;
     const float *r_row = table + k * 32;
     double dot = 0;
     float pair = 0;  // float over two slabs (16 or 32 bands of the lane's), then double
@@ -1915,7 +1983,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
         float4 x[2];
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
-          x[half] = *reinterpret_cast<const float4 *>(x_row + s * kSlabFloats + swizzled_block(row, i + 4 * half));
+          x[half] = load_block(x_row + s * kSlabFloats + block_at(row, i + 4 * half));
           if constexpr (decltype(scaled)::value)
             x[half].x *= scale, x[half].y *= scale, x[half].z *= scale, x[half].w *= scale;
         }
@@ -1937,25 +2005,41 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   // 16-bit rows read in 16-byte pieces where the bands fill the slabs.
   const bool widened_vector_rows = copy_bytes == 16;
   const uint64_t table_descriptor = swizzled_descriptor(table_address, 1024);
-  for (size_t tile_index = size_t(blockIdx.x) * warpgroups + warpgroup; tile_index < tiles;
-       tile_index += tile_step) {
-    const size_t first_pixel = tile_index * kScreenRows;
-    if constexpr (T != DataType::f32) {
-      __syncwarp();  // the lanes still scoring the warp's rows of the last tile read them as floats
-      stage_screen_rows_widened<T>(a, tile, first_pixel, slabs, thread, widened_vector_rows);
-    } else if (copy_bytes == 16) {
-      stage_screen_rows<16>(a, tile, first_pixel, slabs, thread);
-    } else if (copy_bytes == 8) {
-      stage_screen_rows<8>(a, tile, first_pixel, slabs, thread);
-    } else {
-      stage_screen_rows<4>(a, tile, first_pixel, slabs, thread);
-    }
+  const size_t first_tile_index = size_t(blockIdx.x) * warpgroups + warpgroup;
+  if constexpr (kRawTiles) {  // the first tile; each later one is copied while the one before is scored
+    if (first_tile_index < tiles)
+      stage_screen_rows<2, 8>(a, raw_tile(0), first_tile_index * kScreenRows, slabs, thread);
     commit_copies();
-    // The warp group's next tile into L2 while this one is scored.
-    if (thread == 0 && copy_bytes == 16) prefetch_screen_tile<T>(a, first_pixel + tile_step * kScreenRows);
-    wait_copies<0>();
+  }
+  int parity = 0;  // of the warp group's tiles so far: which 16-bit tile is this one
+  for (size_t tile_index = first_tile_index; tile_index < tiles; tile_index += tile_step, parity ^= 1) {
+    const size_t first_pixel = tile_index * kScreenRows;
+    if constexpr (kRawTiles) {
+      // 16-bit rows come in aligned 16-byte pieces (uses_screen), so in 8-byte blocks.
+      tile = raw_tile(parity);
+      __syncwarp();  // the lanes still scoring the warp's rows of the last tile have read the other tile
+      if (tile_index + tile_step < tiles)
+        stage_screen_rows<2, 8>(a, raw_tile(parity ^ 1), first_pixel + tile_step * kScreenRows, slabs, thread);
+      commit_copies();  // an empty group past the last tile: this tile's is then the one before
+      wait_copies<1>();
+    } else {
+      if constexpr (T != DataType::f32) {
+        __syncwarp();  // the lanes still scoring the warp's rows of the last tile read them as floats
+        stage_screen_rows_widened<T>(a, tile, first_pixel, slabs, thread, widened_vector_rows);
+      } else if (copy_bytes == 16) {
+        stage_screen_rows<4, 16>(a, tile, first_pixel, slabs, thread);
+      } else if (copy_bytes == 8) {
+        stage_screen_rows<4, 8>(a, tile, first_pixel, slabs, thread);
+      } else {
+        stage_screen_rows<4, 4>(a, tile, first_pixel, slabs, thread);
+      }
+      commit_copies();
+      // The warp group's next tile into L2 while this one is scored.
+      if (thread == 0 && copy_bytes == 16) prefetch_screen_tile<T>(a, first_pixel + tile_step * kScreenRows);
+      wait_copies<0>();
+    }
     if constexpr (T != DataType::f32) {
-      __syncwarp();  // the warp's rows, converted by its lanes
+      __syncwarp();  // the warp's rows, copied or converted by its lanes
     } else if (a.swap_bytes) {
       __syncwarp();  // the warp's rows, copied by its lanes
       swap_half();
@@ -2011,8 +2095,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
         float2 x[2];
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
-          x[half] = *reinterpret_cast<const float2 *>(fragment_rows + half * 8 * 32 + s * kSlabFloats +
-                                                      fragment_offset[i]);
+          x[half] = load_pair(tile + (fragment_row + half * 8) * 32 + s * kSlabFloats + fragment_offset[i]);
           f[i][half] = __float_as_uint(x[half].x);
           f[i][2 + half] = __float_as_uint(x[half].y);
           square[half] = fmaf(x[half].x, x[half].x, square[half]);

@@ -186,8 +186,8 @@ CS_HD size_t wgmma_reference_index(int group, int part, int reference, int posit
 }
 
 // What the kernel needs about the references, prepared once per classifier.
-// The screen (wgmma builds, f32, i16 and u16 blocks (widened to f32 when
-// staged), every method but sid, K <= 64, no rule images): one TF32 product per term on the warp-group instructions,
+// The screen (wgmma builds, f32, i16 and u16 blocks (16-bit samples widened
+// to f32 when staged, or for sam and euclidean where read), every method but sid, K <= 64, no rule images): one TF32 product per term on the warp-group instructions,
 // the pixels' operand from registers and the references' from shared memory, then every reference the product
 // cannot rule out (classify_math.h, kScreenOperandError) scored again from
 // the staged samples in the fast precision (correlation and bandfit: the
@@ -211,6 +211,12 @@ CS_HD constexpr int screen_padded_bands(int bands) { return (bands + 31) / 32 * 
 // Where 16-byte block `block` (0-7) of a slab's row `row` lies in the row's
 // 128 bytes, in floats: the 128-byte swizzle of the tiles and the table.
 CS_HD constexpr int swizzled_block(int row, int block) { return 4 * (block ^ (row % 8)); }
+// The same for 16-bit tiles (sam, euclidean: the samples kept as stored,
+// widened where they are read), in samples: a slab's row is 64 bytes, its
+// 8-byte block q at (q xor (row / 2) % 4). The product's 4-byte reads of a
+// step (rows g, the words of blocks i and i + 4) then meet 32 distinct banks,
+// as `BipTensor.SixteenBitTileReadsMeetDistinctBanks` checks.
+CS_HD constexpr int swizzled_block_16bit(int row, int block) { return 4 * (block ^ (row / 2 % 4)); }
 // The product's column (0-31: column c is column c % 8 of the slab's step
 // c / 8) that a slab's band (0-31) takes. Each thread of the product loads its two
 // columns c and c + 4 of a step for a pixel row in one 8-byte load, which
@@ -230,7 +236,8 @@ CS_HD constexpr size_t screen_index(int row, int band) {
 inline constexpr int kScreenSlabBytes = kScreenRows * 128;  // a tile's 32 bands
 inline constexpr int kScreenMostWarpgroups = 3;
 // Shared memory of the screen with `warpgroups` tiles of f32 rows (16-bit
-// samples widened): the
+// samples widened; or, for sam and euclidean, two 16-bit tiles in the same
+// bytes, the next one staged while this one is scored): the
 // references, their key terms, sam's centre (a float per band), the tiles
 // and 1 KB to align them (the swizzle's period).
 size_t screen_shared_bytes(int bands, int warpgroups);

@@ -637,6 +637,35 @@ TEST(BipTensor, ScreenTableHoldsEveryReferenceValueOnce) {
     }
 }
 
+// The 16-bit tiles' swizzle (sam and euclidean keep 16-bit samples as
+// stored): within a slab's row each 8-byte block has its own place, and a
+// product step's reads (lane 4 g + t: rows g, or g + 8, of a warp's 16, the
+// word of the two bands the instruction takes as columns t and t + 4, in
+// block i + 4 (t / 2)) meet 32 distinct banks, for every warp and step.
+TEST(BipTensor, SixteenBitTileReadsMeetDistinctBanks) {
+  for (int row = 0; row < bt::kScreenRows; ++row) {
+    std::vector<int> places(8, 0);
+    for (int block = 0; block < 8; ++block) {
+      const int at = bt::swizzled_block_16bit(row, block);
+      ASSERT_EQ(at % 4, 0);
+      ASSERT_LT(at, 32);
+      ++places[size_t(at / 4)];
+    }
+    for (int n : places) ASSERT_EQ(n, 1) << row;
+  }
+  for (int warp = 0; warp < 4; ++warp)
+    for (int half = 0; half < 2; ++half)
+      for (int step = 0; step < 4; ++step) {
+        std::vector<int> banks(32, 0);
+        for (int lane = 0; lane < 32; ++lane) {
+          const int g = lane / 4, t = lane % 4, row = 16 * warp + 8 * half + g;
+          const int sample = row * 32 + bt::swizzled_block_16bit(row, step + 4 * (t / 2)) + 2 * (t % 2);
+          ++banks[size_t(sample * 2 / 4 % 32)];
+        }
+        for (int n : banks) EXPECT_EQ(n, 1) << warp << " " << half << " " << step;
+      }
+}
+
 // The screen's bounds against an emulation of its product (the pixel's and
 // the references' float bits read as TF32 by truncation, or the
 // references' by rounding; products exact; each 8-band step added to a
