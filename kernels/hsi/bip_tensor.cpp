@@ -383,8 +383,8 @@ bool uses_screen(Method method, const DeviceTables &tables, DataType type, int c
   if (tables.screen_warpgroups == 0 || !tables.screen_references || output.rule_images || !screened(method))
     return false;
   if (type == DataType::f32) return true;
-  // 16-bit rows are widened as they are staged (copied raw, converted in shared memory; sam and euclidean keep
-  // them as stored, in 8-byte blocks), fast only in aligned
+  // 16-bit rows are widened as they are staged (copied raw, converted in shared memory; every method but bandfit
+  // keeps them as stored, in 8-byte blocks), fast only in aligned
   // 16-byte pieces (the slabs the bands fill; a last partial slab sample by sample): rows off that alignment,
   // staged sample by sample throughout, took i16 sam to 554 GB/s at 200 bands, where the kernel without the screen
   // reads whole chunks.

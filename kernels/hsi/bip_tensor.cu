@@ -1658,8 +1658,9 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
 // staged at once in the swizzled tile layout (bip_tensor.h; correlation
 // and bandfit: each pixel then transformed in place as load_four does,
 // shifted by its first band or continuum-removed, after looking for the
-// ignore value; 16-bit samples for sam and euclidean: staged as stored, the
-// next tile while this one is scored, and widened where they are read); per tile:
+// ignore value; 16-bit samples for every method but bandfit: staged as
+// stored, the next tile while this one is scored, and widened (correlation:
+// and shifted) where they are read); per tile:
 //  1. the screen's product: bands / 8 wgmma.m64n64k8 TF32, the pixels'
 //     operand from registers, loaded a slab at a time (a commit per slab);
 //  2. from the same registers each pixel's |x|^2 (correlation, bandfit: and
@@ -1740,7 +1741,8 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
 // every 16-bit tile was copied raw into half of its floats' place and
 // widened there, a round trip and a pass per tile): i16 sam 1225-1239 ->
 // 1256-1267 GB/s, euclidean 1229-1235 -> 1292-1298, big-endian alike
-// (kernels/hsi/README.md).
+// (kernels/hsi/README.md); then correlation's too, shifted where read: i16
+// correlation 1129-1138 -> 1146-1160.
 template <Method M, DataType T>
 __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     classify_bip_screen_kernel(const Args a, const int copy_bytes) {
@@ -1750,9 +1752,12 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   // sam's table rows are centred (make_screen_references): its keys add x . m.
   constexpr bool kCentred = M == Method::sam;
   // 16-bit samples stay as stored in the tiles where nothing rewrites them
-  // (sam, euclidean): two tiles in a warp group's bytes, the next one copied
-  // while this one is scored, each sample widened where it is read.
-  constexpr bool kRawTiles = T != DataType::f32 && !correlation_like(M);
+  // (sam, euclidean, correlation): two tiles in a warp group's bytes, the
+  // next one copied while this one is scored, each sample widened where it is
+  // read (correlation's shift applied there too); bandfit's continuum-removed
+  // values are formed once, in float tiles.
+  constexpr bool kRawTiles = T != DataType::f32 && M != Method::bandfit;
+  constexpr bool kShiftedInRegisters = kRawTiles && M == Method::correlation;
   using TileSample = std::conditional_t<kRawTiles, uint16_t, float>;
   constexpr int kSlabFloats = kScreenSlabBytes / sizeof(float);  // a tile's 32 bands: 8 KB (16-bit tiles: 4 KB)
   const int slabs = screen_padded_bands(a.bands) / 32;
@@ -1833,6 +1838,17 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     fragment_offset[i] = block_at(g, i + 4 * (t / 2)) + 2 * (t % 2);
     mean_offset[i] = kScreenBlockBands * (i + 4 * (t / 2)) + 2 * (t % 2);
   }
+  // Correlation's values from 16-bit tiles: the samples of bands from
+  // `band` on less the pixel's first band (load_four's shift), zeros past
+  // the last band.
+  auto shifted = [&](float x, float shift, int band) { return band < a.bands ? x - shift : 0.0f; };
+  auto shift_four = [&](float4 &x, float shift, int band) {
+    if (band + 4 <= a.bands)
+      x = make_float4(x.x - shift, x.y - shift, x.z - shift, x.w - shift);
+    else
+      x = make_float4(shifted(x.x, shift, band), shifted(x.y, shift, band + 1), shifted(x.z, shift, band + 2),
+                      shifted(x.w, shift, band + 3));
+  };
   // The pixel this thread scores again (its row of the tile; its sums too
   // where they are scaled) and its half of each slab: blocks 4 h .. 4 h + 3,
   // at own + 4 (q ^ row % 8).
@@ -1840,11 +1856,15 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   int x_offset[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) x_offset[i] = block_at(own_row, 4 * h + i);
-  // The own pixel's 16 samples of this thread's half of slab s (times `scale` when scaled).
-  auto load_sixteen = [&](int s, float (&x)[16], auto scaled, float scale) {
+  float own_shift = 0.0f;  // correlation from 16-bit tiles: the own pixel's first band
+  // The own pixel's 16 values of this thread's half of slab s (times `scale`
+  // when scaled; `as_stored`: the samples, before correlation's shift).
+  auto load_sixteen = [&](int s, float (&x)[16], auto scaled, float scale, bool as_stored) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const float4 v = load_block(tile + own_row * 32 + s * kSlabFloats + x_offset[i]);
+      float4 v = load_block(tile + own_row * 32 + s * kSlabFloats + x_offset[i]);
+      if constexpr (kShiftedInRegisters)
+        if (!as_stored) shift_four(v, own_shift, s * 32 + 16 * h + 4 * i);
       x[4 * i] = v.x, x[4 * i + 1] = v.y, x[4 * i + 2] = v.z, x[4 * i + 3] = v.w;
     }
     if constexpr (decltype(scaled)::value)
@@ -1856,7 +1876,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   // bandfit also sum x.
   auto slab_norm2 = [&](int s, float scale, double &sum, double &centre_dot) {
     float x[16];
-    load_sixteen(s, x, std::true_type{}, scale);
+    load_sixteen(s, x, std::true_type{}, scale, false);
     float part[4] = {0, 0, 0, 0};
 #pragma unroll
     for (int i = 0; i < 16; ++i) part[i / 4] = fmaf(x[i], x[i], part[i / 4]);
@@ -1896,7 +1916,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     bool found = false;
     for (int s = 0; s < slabs; ++s) {
       float x[16];
-      load_sixteen(s, x, std::false_type{}, 1.0f);
+      load_sixteen(s, x, std::false_type{}, 1.0f, true);
 #pragma unroll
       for (int j = 0; j < 16; ++j) found |= x[j] == a.ignore_value && s * 32 + 16 * h + j < a.bands;
     }
@@ -1949,7 +1969,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     float largest = 0;
     for (int s = 0; s < slabs; ++s) {
       float x[16];
-      load_sixteen(s, x, std::false_type{}, 1.0f);
+      load_sixteen(s, x, std::false_type{}, 1.0f, false);
       for (float v : x) largest = fmaxf(largest, fabsf(v));
     }
     return largest;
@@ -1973,7 +1993,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   // columns are the bands (0 4 1 5) and (2 6 3 7) of those blocks
   // (screen_product_column). Float over two slabs' parts (a chain per block),
   // double beyond.
-  auto part_dot = [&](int row, int k, auto scaled, float scale) {
+  auto part_dot = [&](int row, int k, auto scaled, float scale, float shift) {
     const TileSample *x_row = tile + row * 32;
     const float *r_row = table + k * 32;
     double dot = 0;
@@ -1988,6 +2008,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
           x[half] = load_block(x_row + s * kSlabFloats + block_at(row, i + 4 * half));
+          if constexpr (kShiftedInRegisters) shift_four(x[half], shift, s * 32 + 4 * (i + 4 * half));
           if constexpr (decltype(scaled)::value)
             x[half].x *= scale, x[half].y *= scale, x[half].z *= scale, x[half].w *= scale;
         }
@@ -2059,7 +2080,12 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     if constexpr (correlation_like(M)) {
       __syncwarp();  // the warp's rows, copied by its lanes, complete for every lane
       find_ignored();
-      shift_half();
+      if constexpr (kShiftedInRegisters) {
+        float unused;
+        convert_pair<T>(*(tile + own_row * 32 + block_at(own_row, 0)), a.swap_bytes, own_shift, unused);
+      } else {
+        shift_half();
+      }
     }
     __syncwarp();  // the warp's rows, staged by its lanes, complete for every lane
 
@@ -2077,6 +2103,9 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     // the quad.
     float acc[kWgmmaAccumulators];
     uint32_t fragments[2][4][4];
+    float fragment_shift[2] = {0, 0};  // correlation from 16-bit tiles: rows g and g + 8's first bands
+    if constexpr (kShiftedInRegisters)
+      for (int half = 0; half < 2; ++half) fragment_shift[half] = __shfl_sync(kAll, own_shift, g + 8 * half);
     double row_norm2[2] = {0, 0}, row_sum[2] = {0, 0}, row_centre[2] = {0, 0};
     // Two slabs a double add: one a slab had throttled the double pipe.
     float square[2] = {0, 0}, plain[2] = {0, 0}, along[2] = {0, 0};
@@ -2100,6 +2129,15 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
           x[half] = load_pair(tile + (fragment_row + half * 8) * 32 + s * kSlabFloats + fragment_offset[i]);
+          if constexpr (kShiftedInRegisters) {
+            const int band = s * 32 + mean_offset[i];
+            if (s * 32 + 32 <= a.bands) {  // a slab the bands fill (the same for the whole warp)
+              x[half].x -= fragment_shift[half], x[half].y -= fragment_shift[half];
+            } else {
+              x[half].x = shifted(x[half].x, fragment_shift[half], band);
+              x[half].y = shifted(x[half].y, fragment_shift[half], band + 1);
+            }
+          }
           f[i][half] = __float_as_uint(x[half].x);
           f[i][2 + half] = __float_as_uint(x[half].y);
           square[half] = fmaf(x[half].x, x[half].x, square[half]);
@@ -2302,8 +2340,9 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       const float scale_p = __shfl_sync(kAll, pixel_scale, p);
       // The item's key terms, loaded while its dot product is formed.
       const double offset_k = __ldg(a.key_offset + k), scale_k = kCentred ? 1.0 : __ldg(a.key_scale + k);
-      double dot = any_scaled ? part_dot(warp * 16 + p, k, std::true_type{}, scale_p)
-                              : part_dot(warp * 16 + p, k, std::false_type{}, 1.0f);
+      const float shift_p = kShiftedInRegisters ? __shfl_sync(kAll, own_shift, p) : 0.0f;
+      double dot = any_scaled ? part_dot(warp * 16 + p, k, std::true_type{}, scale_p, shift_p)
+                              : part_dot(warp * 16 + p, k, std::false_type{}, 1.0f, shift_p);
 #pragma unroll
       for (int other = 1; other < kItemLanes; other *= 2) dot += __shfl_xor_sync(kAll, dot, other);
       // Back to the pixels: this pixel's items of the round are slots [from, to).

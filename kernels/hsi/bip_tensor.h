@@ -187,9 +187,11 @@ CS_HD size_t wgmma_reference_index(int group, int part, int reference, int posit
 
 // What the kernel needs about the references, prepared once per classifier.
 // The screen (wgmma builds, f32, i16 and u16 blocks (16-bit samples widened
-// to f32 when staged, or for sam and euclidean where read), every method but sid, K <= 64, no rule images): one TF32 product per term on the warp-group instructions,
-// the pixels' operand from registers and the references' from shared memory, then every reference the product
-// cannot rule out (classify_math.h, kScreenOperandError) scored again from
+// to f32 when staged for bandfit, where read for the others), every method
+// but sid, K <= 64, no rule images): one TF32 product per term on the
+// warp-group instructions, the pixels' operand from registers and the
+// references' from shared memory, then every reference the product cannot
+// rule out (classify_math.h, kScreenOperandError) scored again from
 // the staged samples in the fast precision (correlation and bandfit: the
 // staged pixels first transformed as load_four does). Layouts, bands padded
 // with zeros to a multiple of 32:
@@ -236,7 +238,7 @@ CS_HD constexpr size_t screen_index(int row, int band) {
 inline constexpr int kScreenSlabBytes = kScreenRows * 128;  // a tile's 32 bands
 inline constexpr int kScreenMostWarpgroups = 3;
 // Shared memory of the screen with `warpgroups` tiles of f32 rows (16-bit
-// samples widened; or, for sam and euclidean, two 16-bit tiles in the same
+// samples widened for bandfit; for the others two 16-bit tiles in the same
 // bytes, the next one staged while this one is scored): the
 // references, their key terms, sam's centre (a float per band), the tiles
 // and 1 KB to align them (the swizzle's period).

@@ -637,8 +637,8 @@ TEST(BipTensor, ScreenTableHoldsEveryReferenceValueOnce) {
     }
 }
 
-// The 16-bit tiles' swizzle (sam and euclidean keep 16-bit samples as
-// stored): within a slab's row each 8-byte block has its own place, and a
+// The 16-bit tiles' swizzle (every screened method but bandfit keeps 16-bit
+// samples as stored): within a slab's row each 8-byte block has its own place, and a
 // product step's reads (lane 4 g + t: rows g, or g + 8, of a warp's 16, the
 // word of the two bands the instruction takes as columns t and t + 4, in
 // block i + 4 (t / 2)) meet 32 distinct banks, for every warp and step.
