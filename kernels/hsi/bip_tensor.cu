@@ -375,28 +375,17 @@ __device__ void stage_references(const Args &a, uint4 *references, int group) {
     copy_async<16>(shared_address(references + i), src + i, 16);
 }
 
-// 16-bit samples to float without the quarter-rate integer conversion:
-// 2^23 + u as float bits, minus 2^23 (exact for u < 2^23). Signed samples are
-// biased by 2^15 first. `swap`: stored in the other byte order (the block's
-// byte order is not the machine's).
+// 16-bit samples to float by the integer conversion (a quarter-rate
+// instruction per sample, the high sample shifted down first: three
+// instructions a pair). `swap`: stored in the other byte order (the block's
+// byte order is not the machine's). Float-bit arithmetic instead (2^23 + u
+// as float bits, minus 2^23; signed samples biased by 2^15 first) takes
+// five a pair: where the screen widens the samples it multiplies (its
+// 16-bit tiles kept as stored) i16 sam was 1233-1263 GB/s with it, 1290-1307
+// with this (H200, same run); correlation and bandfit, staged as floats, ~1 %
+// faster.
 template <DataType T>
 __device__ __forceinline__ void widen_pair(uint32_t pair, bool swap, float &first, float &second) {
-  constexpr uint32_t kBias = T == DataType::i16 ? 0x80008000u : 0u;
-  constexpr float kOffset = T == DataType::i16 ? 8388608.0f + 32768.0f : 8388608.0f;
-  if (swap) pair = __byte_perm(pair, 0u, 0x2301);
-  pair ^= kBias;
-  first = __uint_as_float(__byte_perm(pair, 0x4Bu, 0x4510)) - kOffset;   // bytes 0, 1, then 0x00, 0x4B
-  second = __uint_as_float(__byte_perm(pair, 0x4Bu, 0x4532)) - kOffset;  // bytes 2, 3, then 0x00, 0x4B
-}
-// The same by the integer conversion (a quarter-rate instruction per
-// sample, the high sample shifted down first: three instructions a pair
-// where widen_pair takes five), which the screen takes: where it widens the
-// samples it multiplies (its 16-bit tiles kept as stored), i16 sam
-// 1233-1263 -> 1290-1307 GB/s (H200, same run), and where it stages rows
-// as floats, correlation and bandfit ~1 % faster. The other kernels keep
-// widen_pair (tuned with it).
-template <DataType T>
-__device__ __forceinline__ void convert_pair(uint32_t pair, bool swap, float &first, float &second) {
   if (swap) pair = __byte_perm(pair, 0u, 0x2301);
   if constexpr (T == DataType::i16) {
     first = __int2float_rn(int(short(pair & 0xffffu)));
@@ -1609,10 +1598,10 @@ __device__ void stage_screen_rows_widened(const Args &a, float *tile, size_t fir
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         float x[8];
-        convert_pair<T>(v[half].x, a.swap_bytes, x[0], x[1]);
-        convert_pair<T>(v[half].y, a.swap_bytes, x[2], x[3]);
-        convert_pair<T>(v[half].z, a.swap_bytes, x[4], x[5]);
-        convert_pair<T>(v[half].w, a.swap_bytes, x[6], x[7]);
+        widen_pair<T>(v[half].x, a.swap_bytes, x[0], x[1]);
+        widen_pair<T>(v[half].y, a.swap_bytes, x[2], x[3]);
+        widen_pair<T>(v[half].z, a.swap_bytes, x[4], x[5]);
+        widen_pair<T>(v[half].w, a.swap_bytes, x[6], x[7]);
         store(rows[half], slab, x);
       }
     }
@@ -1628,7 +1617,7 @@ __device__ void stage_screen_rows_widened(const Args &a, float *tile, size_t fir
         float unused;
         x[i] = 0.0f;
         if (first_pixel + rows[half] < a.pixels && band < a.bands)
-          convert_pair<T>(__ldg(reinterpret_cast<const uint16_t *>(src[half]) + band), a.swap_bytes, x[i], unused);
+          widen_pair<T>(__ldg(reinterpret_cast<const uint16_t *>(src[half]) + band), a.swap_bytes, x[i], unused);
       }
       store(rows[half], slab, x);
     }
@@ -1807,8 +1796,8 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     if constexpr (kRawTiles) {
       const uint2 v = *reinterpret_cast<const uint2 *>(at);
       float4 x;
-      convert_pair<T>(v.x, a.swap_bytes, x.x, x.y);
-      convert_pair<T>(v.y, a.swap_bytes, x.z, x.w);
+      widen_pair<T>(v.x, a.swap_bytes, x.x, x.y);
+      widen_pair<T>(v.y, a.swap_bytes, x.z, x.w);
       return x;
     } else {
       return *reinterpret_cast<const float4 *>(at);
@@ -1817,7 +1806,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   auto load_pair = [&](const TileSample *at) {
     if constexpr (kRawTiles) {
       float2 x;
-      convert_pair<T>(*reinterpret_cast<const uint32_t *>(at), a.swap_bytes, x.x, x.y);
+      widen_pair<T>(*reinterpret_cast<const uint32_t *>(at), a.swap_bytes, x.x, x.y);
       return x;
     } else {
       return *reinterpret_cast<const float2 *>(at);
@@ -2082,7 +2071,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       find_ignored();
       if constexpr (kShiftedInRegisters) {
         float unused;
-        convert_pair<T>(*(tile + own_row * 32 + block_at(own_row, 0)), a.swap_bytes, own_shift, unused);
+        widen_pair<T>(*(tile + own_row * 32 + block_at(own_row, 0)), a.swap_bytes, own_shift, unused);
       } else {
         shift_half();
       }
