@@ -382,8 +382,8 @@ __device__ void stage_references(const Args &a, uint4 *references, int group) {
 // as float bits, minus 2^23; signed samples biased by 2^15 first) takes
 // five a pair: where the screen widens the samples it multiplies (its
 // 16-bit tiles kept as stored) i16 sam was 1233-1263 GB/s with it, 1290-1307
-// with this (H200, same run); correlation and bandfit, staged as floats, ~1 %
-// faster.
+// with this (H200, same run); correlation and bandfit, then staged as
+// floats, ~1 % faster.
 template <DataType T>
 __device__ __forceinline__ void widen_pair(uint32_t pair, bool swap, float &first, float &second) {
   if (swap) pair = __byte_perm(pair, 0u, 0x2301);
@@ -1542,7 +1542,8 @@ __device__ void stage_screen_rows(const Args &a, void *tile, size_t first_pixel,
       }
 }
 
-// 16-bit blocks: a tile's pixel rows converted to float (exactly) into the
+// Bandfit's 16-bit blocks (the other methods keep 16-bit tiles as stored):
+// a tile's pixel rows converted to float (exactly) into the
 // same swizzled layout (the copies cannot widen). Warp w converts rows
 // 16w .. 16w + 15: per instruction 8 rows (lane / 4) by a slab's four
 // 8-band pieces (lane % 4), each 16 bytes read and 32 written (two 16-byte
