@@ -1732,7 +1732,11 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
 // widened there, a round trip and a pass per tile): i16 sam 1225-1239 ->
 // 1256-1267 GB/s, euclidean 1229-1235 -> 1292-1298, big-endian alike
 // (kernels/hsi/README.md); then correlation's too, shifted where read: i16
-// correlation 1129-1138 -> 1146-1160.
+// correlation 1129-1138 -> 1146-1160. Then f32 rows of the next tile copied
+// once the rescoring has read this one's, before the labels (they had been
+// copied at the next tile's start, their round trip in full view): f32 sam
+// 2660-2702 -> 2761-2778, euclidean 2663-2670 -> 2700-2711, correlation
+// 2389-2422 -> 2446-2476, bandfit 1672-1690 -> 1715-1729.
 template <Method M, DataType T>
 __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     classify_bip_screen_kernel(const Args a, const int copy_bytes) {
@@ -2026,6 +2030,20 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       stage_screen_rows<2, 8>(a, raw_tile(0), first_tile_index * kScreenRows, slabs, thread);
     commit_copies();
   }
+  // f32 rows: a warp copies its rows of the next tile as soon as its lanes
+  // have read this one's (before the labels), the first tile here.
+  auto stage_f32_rows = [&](size_t first_pixel) {
+    if (copy_bytes == 16)
+      stage_screen_rows<4, 16>(a, tile, first_pixel, slabs, thread);
+    else if (copy_bytes == 8)
+      stage_screen_rows<4, 8>(a, tile, first_pixel, slabs, thread);
+    else
+      stage_screen_rows<4, 4>(a, tile, first_pixel, slabs, thread);
+  };
+  if constexpr (T == DataType::f32) {
+    if (first_tile_index < tiles) stage_f32_rows(first_tile_index * kScreenRows);
+    commit_copies();
+  }
   int parity = 0;  // of the warp group's tiles so far: which 16-bit tile is this one
   for (size_t tile_index = first_tile_index; tile_index < tiles; tile_index += tile_step, parity ^= 1) {
     const size_t first_pixel = tile_index * kScreenRows;
@@ -2041,14 +2059,8 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       if constexpr (T != DataType::f32) {
         __syncwarp();  // the lanes still scoring the warp's rows of the last tile read them as floats
         stage_screen_rows_widened<T>(a, tile, first_pixel, slabs, thread, widened_vector_rows);
-      } else if (copy_bytes == 16) {
-        stage_screen_rows<4, 16>(a, tile, first_pixel, slabs, thread);
-      } else if (copy_bytes == 8) {
-        stage_screen_rows<4, 8>(a, tile, first_pixel, slabs, thread);
-      } else {
-        stage_screen_rows<4, 4>(a, tile, first_pixel, slabs, thread);
+        commit_copies();
       }
-      commit_copies();
       // The warp group's next tile into L2 while this one is scored.
       if (thread == 0 && copy_bytes == 16) prefetch_screen_tile<T>(a, first_pixel + tile_step * kScreenRows);
       wait_copies<0>();
@@ -2355,13 +2367,18 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
         }
       }
     }
+    if constexpr (T == DataType::f32) {
+      __syncwarp();  // every lane's reads of the warp's rows done
+      if (tile_index + tile_step < tiles) stage_f32_rows(first_pixel + tile_step * kScreenRows);
+      commit_copies();
+    }
     if (kCentred && !settled && best.k >= 0) best.dot *= __ldg(a.key_inverse + best.k);  // the winner's x . r_k
     const size_t pixel = first_pixel + own_row;
     if (lane < 16 && pixel < a.pixels)
       a.class_map.write(pixel, label_from_dot(a, best.k, best.dot, best.k >= 0 ? meets_for(best.k) : ThresholdDot{}));
-    // No barrier before the next staging: a warp copies and reads only its
-    // own 16 rows, which feed only its own accumulators (complete at its
-    // wait above), so it restages them while the other warps still score.
+    // No barrier around the staging: a warp copies and reads only its own 16
+    // rows, which feed only its own accumulators (complete at its wait
+    // above), so it restages them while the other warps still score.
   }
 #endif
 }
