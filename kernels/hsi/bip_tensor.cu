@@ -1549,49 +1549,60 @@ __device__ void stage_screen_rows(const Args &a, void *tile, size_t first_pixel,
 // 8-band pieces (lane % 4), each 16 bytes read and 32 written (two 16-byte
 // blocks). In rows of aligned 16-byte pieces the slabs that the bands fill
 // are copied raw into shared memory first, all at once (one round trip per
-// tile), and widened there; before, the pieces came through registers,
-// four slabs of both row halves in flight at a time (224 bands: two round
-// trips per tile; eight at once spilled). A last slab that the bands do not
-// fill, other alignments and rows past the block read sample by sample.
-// (Vector loads for every piece within the bands, the cut piece sample by
-// sample, made 224 bands 11 % slower: a predicate per load.)
+// tile; `copy_raw`, issued while the tile before is finished), and widened
+// there (`widen`, once they have arrived); before, the pieces came through
+// registers, four slabs of both row halves in flight at a time (224 bands:
+// two round trips per tile; eight at once spilled). A last slab that the
+// bands do not fill, other alignments and rows past the block read sample
+// by sample (in `widen`). (Vector loads for every piece within the bands,
+// the cut piece sample by sample, made 224 bands 11 % slower: a predicate
+// per load.)
 template <DataType T>
-__device__ void stage_screen_rows_widened(const Args &a, float *tile, size_t first_pixel, int slabs, int thread,
-                                          bool vector_rows) {
-  constexpr int kSlabFloats = kScreenSlabBytes / sizeof(float);
-  const int lane = thread % 32, warp = thread / 32, piece = lane % 4;
-  int rows[2];
+struct WidenedScreenRows {
+  static constexpr int kSlabFloats = kScreenSlabBytes / sizeof(float);
+  const Args &a;
+  float *tile;
+  size_t first_pixel;
+  int slabs, lane, warp, piece, rows[2];
   const unsigned char *src[2];
+  bool vector;  // the slabs the bands fill come as raw pieces
+  __device__ WidenedScreenRows(const Args &args, float *tile_, size_t first, int slabs_, int thread, bool vector_rows)
+      : a(args), tile(tile_), first_pixel(first), slabs(slabs_), lane(thread % 32), warp(thread / 32),
+        piece(lane % 4), vector(vector_rows && first + kScreenRows <= args.pixels) {
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    rows[half] = 16 * warp + 8 * half + lane / 4;
-    const size_t pixel = first_pixel + rows[half];
-    src[half] = a.data + (pixel < a.pixels ? pixel : 0) * a.pixel_stride;
+    for (int half = 0; half < 2; ++half) {
+      rows[half] = 16 * warp + 8 * half + lane / 4;
+      const size_t pixel = first_pixel + rows[half];
+      src[half] = a.data + (pixel < a.pixels ? pixel : 0) * a.pixel_stride;
+    }
   }
-  auto store = [&](int m, int slab, const float (&x)[8]) {
-    float *const row = tile + slab * kSlabFloats + m * 32;
-    *reinterpret_cast<float4 *>(row + swizzled_block(m, 2 * piece)) = make_float4(x[0], x[1], x[2], x[3]);
-    *reinterpret_cast<float4 *>(row + swizzled_block(m, 2 * piece + 1)) = make_float4(x[4], x[5], x[6], x[7]);
-  };
-  int first_sampled_slab = 0;  // slabs from here on are read sample by sample
-  if (vector_rows && first_pixel + kScreenRows <= a.pixels) {
-    const int vector_slabs = a.bands / 32;  // the slabs the bands fill
-    // The raw pieces of every slab in flight at once, each slab's into the
-    // second half of the warp's own rows there (rows 16w + 8 .. 16w + 15,
-    // 1 KB, unswizzled: row r at r x 64 bytes), each lane copying the two
-    // pieces it widens; then per slab: both pieces read, the warp's reads
-    // done (__syncwarp), the floats stored over them.
-    auto raw = [&](int slab, int half) {
-      return reinterpret_cast<const char *>(tile + slab * kSlabFloats + (16 * warp + 8) * 32) +
-             (8 * half + lane / 4) * 64 + piece * 16;
-    };
-    for (int slab = 0; slab < vector_slabs; ++slab)
+  // A raw piece's place: each slab's pieces in the second half of the warp's
+  // own rows there (rows 16w + 8 .. 16w + 15, 1 KB, unswizzled: row r at r x
+  // 64 bytes), each lane copying the two pieces it widens.
+  __device__ const char *raw(int slab, int half) const {
+    return reinterpret_cast<const char *>(tile + slab * kSlabFloats + (16 * warp + 8) * 32) +
+           (8 * half + lane / 4) * 64 + piece * 16;
+  }
+  // The raw pieces of every slab the bands fill, in flight at once (the
+  // caller commits them).
+  __device__ void copy_raw() const {
+    if (!vector) return;
+    for (int slab = 0; slab < a.bands / 32; ++slab)
 #pragma unroll
       for (int half = 0; half < 2; ++half)
         copy_async<16>(shared_address(raw(slab, half)), src[half] + (slab * 4 + piece) * 16, 16);
-    commit_copies();
-    wait_copies<0>();
-    for (int slab = 0; slab < vector_slabs; ++slab) {
+  }
+  __device__ void store(int m, int slab, const float (&x)[8]) const {
+    float *const row = tile + slab * kSlabFloats + m * 32;
+    *reinterpret_cast<float4 *>(row + swizzled_block(m, 2 * piece)) = make_float4(x[0], x[1], x[2], x[3]);
+    *reinterpret_cast<float4 *>(row + swizzled_block(m, 2 * piece + 1)) = make_float4(x[4], x[5], x[6], x[7]);
+  }
+  // Once the raw pieces have arrived (every lane's: after the wait, a
+  // __syncwarp): per slab both pieces read, the warp's reads done
+  // (__syncwarp), the floats stored over them; then the rest sample by sample.
+  __device__ void widen() const {
+    const int first_sampled_slab = vector ? a.bands / 32 : 0;  // slabs from here on are read sample by sample
+    for (int slab = 0; slab < first_sampled_slab; ++slab) {
       uint4 v[2];
 #pragma unroll
       for (int half = 0; half < 2; ++half) v[half] = *reinterpret_cast<const uint4 *>(raw(slab, half));
@@ -1606,23 +1617,22 @@ __device__ void stage_screen_rows_widened(const Args &a, float *tile, size_t fir
         store(rows[half], slab, x);
       }
     }
-    first_sampled_slab = vector_slabs;
-  }
 #pragma unroll
-  for (int half = 0; half < 2; ++half)
-    for (int slab = first_sampled_slab; slab < slabs; ++slab) {
-      float x[8];
+    for (int half = 0; half < 2; ++half)
+      for (int slab = first_sampled_slab; slab < slabs; ++slab) {
+        float x[8];
 #pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        const int band = slab * 32 + piece * 8 + i;
-        float unused;
-        x[i] = 0.0f;
-        if (first_pixel + rows[half] < a.pixels && band < a.bands)
-          widen_pair<T>(__ldg(reinterpret_cast<const uint16_t *>(src[half]) + band), a.swap_bytes, x[i], unused);
+        for (int i = 0; i < 8; ++i) {
+          const int band = slab * 32 + piece * 8 + i;
+          float unused;
+          x[i] = 0.0f;
+          if (first_pixel + rows[half] < a.pixels && band < a.bands)
+            widen_pair<T>(__ldg(reinterpret_cast<const uint16_t *>(src[half]) + band), a.swap_bytes, x[i], unused);
+        }
+        store(rows[half], slab, x);
       }
-      store(rows[half], slab, x);
-    }
-}
+  }
+};
 
 // Asks L2 for a tile's rows ahead of their staging (one bulk prefetch of
 // the rows' whole span; 16-byte multiples, as 16-byte staging copies imply).
@@ -2030,18 +2040,22 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       stage_screen_rows<2, 8>(a, raw_tile(0), first_tile_index * kScreenRows, slabs, thread);
     commit_copies();
   }
-  // f32 rows: a warp copies its rows of the next tile as soon as its lanes
-  // have read this one's (before the labels), the first tile here.
-  auto stage_f32_rows = [&](size_t first_pixel) {
-    if (copy_bytes == 16)
+  // Float tiles: a warp copies its rows of the next tile (bandfit's 16-bit
+  // rows: their raw pieces) as soon as its lanes have read this one's
+  // (before the labels), the first tile here.
+  auto copy_float_rows = [&](size_t first_pixel) {
+    if constexpr (T != DataType::f32)
+      WidenedScreenRows<T>(a, reinterpret_cast<float *>(tile), first_pixel, slabs, thread, widened_vector_rows)
+          .copy_raw();
+    else if (copy_bytes == 16)
       stage_screen_rows<4, 16>(a, tile, first_pixel, slabs, thread);
     else if (copy_bytes == 8)
       stage_screen_rows<4, 8>(a, tile, first_pixel, slabs, thread);
     else
       stage_screen_rows<4, 4>(a, tile, first_pixel, slabs, thread);
   };
-  if constexpr (T == DataType::f32) {
-    if (first_tile_index < tiles) stage_f32_rows(first_tile_index * kScreenRows);
+  if constexpr (!kRawTiles) {
+    if (first_tile_index < tiles) copy_float_rows(first_tile_index * kScreenRows);
     commit_copies();
   }
   int parity = 0;  // of the warp group's tiles so far: which 16-bit tile is this one
@@ -2056,14 +2070,14 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       commit_copies();  // an empty group past the last tile: this tile's is then the one before
       wait_copies<1>();
     } else {
-      if constexpr (T != DataType::f32) {
-        __syncwarp();  // the lanes still scoring the warp's rows of the last tile read them as floats
-        stage_screen_rows_widened<T>(a, tile, first_pixel, slabs, thread, widened_vector_rows);
-        commit_copies();
-      }
       // The warp group's next tile into L2 while this one is scored.
       if (thread == 0 && copy_bytes == 16) prefetch_screen_tile<T>(a, first_pixel + tile_step * kScreenRows);
       wait_copies<0>();
+      if constexpr (T != DataType::f32) {
+        __syncwarp();  // every lane's raw pieces arrived
+        WidenedScreenRows<T>(a, reinterpret_cast<float *>(tile), first_pixel, slabs, thread, widened_vector_rows)
+            .widen();
+      }
     }
     if constexpr (T != DataType::f32) {
       __syncwarp();  // the warp's rows, copied or converted by its lanes
@@ -2367,9 +2381,9 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
         }
       }
     }
-    if constexpr (T == DataType::f32) {
+    if constexpr (!kRawTiles) {
       __syncwarp();  // every lane's reads of the warp's rows done
-      if (tile_index + tile_step < tiles) stage_f32_rows(first_pixel + tile_step * kScreenRows);
+      if (tile_index + tile_step < tiles) copy_float_rows(first_pixel + tile_step * kScreenRows);
       commit_copies();
     }
     if (kCentred && !settled && best.k >= 0) best.dot *= __ldg(a.key_inverse + best.k);  // the winner's x . r_k
