@@ -1988,16 +1988,27 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   // with the table in the tile's swizzle (2026-12-01): 1-4% faster for every
   // method; 8 lanes then (a phase one item's 8 blocks, no conflicts) 3-10%
   // slower than 4.
-  constexpr int kItemLanes = M == Method::bandfit ? 2 : 4;
-  constexpr int kItemSlots = 32 / kItemLanes, kItemSteps = 4 / kItemLanes;
-  const int item_slot = lane / kItemLanes, item_part = lane % kItemLanes;
+  // Euclidean's warps with more items than one round of 8 take 2 lanes an
+  // item instead (16 a round): a warp's second round kept the other warps of
+  // its group waiting at the next tile's first product (Nsight Compute, f32
+  // sam: a tenth of the stall samples there; a model of the bound on cubes
+  // like the benchmark's gives 41% of the warps more than 8 items, nearly
+  // every group one such warp). H200,
+  // 2026-12-02, three rounds against 4 lanes always: f32 euclidean
+  // 2685-2731 -> 2813-2886 GB/s, i16 1296-1306 -> 1312-1339; the same choice
+  // made sam and correlation slower (f32 sam -1%, i16 sam -6%, correlation
+  // -2 to -5%), so they keep 4 lanes.
+  using FourLanes = std::integral_constant<int, 4>;
+  using TwoLanes = std::integral_constant<int, 2>;
   // This lane's part of x . r_k, x the tile's row `row` (times `scale` when
   // scaled), kItemSteps of the product's steps a slab: step i pairs the
   // tile's blocks i and i + 4 with the table's 2 i and 2 i + 1, whose
   // columns are the bands (0 4 1 5) and (2 6 3 7) of those blocks
   // (screen_product_column). Float over two slabs' parts (a chain per block),
   // double beyond.
-  auto part_dot = [&](int row, int k, auto scaled, float scale, float shift) {
+  auto part_dot = [&](auto lanes, int row, int k, auto scaled, float scale, float shift) {
+    constexpr int kItemLanes = decltype(lanes)::value, kItemSteps = 4 / kItemLanes;
+    const int item_part = lane % kItemLanes;
     const TileSample *x_row = tile + row * 32;
     const float *r_row = table + k * 32;
     double dot = 0;
@@ -2341,45 +2352,59 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       if (local >= d) end += before;
     }
     const int start = end - count, items = __shfl_sync(kAll, end, 15);
-    for (int first_item = 0; first_item < items; first_item += kItemSlots) {
-      // This slot's item: of the last pixel whose items start at or before it.
-      const int item = first_item + item_slot;
-      int p = 0;
+    auto rescore = [&](auto lanes) {
+      constexpr int kItemLanes = decltype(lanes)::value, kItemSlots = 32 / kItemLanes;
+      const int item_slot = lane / kItemLanes;
+      for (int first_item = 0; first_item < items; first_item += kItemSlots) {
+        // This slot's item: of the last pixel whose items start at or before it.
+        const int item = first_item + item_slot;
+        int p = 0;
 #pragma unroll
-      for (int step = 8; step > 0; step >>= 1)
-        if (__shfl_sync(kAll, start, p + step) <= item) p += step;
-      const int nth = item - __shfl_sync(kAll, start, p);
-      uint64_t bits = uint64_t(__shfl_sync(kAll, uint32_t(pending >> 32), p)) << 32 |
-                      __shfl_sync(kAll, uint32_t(pending), p);
-      for (int n = 0; n < nth && item < items; ++n) bits &= bits - 1;
-      const int k = item < items ? __ffsll(static_cast<long long>(bits)) - 1 : 0;
-      const float scale_p = __shfl_sync(kAll, pixel_scale, p);
-      // The item's key terms, loaded while its dot product is formed.
-      const double offset_k = __ldg(a.key_offset + k), scale_k = kCentred ? 1.0 : __ldg(a.key_scale + k);
-      const float shift_p = kShiftedInRegisters ? __shfl_sync(kAll, own_shift, p) : 0.0f;
-      double dot = any_scaled ? part_dot(warp * 16 + p, k, std::true_type{}, scale_p, shift_p)
-                              : part_dot(warp * 16 + p, k, std::false_type{}, 1.0f, shift_p);
+        for (int step = 8; step > 0; step >>= 1)
+          if (__shfl_sync(kAll, start, p + step) <= item) p += step;
+        const int nth = item - __shfl_sync(kAll, start, p);
+        uint64_t bits = uint64_t(__shfl_sync(kAll, uint32_t(pending >> 32), p)) << 32 |
+                        __shfl_sync(kAll, uint32_t(pending), p);
+        for (int n = 0; n < nth && item < items; ++n) bits &= bits - 1;
+        const int k = item < items ? __ffsll(static_cast<long long>(bits)) - 1 : 0;
+        const float scale_p = __shfl_sync(kAll, pixel_scale, p);
+        // The item's key terms, loaded while its dot product is formed.
+        const double offset_k = __ldg(a.key_offset + k), scale_k = kCentred ? 1.0 : __ldg(a.key_scale + k);
+        const float shift_p = kShiftedInRegisters ? __shfl_sync(kAll, own_shift, p) : 0.0f;
+        double dot = any_scaled ? part_dot(lanes, warp * 16 + p, k, std::true_type{}, scale_p, shift_p)
+                                : part_dot(lanes, warp * 16 + p, k, std::false_type{}, 1.0f, shift_p);
 #pragma unroll
-      for (int other = 1; other < kItemLanes; other *= 2) dot += __shfl_xor_sync(kAll, dot, other);
-      // Back to the pixels: this pixel's items of the round are slots [from, to).
-      const int from = max(start, first_item) - first_item, to = min(end, first_item + kItemSlots) - first_item;
-      const int here = max(to - from, 0);
-      const int most = __reduce_max_sync(kAll, unsigned(here));
-      for (int c = 0; c < most; ++c) {
-        const int source = min(from + c, kItemSlots - 1) * kItemLanes;
-        const double dot_k = __shfl_sync(kAll, dot, source) * unscale * a.scale;
-        const int k_c = __shfl_sync(kAll, k, source);
-        const double offset_c = __shfl_sync(kAll, offset_k, source);
-        const double scale_c = kCentred ? 1.0 : __shfl_sync(kAll, scale_k, source);
-        if (c >= here) continue;
-        if constexpr (kCentred) {
-          // x . t_k + x . m = key_scale[k] x . r_k (up to the float rounding of t_k: 2^-24 |x| |t_k|)
-          const double scaled_dot = dot_k + centre_dot;
-          best.offer(scaled_dot + offset_c, scaled_dot, k_c);
-        } else {
-          best.offer(fma(dot_k, scale_c, offset_c), dot_k, k_c);
+        for (int other = 1; other < kItemLanes; other *= 2) dot += __shfl_xor_sync(kAll, dot, other);
+        // Back to the pixels: this pixel's items of the round are slots [from, to).
+        const int from = max(start, first_item) - first_item, to = min(end, first_item + kItemSlots) - first_item;
+        const int here = max(to - from, 0);
+        const int most = __reduce_max_sync(kAll, unsigned(here));
+        for (int c = 0; c < most; ++c) {
+          const int source = min(from + c, kItemSlots - 1) * kItemLanes;
+          const double dot_k = __shfl_sync(kAll, dot, source) * unscale * a.scale;
+          const int k_c = __shfl_sync(kAll, k, source);
+          const double offset_c = __shfl_sync(kAll, offset_k, source);
+          [[maybe_unused]] const double scale_c = kCentred ? 1.0 : __shfl_sync(kAll, scale_k, source);
+          if (c >= here) continue;
+          if constexpr (kCentred) {
+            // x . t_k + x . m = key_scale[k] x . r_k (up to the float rounding of t_k: 2^-24 |x| |t_k|)
+            const double scaled_dot = dot_k + centre_dot;
+            best.offer(scaled_dot + offset_c, scaled_dot, k_c);
+          } else {
+            best.offer(fma(dot_k, scale_c, offset_c), dot_k, k_c);
+          }
         }
       }
+    };
+    if constexpr (M == Method::bandfit) {
+      rescore(TwoLanes{});
+    } else if constexpr (M == Method::euclidean) {
+      if (items > 8)
+        rescore(TwoLanes{});
+      else
+        rescore(FourLanes{});
+    } else {
+      rescore(FourLanes{});
     }
     if constexpr (!kRawTiles) {
       __syncwarp();  // every lane's reads of the warp's rows done
