@@ -1518,8 +1518,7 @@ __device__ void stage_screen_rows(const Args &a, void *tile, size_t first_pixel,
     const int m = 16 * warp + lane / 8 + 4 * i;
     pixel[i] = first_pixel + m;
     src[i] = a.data + (pixel[i] < a.pixels ? pixel[i] : 0) * a.pixel_stride + q * kBlockBytes;
-    const int block_at = kSampleBytes == 4 ? swizzled_block(m, q) : swizzled_block_16bit(m, q);  // in samples
-    dst[i] = shared_address(tile) + m * kRowBytes + block_at * kSampleBytes;
+    dst[i] = shared_address(tile) + m * kRowBytes + tile_block<kSampleBytes>(m, q) * kSampleBytes;
   }
   if (kBytes == kBlockBytes && first_pixel + kScreenRows <= a.pixels && valid_bytes == slabs * kRowBytes) {
     // The common case: no bounds, no zero fill.
@@ -1803,9 +1802,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     return reinterpret_cast<TileSample *>(first_tile + warpgroup * tile_floats) + parity * tile_floats;
   };
   // A row's block (4 bands) in a slab (bip_tensor.h), in samples from the row's start.
-  auto block_at = [](int row, int block) {
-    return kRawTiles ? swizzled_block_16bit(row, block) : swizzled_block(row, block);
-  };
+  auto block_at = [](int row, int block) { return tile_block<int(sizeof(TileSample))>(row, block); };
   // Four adjacent samples of a tile (a block), and two, as floats.
   auto load_block = [&](const TileSample *at) {
     if constexpr (kRawTiles) {

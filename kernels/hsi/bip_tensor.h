@@ -213,12 +213,19 @@ CS_HD constexpr int screen_padded_bands(int bands) { return (bands + 31) / 32 * 
 // Where 16-byte block `block` (0-7) of a slab's row `row` lies in the row's
 // 128 bytes, in floats: the 128-byte swizzle of the tiles and the table.
 CS_HD constexpr int swizzled_block(int row, int block) { return 4 * (block ^ (row % 8)); }
-// The same for 16-bit tiles (sam, euclidean: the samples kept as stored,
-// widened where they are read), in samples: a slab's row is 64 bytes, its
+// The same for 16-bit tiles (every screened method but bandfit: the samples
+// kept as stored, widened where they are read), in samples: a slab's row is 64 bytes, its
 // 8-byte block q at (q xor (row / 2) % 4). The product's 4-byte reads of a
 // step (rows g, the words of blocks i and i + 4) then meet 32 distinct banks,
 // as `BipTensor.SixteenBitTileReadsMeetDistinctBanks` checks.
 CS_HD constexpr int swizzled_block_16bit(int row, int block) { return 4 * (block ^ (row / 2 % 4)); }
+// A tile's block by the size of the samples it holds (4: floats, 2: 16-bit
+// samples as stored), in samples.
+template <int kSampleBytes>
+CS_HD constexpr int tile_block(int row, int block) {
+  static_assert(kSampleBytes == 4 || kSampleBytes == 2, "float or 16-bit tiles");
+  return kSampleBytes == 4 ? swizzled_block(row, block) : swizzled_block_16bit(row, block);
+}
 // The product's column (0-31: column c is column c % 8 of the slab's step
 // c / 8) that a slab's band (0-31) takes. Each thread of the product loads its two
 // columns c and c + 4 of a step for a pixel row in one 8-byte load, which
