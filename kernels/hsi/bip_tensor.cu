@@ -1990,11 +1990,10 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   // its group waiting at the next tile's first product (Nsight Compute, f32
   // sam: a tenth of the stall samples there; a model of the bound on cubes
   // like the benchmark's gives 41% of the warps more than 8 items, nearly
-  // every group one such warp). H200,
-  // 2026-12-02, three rounds against 4 lanes always: f32 euclidean
-  // 2685-2731 -> 2813-2886 GB/s, i16 1296-1306 -> 1312-1339; the same choice
-  // made sam and correlation slower (f32 sam -1%, i16 sam -6%, correlation
-  // -2 to -5%), so they keep 4 lanes.
+  // every group one such warp). H200, 2026-12-02, three rounds against 4
+  // lanes always: f32 euclidean 2685-2731 -> 2813-2886 GB/s, i16 1296-1306
+  // -> 1312-1339; the same choice made sam and correlation slower (f32 sam
+  // -1%, i16 sam -6%, correlation -2 to -5%), so they keep 4 lanes.
   using FourLanes = std::integral_constant<int, 4>;
   using TwoLanes = std::integral_constant<int, 2>;
   // This lane's part of x . r_k, x the tile's row `row` (times `scale` when

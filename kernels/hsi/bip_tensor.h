@@ -213,11 +213,12 @@ CS_HD constexpr int screen_padded_bands(int bands) { return (bands + 31) / 32 * 
 // Where 16-byte block `block` (0-7) of a slab's row `row` lies in the row's
 // 128 bytes, in floats: the 128-byte swizzle of the tiles and the table.
 CS_HD constexpr int swizzled_block(int row, int block) { return 4 * (block ^ (row % 8)); }
-// The same for 16-bit tiles (every screened method but bandfit: the samples
-// kept as stored, widened where they are read), in samples: a slab's row is 64 bytes, its
-// 8-byte block q at (q xor (row / 2) % 4). The product's 4-byte reads of a
-// step (rows g, the words of blocks i and i + 4) then meet 32 distinct banks,
-// as `BipTensor.SixteenBitTileReadsMeetDistinctBanks` checks.
+// The same for 16-bit tiles (every screened method but bandfit: the
+// samples kept as stored, widened where they are read), in samples: a
+// slab's row is 64 bytes, its 8-byte block q at (q xor (row / 2) % 4). The
+// product's 4-byte reads of a step (rows g, the words of blocks i and
+// i + 4) then meet 32 distinct banks, as
+// `BipTensor.SixteenBitTileReadsMeetDistinctBanks` checks.
 CS_HD constexpr int swizzled_block_16bit(int row, int block) { return 4 * (block ^ (row / 2 % 4)); }
 // A tile's block by the size of the samples it holds (4: floats, 2: 16-bit
 // samples as stored), in samples.
