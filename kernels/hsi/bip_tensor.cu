@@ -670,8 +670,13 @@ __device__ __forceinline__ void split_chunk(const Args &a, const unsigned char *
 // near 1) took 1.56 ms per f32 cube against 1.68 (H200, two passes; 630
 // warp instructions per pixel against 784), but those ratios leave float's
 // range for a floored first band next to samples above ~1e26, and guarding
-// that cost more (1.75 ms) than it saved.
-template <DataType T>
+// that cost more (1.75 ms) than it saved. `kWholeChunk`: every band of the
+// chunk is selected (all chunks but a last partial one), so no sample is
+// zeroed: 690.6 M -> 635.5 M warp instructions (Nsight Compute, f32, H200,
+// 2026-12-02), f32 sid 575-579 -> 583-587 GB/s and i16 314-315 -> 318-320
+// (two runs, same binary each); the time moves less than the instructions,
+// as the kernel waits on each chunk's products and double sums.
+template <DataType T, bool kWholeChunk>
 __device__ __forceinline__ void split_sid_chunk(const Args &a, const unsigned char *tile, int row0, int row1, int t,
                                                 int chunk_band, int valid, const PixelContext (&px)[2], bool summing,
                                                 double (&sum2)[2], uint32_t (&hi)[2][2][4], uint32_t (&lo)[2][2][4],
@@ -687,7 +692,7 @@ __device__ __forceinline__ void split_sid_chunk(const Args &a, const unsigned ch
       double part2 = 0;
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const bool selected = span * 16 + 4 * t + i < valid;
+        const bool selected = kWholeChunk || span * 16 + 4 * t + i < valid;
         const float v = x[i] < a.sid_floor ? a.sid_floor : x[i];  // NaN stays NaN
         const float log_v = logf(v);
         values[0][span][half][i] = selected ? log_v - px[half].shift : 0.0f;
@@ -1361,9 +1366,15 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
     uint32_t a_hi[kOperands][2][4], a_lo[kOperands][2][4];  // [operand][span][register]: read by the products
     double unscale[2];
     const int chunk_band = chunk * kChunkBands, valid = min(kChunkBands, a.bands - chunk_band);
-    if constexpr (M == Method::sid)
-      split_sid_chunk<T>(a, tile, row0, row1, t, chunk_band, valid, context, summing, sum2, a_hi, a_lo, unscale);
-    else
+    if constexpr (M == Method::sid) {
+      // Every chunk but a last partial one has all of its bands: no selection per sample.
+      if (valid == kChunkBands)
+        split_sid_chunk<T, true>(a, tile, row0, row1, t, chunk_band, valid, context, summing, sum2, a_hi, a_lo,
+                                 unscale);
+      else
+        split_sid_chunk<T, false>(a, tile, row0, row1, t, chunk_band, valid, context, summing, sum2, a_hi, a_lo,
+                                  unscale);
+    } else
       split_chunk<T, M>(a, tile, row0, row1, t, chunk_band, valid, context, summing, sum, sum2, a_hi[0], a_lo[0],
                         unscale);
     // Operand o's table: chunk o x band_chunks + chunk of the group's table.
