@@ -501,6 +501,8 @@ __device__ __forceinline__ float load_last(const Args &a, size_t pixel) {
 // one load, then its sum, in turn held a quarter of the kernel's stall
 // samples (Nsight Compute, f32, H200, 2026-12-02: the byte permute after
 // each load, waiting for DRAM); the same additions in the same order.
+// Both rows' groups in one batch (eight loads in flight) were slower: f32
+// sid 720-724 -> 420 GB/s, i16 362-368 -> 236-238 (same run).
 template <DataType T>
 __device__ double sid_quarter_sum(const Args &a, int copy_bytes, size_t pixel, int t) {
   if (pixel >= a.pixels) return 1.0;
