@@ -502,7 +502,11 @@ __device__ __forceinline__ float load_last(const Args &a, size_t pixel) {
 // samples (Nsight Compute, f32, H200, 2026-12-02: the byte permute after
 // each load, waiting for DRAM); the same additions in the same order.
 // Both rows' groups in one batch (eight loads in flight) were slower: f32
-// sid 720-724 -> 420 GB/s, i16 362-368 -> 236-238 (same run).
+// sid 720-724 -> 420 GB/s, i16 362-368 -> 236-238 (same run). The rows
+// are asked into L2 two chunks before their tile (the wgmma kernel's
+// prefetch_tile): 715-716 -> 744-749 GB/s of f32, i16 356-357 -> 369
+// (same run, two rounds); four chunks ahead 733-736, a whole tile 675-679
+// (the cube's L2 footprint doubles).
 template <DataType T>
 __device__ double sid_quarter_sum(const Args &a, int copy_bytes, size_t pixel, int t) {
   if (pixel >= a.pixels) return 1.0;
@@ -521,10 +525,11 @@ __device__ double sid_quarter_sum(const Args &a, int copy_bytes, size_t pixel, i
     if (a.has_ignore)
       for (float &v : x) v = v == a.ignore_value ? quiet_nan() : v;
   };
-  auto floored_part = [&](int band, const float (&x)[4]) {
+  // `band`'s four samples floored and added, those past the last band skipped.
+  auto floored_part = [&](int band, const float (&x)[4], bool all_bands) {
     float part = 0;
     for (int i = 0; i < 4; ++i)
-      if (band + i < a.bands) part += x[i] < a.sid_floor ? a.sid_floor : x[i];  // NaN stays NaN
+      if (all_bands || band + i < a.bands) part += x[i] < a.sid_floor ? a.sid_floor : x[i];  // NaN stays NaN
     return part;
   };
   // copy_bytes: the rows' alignment, so four samples load at once when it reaches theirs.
@@ -537,7 +542,7 @@ __device__ double sid_quarter_sum(const Args &a, int copy_bytes, size_t pixel, i
 #pragma unroll
       for (int j = 0; j < kSumBatch; ++j) load_four_samples(band + 16 * j, x[j]);
 #pragma unroll
-      for (int j = 0; j < kSumBatch; ++j) total += floored_part(band + 16 * j, x[j]);
+      for (int j = 0; j < kSumBatch; ++j) total += floored_part(band + 16 * j, x[j], true);
     }
   for (; band < a.bands; band += 16) {
     float x[4];
@@ -546,7 +551,7 @@ __device__ double sid_quarter_sum(const Args &a, int copy_bytes, size_t pixel, i
     } else {
       for (int i = 0; i < 4; ++i) x[i] = band + i < a.bands ? load_sample<T, true>(a, row + (band + i) * kBytes) : 0.0f;
     }
-    total += floored_part(band, x);
+    total += floored_part(band, x, false);
   }
   return total;
 }
@@ -683,16 +688,20 @@ __device__ __forceinline__ void split_chunk(const Args &a, const unsigned char *
 
 // Sid's two operands from one staged chunk (classify_math.h, sid_score): the
 // rows' centred logs log v - m (times q) and p = v inv_sum (times log q -
-// c_k), v floored, one scale per row for both (the products go into the
-// same accumulators); with `summing`, sum v log v in double (sum p log p =
-// (sum v log v - log_sum sum v) / sum v cancels: float partial sums made
-// errors of 5e-6 in SID ~0.45 for pixels spanning 12 decades). The log is
-// the full-precision one: the fast log of v / v_first (accurate for ratios
-// near 1) took 1.56 ms per f32 cube against 1.68 (H200, two passes; 630
-// warp instructions per pixel against 784), but those ratios leave float's
-// range for a floored first band next to samples above ~1e26, and guarding
-// that cost more (1.75 ms) than it saved. `kWholeChunk`: every band of the
-// chunk is selected (all chunks but a last partial one), so no sample is
+// c_k), v floored, one scale per row for both (the products go into the same
+// accumulators); with `summing`, sum v log v in double (sum p log p = (sum v
+// log v - log_sum sum v) / sum v cancels: float partial sums made errors of
+// 5e-6 in SID ~0.45 for pixels spanning 12 decades). The log is the
+// hardware's log2 (CUDA's __log2f: within 2^-22 absolute of log2 v for v in
+// [0.5, 2], 2 ulps elsewhere; about 1e-6 of log v at the 16-bit range's
+// largest logs) times ln 2, not logf (~20 instructions a sample). Its errors
+// enter SID as sum (p - q) x error (both terms take the same log), so they
+// vanish as p nears q. An earlier fast log of v / v_first left float's range
+// for a floored first band next to samples above ~1e26; the log2 of v itself
+// has no such limit, and against logf it took f32 sid 744-749 -> 831-836
+// GB/s, i16 369 -> 412-417 (H200, 2026-12-02, same run, two rounds; the GPU
+// tests' bounds against the exact kernel held). `kWholeChunk`: every band of
+// the chunk is selected (all chunks but a last partial one), so no sample is
 // zeroed: 690.6 M -> 635.5 M warp instructions (Nsight Compute, f32, H200,
 // 2026-12-02), f32 sid 575-579 -> 583-587 GB/s and i16 314-315 -> 318-320
 // (two runs, same binary each); the time moves less than the instructions,
@@ -715,7 +724,7 @@ __device__ __forceinline__ void split_sid_chunk(const Args &a, const unsigned ch
       for (int i = 0; i < 4; ++i) {
         const bool selected = kWholeChunk || span * 16 + 4 * t + i < valid;
         const float v = x[i] < a.sid_floor ? a.sid_floor : x[i];  // NaN stays NaN
-        const float log_v = logf(v);
+        const float log_v = __log2f(v) * 0.693147181f;
         values[0][span][half][i] = selected ? log_v - px[half].shift : 0.0f;
         values[1][span][half][i] = selected ? v * px[half].inv_sum : 0.0f;
         part2 += selected ? double(v) * log_v : 0.0;
@@ -1180,6 +1189,17 @@ constexpr int kWgmmaThreads = kWarpgroupsPerBlock * kWarpgroupThreads;
 #if defined(CS_HSI_WGMMA_BUILT)
 constexpr int kWgmmaAccumulators = kWarpgroupPixels * kGroupReferences / kWarpgroupThreads;  // 32 per thread
 
+// Asks L2 for a tile's kRows rows ahead of their reads (one bulk prefetch
+// of the rows' whole span; 16-byte multiples, as 16-byte staging copies imply).
+template <DataType T, int kRows>
+__device__ __forceinline__ void prefetch_tile(const Args &a, size_t first_pixel) {
+  if (first_pixel >= a.pixels) return;
+  const size_t rows = min(size_t(kRows), a.pixels - first_pixel);
+  const size_t bytes = ((rows - 1) * a.pixel_stride + a.bands * Sample<T>::kBytes + 15) / 16 * 16;
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(a.data + first_pixel * a.pixel_stride),
+               "r"(uint32_t(min(bytes, size_t(0xfffffff0u)))) : "memory");
+}
+
 // Shared-memory matrix descriptor, no swizzling: start address, the bytes
 // between core matrices adjacent along k ("leading") and along the
 // references ("stride"), each in 16-byte units.
@@ -1364,6 +1384,11 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
     const unsigned char *tile = buffer(current.buffer);
     const int group = current.group, chunk = current.chunk;
     const bool summing = group == 0;
+    // Sid reads the next tile's rows for their sums before its first chunk
+    // (sid_quarter_sum): into L2 two chunks before this tile ends.
+    if constexpr (M == Method::sid)
+      if (thread == 0 && copy_bytes == 16 && group == a.groups - 1 && chunk == max(0, a.band_chunks - 2))
+        prefetch_tile<T, kWarpgroupPixels>(a, current.first_pixel + current.tile_step);
     if (chunk == 0) {
 #pragma unroll
       for (double &v : total) v = 0;
@@ -1664,17 +1689,6 @@ struct WidenedScreenRows {
       }
   }
 };
-
-// Asks L2 for a tile's rows ahead of their staging (one bulk prefetch of
-// the rows' whole span; 16-byte multiples, as 16-byte staging copies imply).
-template <DataType T>
-__device__ __forceinline__ void prefetch_screen_tile(const Args &a, size_t first_pixel) {
-  if (first_pixel >= a.pixels) return;
-  const size_t rows = min(size_t(kScreenRows), a.pixels - first_pixel);
-  const size_t bytes = ((rows - 1) * a.pixel_stride + a.bands * Sample<T>::kBytes + 15) / 16 * 16;
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(a.data + first_pixel * a.pixel_stride),
-               "r"(uint32_t(min(bytes, size_t(0xfffffff0u)))) : "memory");
-}
 
 // Shared-memory matrix descriptor, 128-byte swizzle, K-major: 8-row groups
 // `stride_bytes` apart (the leading offset is unused).
@@ -2110,7 +2124,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       wait_copies<1>();
     } else {
       // The warp group's next tile into L2 while this one is scored.
-      if (thread == 0 && copy_bytes == 16) prefetch_screen_tile<T>(a, first_pixel + tile_step * kScreenRows);
+      if (thread == 0 && copy_bytes == 16) prefetch_tile<T, kScreenRows>(a, first_pixel + tile_step * kScreenRows);
       wait_copies<0>();
       if constexpr (T != DataType::f32) {
         __syncwarp();  // every lane's raw pieces arrived
