@@ -693,19 +693,20 @@ __device__ __forceinline__ void split_chunk(const Args &a, const unsigned char *
 // log v - log_sum sum v) / sum v cancels: float partial sums made errors of
 // 5e-6 in SID ~0.45 for pixels spanning 12 decades). The log is the
 // hardware's log2 (CUDA's __log2f: within 2^-22 absolute of log2 v for v in
-// [0.5, 2], 2 ulps elsewhere; about 1e-6 of log v at the 16-bit range's
-// largest logs) times ln 2, not logf (~20 instructions a sample). Its errors
-// enter SID as sum (p - q) x error (both terms take the same log), so they
-// vanish as p nears q. An earlier fast log of v / v_first left float's range
-// for a floored first band next to samples above ~1e26; the log2 of v itself
-// has no such limit, and against logf it took f32 sid 744-749 -> 831-836
-// GB/s, i16 369 -> 412-417 (H200, 2026-12-02, same run, two rounds; the GPU
-// tests' bounds against the exact kernel held). `kWholeChunk`: every band of
-// the chunk is selected (all chunks but a last partial one), so no sample is
-// zeroed: 690.6 M -> 635.5 M warp instructions (Nsight Compute, f32, H200,
-// 2026-12-02), f32 sid 575-579 -> 583-587 GB/s and i16 314-315 -> 318-320
-// (two runs, same binary each); the time moves less than the instructions,
-// as the kernel waits on each chunk's products and double sums.
+// [0.5, 2], 2 ulps elsewhere: up to 2.6e-6 in log v at v = 65535, where logf
+// errs by up to 1e-6) times ln 2, not logf (~20 instructions a sample). Its
+// errors enter SID as sum (p - q) x error (both terms take the same log), so
+// they vanish as p nears q. An earlier fast log of v / v_first left float's
+// range for a floored first band next to samples above ~1e26; the log2 of v
+// itself has no such limit, and against logf it took f32 sid 744-749 ->
+// 831-836 GB/s, i16 369 -> 412-417 (H200, 2026-12-02, same run, two rounds;
+// the GPU tests' bounds against the exact kernel held). `kWholeChunk`: every
+// band of the chunk is selected (all chunks but a last partial one), so no
+// sample is zeroed: 690.6 M -> 635.5 M warp instructions (Nsight Compute,
+// f32, H200, 2026-12-02), f32 sid 575-579 -> 583-587 GB/s and i16 314-315 ->
+// 318-320 (two runs, same binary each); the time moves less than the
+// instructions, as the kernel waits on each chunk's products and double
+// sums.
 template <DataType T, bool kWholeChunk>
 __device__ __forceinline__ void split_sid_chunk(const Args &a, const unsigned char *tile, int row0, int row1, int t,
                                                 int chunk_band, int valid, const PixelContext (&px)[2], bool summing,
