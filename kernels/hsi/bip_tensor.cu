@@ -725,7 +725,7 @@ __device__ __forceinline__ void split_sid_chunk(const Args &a, const unsigned ch
       for (int i = 0; i < 4; ++i) {
         const bool selected = kWholeChunk || span * 16 + 4 * t + i < valid;
         const float v = x[i] < a.sid_floor ? a.sid_floor : x[i];  // NaN stays NaN
-        const float log_v = __log2f(v) * 0.693147181f;
+        const float log_v = __log2f(v) * CUDART_LN2_F;
         values[0][span][half][i] = selected ? log_v - px[half].shift : 0.0f;
         values[1][span][half][i] = selected ? v * px[half].inv_sum : 0.0f;
         part2 += selected ? double(v) * log_v : 0.0;
