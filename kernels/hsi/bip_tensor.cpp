@@ -260,7 +260,8 @@ void make_screen_references(Tables &t, const PointerTable &refs, const Reference
 }
 
 // Sid's tables (Tables::sid_terms): wgmma's table of a one-plane table whose
-// bands are q's, padded to whole chunks, then log q - c_k's likewise.
+// bands are q's, padded to whole chunks, then log q - c_k's likewise, times
+// 2^(kSidLogExponent - kSidShareExponent) (the pixel operands' scales).
 Tables make_sid_tables(const std::vector<float> &table, const ReferenceTableShape &shape) {
   const PointerTable refs{table.data(), shape};
   const int half_bands = chunks_for(shape) * kChunkBands;
@@ -287,7 +288,8 @@ Tables make_sid_tables(const std::vector<float> &table, const ReferenceTableShap
     const float centre = float(log_q_sum / shape.bands);
     for (int u = 0; u < shape.bands; ++u) {
       products[products_shape.index(0, k, u)] = refs.ref(0, k, u);
-      products[products_shape.index(0, k, half_bands + u)] = refs.ref(1, k, u) - centre;
+      products[products_shape.index(0, k, half_bands + u)] =
+          std::ldexp(refs.ref(1, k, u) - centre, kSidLogExponent - kSidShareExponent);
     }
     t.sid_terms[3 * size_t(k)] = centre;
     t.sid_terms[3 * size_t(k) + 1] = q_sum;

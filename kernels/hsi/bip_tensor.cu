@@ -501,8 +501,12 @@ __device__ __forceinline__ float load_last(const Args &a, size_t pixel) {
 // one load, then its sum, in turn held a quarter of the kernel's stall
 // samples (Nsight Compute, f32, H200, 2026-12-02: the byte permute after
 // each load, waiting for DRAM); the same additions in the same order.
-// Both rows' groups in one batch (eight loads in flight) were slower: f32
-// sid 720-724 -> 420 GB/s, i16 362-368 -> 236-238 (same run). The rows
+// Fourteen at a time (a row of 224 bands in one batch, one trip to L2)
+// instead of four: f32 sid 926 -> 998-1010 GB/s, i16 459-464 -> 480-491;
+// seven 989-995 and 486-491 (H200, 2026-12-02, same runs). Both rows'
+// groups in one batch were far slower: four a row, f32 sid 720-724 -> 420
+// GB/s, i16 362-368 -> 236-238 (same run); seven a row 413-416 and
+// 218-222, fourteen 225-228 and 129 (2026-12-02, later). The rows
 // are asked into L2 two chunks before their tile (the wgmma kernel's
 // prefetch_tile): 715-716 -> 744-749 GB/s of f32, i16 356-357 -> 369
 // (same run, two rounds); four chunks ahead 733-736, a whole tile 675-679
@@ -511,7 +515,7 @@ template <DataType T>
 __device__ double sid_quarter_sum(const Args &a, int copy_bytes, size_t pixel, int t) {
   if (pixel >= a.pixels) return 1.0;
   const unsigned char *const row = a.data + pixel * a.pixel_stride;
-  constexpr int kBytes = Sample<T>::kBytes, kSumBatch = 4;
+  constexpr int kBytes = Sample<T>::kBytes, kSumBatch = 14;
   auto load_four_samples = [&](int band, float (&x)[4]) {
     if constexpr (T == DataType::f32) {
       const float4 v = __ldg(reinterpret_cast<const float4 *>(row + band * kBytes));
@@ -688,10 +692,16 @@ __device__ __forceinline__ void split_chunk(const Args &a, const unsigned char *
 
 // Sid's two operands from one staged chunk (classify_math.h, sid_score): the
 // rows' centred logs log v - m (times q) and p = v inv_sum (times log q -
-// c_k), v floored, one scale per row for both (the products go into the same
-// accumulators); with `summing`, sum v log v in double (sum p log p = (sum v
-// log v - log_sum sum v) / sum v cancels: float partial sums made errors of
-// 5e-6 in SID ~0.45 for pixels spanning 12 decades). The log is the
+// c_k), v floored, each operand by its fixed scale (kSidLogExponent,
+// kSidShareExponent: the products go into the same accumulators, both
+// carrying 2^8, so no row needs its own scale per chunk); with `summing`,
+// sum p (log v - m) from the same scaled operands, in float over a
+// thread's four bands, double beyond: sum p log p is that plus (m -
+// log_sum) sum p (score_of). Its terms are at most |log v - m|, as the
+// products' are, so their float error stays within the products' bounds;
+// sum v log v, as the other kernels form it, needed double products (terms
+// up to v log v, which cancel against log_sum sum v: float partial sums
+// made errors of 5e-6 in SID ~0.45 for pixels spanning 12 decades). The log is the
 // hardware's log2 (CUDA's __log2f: within 2^-22 absolute of log2 v for v in
 // [0.5, 2], 2 ulps elsewhere: up to 2.6e-6 in log v at v = 65535, where logf
 // errs by up to 1e-6) times ln 2, not logf (~20 instructions a sample). Its
@@ -707,35 +717,40 @@ __device__ __forceinline__ void split_chunk(const Args &a, const unsigned char *
 // 318-320 (two runs, same binary each); the time moves less than the
 // instructions, as the kernel waits on each chunk's products and double
 // sums.
+constexpr double kSidCentredPLogPUnscale = 1.0 / double(1 << (kSidLogExponent + kSidShareExponent));
 template <DataType T, bool kWholeChunk>
 __device__ __forceinline__ void split_sid_chunk(const Args &a, const unsigned char *tile, int row0, int row1, int t,
                                                 int chunk_band, int valid, const PixelContext (&px)[2], bool summing,
                                                 double (&sum2)[2], uint32_t (&hi)[2][2][4], uint32_t (&lo)[2][2][4],
                                                 double (&unscale)[2]) {
   const int rows[2] = {row0, row1};
-  ChunkValues values[2];  // the logs, then p
+  constexpr float kLogScale = float(1 << kSidLogExponent), kShareScale = float(1 << kSidShareExponent);
+  // Per row: -m and 1 / sum v times their operands' scales (exact: powers of two).
+  const float shifted[2] = {-px[0].shift * kLogScale, -px[1].shift * kLogScale};
+  const float share[2] = {px[0].inv_sum * kShareScale, px[1].inv_sum * kShareScale};
+  ChunkValues values[2];  // the logs, then p, scaled
 #pragma unroll
   for (int span = 0; span < 2; ++span)
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       float x[4];
       load_four<T, Method::sid>(a, tile, rows[half], span, t, chunk_band, valid, px[half], x);
-      double part2 = 0;
+      float centred_p_log_p = 0;  // four terms of 2^23 sum p (log v - m), unselected bands' zero
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const bool selected = kWholeChunk || span * 16 + 4 * t + i < valid;
         const float v = x[i] < a.sid_floor ? a.sid_floor : x[i];  // NaN stays NaN
-        const float log_v = __log2f(v) * CUDART_LN2_F;
-        values[0][span][half][i] = selected ? log_v - px[half].shift : 0.0f;
-        values[1][span][half][i] = selected ? v * px[half].inv_sum : 0.0f;
-        part2 += selected ? double(v) * log_v : 0.0;
+        const float log_operand = fmaf(__log2f(v), CUDART_LN2_F * kLogScale, shifted[half]);
+        values[0][span][half][i] = selected ? log_operand : 0.0f;
+        values[1][span][half][i] = selected ? v * share[half] : 0.0f;
+        centred_p_log_p = fmaf(values[0][span][half][i], values[1][span][half][i], centred_p_log_p);
       }
-      if (summing) sum2[half] += part2;
+      if (summing) sum2[half] += centred_p_log_p;
     }
-  float scale[2];
-  row_scales<true, 2>(values, scale, unscale);
-  split_fragment(values[0], scale, hi[0], lo[0]);
-  split_fragment(values[1], scale, hi[1], lo[1]);
+  const float unit[2] = {1.0f, 1.0f};  // scaled already
+  split_fragment(values[0], unit, hi[0], lo[0]);
+  split_fragment(values[1], unit, hi[1], lo[1]);
+  unscale[0] = unscale[1] = 1.0 / double(1 << kSidLogExponent);
 }
 
 // The best reference of a pixel so far: highest key, ties to the lower index,
@@ -763,9 +778,12 @@ struct Candidate {
 // the pixel's context.
 template <Method M>
 __device__ float score_of(const Args &a, int k, double dot, double sum, double sum2, const PixelContext &px) {
-  if constexpr (M == Method::sid)
-    return sid_score(dot, sum, sum2, px.inv_sum, px.log_sum, px.shift, float(__ldg(a.sid_terms + 3 * k)),
-                     __ldg(a.sid_terms + 3 * k + 1), __ldg(a.sid_terms + 3 * k + 2));
+  if constexpr (M == Method::sid) {  // sum2: 2^23 sum p (log v - m) (split_sid_chunk)
+    const double p_sum = px.inv_sum * sum;
+    const double p_log_p = sum2 * kSidCentredPLogPUnscale + (double(px.shift) - double(px.log_sum)) * p_sum;
+    return sid_score_of_p(dot, p_log_p, p_sum, px.log_sum, px.shift, float(__ldg(a.sid_terms + 3 * k)),
+                          __ldg(a.sid_terms + 3 * k + 1), __ldg(a.sid_terms + 3 * k + 2));
+  }
   else if constexpr (M == Method::sam)
     return sam_score(dot, sum2);
   else if constexpr (correlation_like(M))

@@ -146,6 +146,13 @@ CS_HD float power_of_two(int e) { return bits_float(uint32_t(e + 127) << 23); } 
 // multiplied by 1/2 instead: at most 32767.5 in magnitude, high part at most
 // 2^15, low part exact (6 bits at most, none below 2^-1).
 inline constexpr float kHalfIntegerScale = 0.5f;
+// Sid's two pixel operands take fixed scales instead of one per row and
+// chunk: its centred logs log v - m lie within 192 of 0 for any positive
+// float (log of FLT_MAX over the smallest subnormal), so 2^8 keeps them
+// below fp16's 65504, and p = v / sum v is at most 1, so 2^15 does. The
+// table's second half (log q - c_k) carries 2^(8 - 15), so that both
+// products carry 2^8, which the kernel takes off its sums.
+inline constexpr int kSidLogExponent = 8, kSidShareExponent = 15;
 
 // The band (0..31 within its chunk) behind k index `second ? t + 4 : t` of
 // step `step` for lane `lane` (t = lane % 4). A matrix product may number its

@@ -207,12 +207,17 @@ CS_HD float euclidean_score(double distance2) { return float(sqrt(distance2 > 0 
 // log q_k: centred, so that the products' error scales with the logs'
 // spread, not their size. Then sum p log q_k = T1 + c_k sum p and sum q_k
 // log p = T0 + (m - log_sum) Q_k, Q_k = sum q_k (1 but for rounding).
-// `sum`, `sum_v_log_v`: the pixel's sum v and sum v log v (v floored);
-// `q_log_q`: sum q_k log q_k.
+// `p_log_p`, `p_sum`: the pixel's sum p log p and sum p; `q_log_q`: sum
+// q_k log q_k.
+CS_HD float sid_score_of_p(double total, double p_log_p, double p_sum, float log_sum, float m, float c_k,
+                           double q_sum, double q_log_q) {
+  return float(p_log_p - total - double(c_k) * p_sum - (double(m) - double(log_sum)) * q_sum + q_log_q);
+}
+// The same from the pixel's sum v and sum v log v (`sum`, `sum_v_log_v`; v floored).
 CS_HD float sid_score(double total, double sum, double sum_v_log_v, float inv_sum, float log_sum, float m,
                       float c_k, double q_sum, double q_log_q) {
   const double p_log_p = inv_sum * (sum_v_log_v - double(log_sum) * sum), p_sum = inv_sum * sum;
-  return float(p_log_p - total - double(c_k) * p_sum - (double(m) - double(log_sum)) * q_sum + q_log_q);
+  return sid_score_of_p(total, p_log_p, p_sum, log_sum, m, c_k, q_sum, q_log_q);
 }
 
 // A running sum. Sum<double> adds every term in double; Sum<float> adds in
