@@ -511,22 +511,23 @@ __device__ __forceinline__ float load_last(const Args &a, size_t pixel) {
 // prefetch_tile): 715-716 -> 744-749 GB/s of f32, i16 356-357 -> 369
 // (same run, two rounds); four chunks ahead 733-736, a whole tile 675-679
 // (the cube's L2 footprint doubles).
-template <DataType T>
+template <DataType T, bool kPlain>
 __device__ double sid_quarter_sum(const Args &a, int copy_bytes, size_t pixel, int t) {
   if (pixel >= a.pixels) return 1.0;
+  const bool swap_bytes = !kPlain && a.swap_bytes, has_ignore = !kPlain && a.has_ignore;
   const unsigned char *const row = a.data + pixel * a.pixel_stride;
   constexpr int kBytes = Sample<T>::kBytes, kSumBatch = 14;
   auto load_four_samples = [&](int band, float (&x)[4]) {
     if constexpr (T == DataType::f32) {
       const float4 v = __ldg(reinterpret_cast<const float4 *>(row + band * kBytes));
-      x[0] = native_float(v.x, a.swap_bytes), x[1] = native_float(v.y, a.swap_bytes);
-      x[2] = native_float(v.z, a.swap_bytes), x[3] = native_float(v.w, a.swap_bytes);
+      x[0] = native_float(v.x, swap_bytes), x[1] = native_float(v.y, swap_bytes);
+      x[2] = native_float(v.z, swap_bytes), x[3] = native_float(v.w, swap_bytes);
     } else {
       const uint2 v = __ldg(reinterpret_cast<const uint2 *>(row + band * kBytes));
-      widen_pair<T>(v.x, a.swap_bytes, x[0], x[1]);
-      widen_pair<T>(v.y, a.swap_bytes, x[2], x[3]);
+      widen_pair<T>(v.x, swap_bytes, x[0], x[1]);
+      widen_pair<T>(v.y, swap_bytes, x[2], x[3]);
     }
-    if (a.has_ignore)
+    if (has_ignore)
       for (float &v : x) v = v == a.ignore_value ? quiet_nan() : v;
   };
   // `band`'s four samples floored and added, those past the last band skipped.
@@ -558,6 +559,27 @@ __device__ double sid_quarter_sum(const Args &a, int copy_bytes, size_t pixel, i
     total += floored_part(band, x, false);
   }
   return total;
+}
+
+// Both rows' sums (sum[0]: row0, sum[1]: row1), one after the other (the
+// loop not unrolled: one copy of each form), the plain form where the block
+// has neither swapped bytes nor an ignore value (the other form's byte
+// permutes and ignore tests, issued even where they select nothing, were
+// half of the sums' instructions): f32 sid 995-1010 -> 1033-1043 GB/s,
+// i16 485-486 -> 500-503; with the loop unrolled (four copies) 1018-1029
+// and 491-494 (H200, 2026-12-02, same run, three rounds).
+template <DataType T>
+__device__ void sid_quarter_sums(const Args &a, int copy_bytes, size_t first_pixel, int row0, int row1, int t,
+                                 double (&sum)[2]) {
+  const bool plain = !a.swap_bytes && !a.has_ignore;
+#pragma unroll 1
+  for (int half = 0; half < 2; ++half) {
+    const size_t pixel = first_pixel + (half ? row1 : row0);
+    const double row_sum = plain ? sid_quarter_sum<T, true>(a, copy_bytes, pixel, t)
+                                 : sid_quarter_sum<T, false>(a, copy_bytes, pixel, t);
+    sum[0] = half ? sum[0] : row_sum;
+    sum[1] = half ? row_sum : sum[1];
+  }
 }
 
 // What load_four needs to know about a row (pixel `pixel`, staged row `row`
@@ -1416,8 +1438,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
         context[1] = row_context<T, M>(a, tile, row1, current.first_pixel + row1);
         sum[0] = sum[1] = sum2[0] = sum2[1] = 0;
         if constexpr (M == Method::sid) {  // p's 1 / sum v before the first product
-          sum[0] = sid_quarter_sum<T>(a, copy_bytes, current.first_pixel + row0, t);
-          sum[1] = sid_quarter_sum<T>(a, copy_bytes, current.first_pixel + row1, t);
+          sid_quarter_sums<T>(a, copy_bytes, current.first_pixel, row0, row1, t, sum);
           add_over_quad(sum);
 #pragma unroll
           for (int half = 0; half < 2; ++half) {
