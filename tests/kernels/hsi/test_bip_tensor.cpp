@@ -347,6 +347,34 @@ TEST(BipTensor, HalfScaleExponentPutsTheLargestSampleUnder2To15) {
   EXPECT_EQ(bt::half_scale_exponent(INFINITY), -114);
 }
 
+// Sid's fixed operand scales (kSidLogExponent, kSidShareExponent): the
+// centred log log v - m of any two positive floats (v and the first band's
+// value, floored samples down to the smallest subnormal) and any p in
+// [0, 1] stay finite and normal-sized in fp16 high parts, and the table's
+// log q half takes the difference of the two exponents, so both products
+// carry 2^kSidLogExponent.
+TEST(BipTensor, SidFixedScalesKeepEveryOperandInHalfRange) {
+  const float kLogScale = std::ldexp(1.0f, bt::kSidLogExponent);
+  const float kShareScale = std::ldexp(1.0f, bt::kSidShareExponent);
+  const float extremes[] = {std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::min(), 1e-12f, 1.0f,
+                            65535.0f, std::numeric_limits<float>::max()};
+  float widest = 0;
+  for (float v : extremes)
+    for (float first : extremes) {
+      const float m = std::log(first);
+      const float operand = std::fma(std::log2(v), float(M_LN2) * kLogScale, -m * kLogScale);
+      widest = std::max(widest, std::fabs(operand));
+      const uint16_t hi = bt::half_bits(operand);
+      ASSERT_TRUE(std::isfinite(bt::half_value(hi))) << v << " over " << first;
+      ASSERT_TRUE(std::isfinite(bt::half_value(bt::half_bits(operand - bt::half_value(hi))))) << v;
+    }
+  EXPECT_GT(widest, 0.5f * 65504.0f) << "the log scale could be larger";  // 192 x 2^8: the range is used
+  EXPECT_LT(widest, 65504.0f);
+  // p = v / sum v <= 1, rounded up by at most an ulp of float.
+  EXPECT_TRUE(std::isfinite(bt::half_value(bt::half_bits(std::nextafter(1.0f, 2.0f) * kShareScale))));
+  EXPECT_GT(2.0f * kShareScale, 65504.0f) << "the share scale could be larger";
+}
+
 // fp16x3's split of scaled operands, as the kernel forms it (x = hi + lo,
 // both fp16, lo from x - hi): what it leaves out is at most 2^-22 |x|, or
 // 2^-25 (half of fp16's smallest subnormal) where lo is subnormal, which is
