@@ -380,6 +380,13 @@ int copy_bytes_for(const CubeBlock &block, int first_band, int band_count) {
   return 0;
 }
 
+float sid_stored_floor(const CubeBlock &block) {
+  return float(double(kSidFloor) / (block.format.has_scale ? block.format.scale : 1.0));
+}
+bool sid_floor_is_normal(const CubeBlock &block) {
+  return sid_stored_floor(block) >= std::numeric_limits<float>::min();
+}
+
 bool uses_screen(Method method, const DeviceTables &tables, DataType type, int copy_bytes,
                  const ClassificationOutput &output) {
   if (tables.screen_warpgroups == 0 || !tables.screen_references || output.rule_images || !screened(method))

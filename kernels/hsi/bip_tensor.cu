@@ -199,6 +199,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <type_traits>
 
 #include "common/cuda_check.h"
 #include "common/cuda_runtime.h"
@@ -721,13 +722,13 @@ __device__ __forceinline__ void split_chunk(const Args &a, const unsigned char *
 // kSidShareExponent: the products go into the same accumulators, both
 // carrying 2^8, so no row needs its own scale per chunk); with `summing`,
 // sum p (log v - m) from the same scaled operands, in float over a
-// thread's four bands, double beyond: sum p log p is that plus (m -
+// thread's eight bands of the chunk, double beyond: sum p log p is that plus (m -
 // log_sum) sum p (score_of). Its terms are at most |log v - m|, as the
 // products' are, so their float error stays within the products' bounds;
 // sum v log v, as the other kernels form it, needed double products (terms
 // up to v log v, which cancel against log_sum sum v: float partial sums
 // made errors of 5e-6 in SID ~0.45 for pixels spanning 12 decades). The log is the
-// hardware's log2 (CUDA's __log2f: within 2^-22 absolute of log2 v for v in
+// hardware's log2 (log2_of_normal, as CUDA's __log2f: within 2^-22 absolute of log2 v for v in
 // [0.5, 2], 2 ulps elsewhere: up to 2.6e-6 in log v at v = 65535, where logf
 // errs by up to 1e-6) times ln 2, not logf (~20 instructions a sample). Its
 // errors enter SID as sum (p - q) x error (both terms take the same log), so
@@ -746,36 +747,47 @@ constexpr double kSidCentredPLogPUnscale = 1.0 / double(1 << (kSidLogExponent + 
 template <DataType T, bool kWholeChunk>
 __device__ __forceinline__ void split_sid_chunk(const Args &a, const unsigned char *tile, int row0, int row1, int t,
                                                 int chunk_band, int valid, const PixelContext (&px)[2], bool summing,
-                                                double (&sum2)[2], uint32_t (&hi)[2][2][4], uint32_t (&lo)[2][2][4],
-                                                double (&unscale)[2]) {
+                                                double (&sum2)[2], uint32_t (&hi)[2][2][4], uint32_t (&lo)[2][2][4]) {
   const int rows[2] = {row0, row1};
   constexpr float kLogScale = float(1 << kSidLogExponent), kShareScale = float(1 << kSidShareExponent);
+  // The hardware's log2 of a normal (or infinite, or NaN) float, without the
+  // rescaling of subnormal inputs that __log2f adds (four instructions a
+  // sample): the floor keeps v normal (sid_floor_is_normal). f32 sid
+  // 1291-1292 -> 1355-1369 GB/s, i16 648-652 -> 663-668; the floor by
+  // fmaxf rather than a NaN-keeping select, 1370-1376 and 668-677 (same
+  // run, three rounds).
+  auto log2_of_normal = [](float v) {
+    float log2_v;
+    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(log2_v) : "f"(v));
+    return log2_v;
+  };
   // Per row: -m and 1 / sum v times their operands' scales (exact: powers of two).
   const float shifted[2] = {-px[0].shift * kLogScale, -px[1].shift * kLogScale};
   const float share[2] = {px[0].inv_sum * kShareScale, px[1].inv_sum * kShareScale};
   ChunkValues values[2];  // the logs, then p, scaled
+  float centred_p_log_p[2] = {0, 0};  // per row, eight terms of 2^23 sum p (log v - m), unselected bands' zero
 #pragma unroll
   for (int span = 0; span < 2; ++span)
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       float x[4];
       load_four<T, Method::sid>(a, tile, rows[half], span, t, chunk_band, valid, px[half], x);
-      float centred_p_log_p = 0;  // four terms of 2^23 sum p (log v - m), unselected bands' zero
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const bool selected = kWholeChunk || span * 16 + 4 * t + i < valid;
-        const float v = x[i] < a.sid_floor ? a.sid_floor : x[i];  // NaN stays NaN
-        const float log_operand = fmaf(__log2f(v), CUDART_LN2_F * kLogScale, shifted[half]);
+        const float v = fmaxf(x[i], a.sid_floor);  // NaN: its pixel's sum is NaN, so are p and the scores
+        const float log_operand = fmaf(log2_of_normal(v), CUDART_LN2_F * kLogScale, shifted[half]);
         values[0][span][half][i] = selected ? log_operand : 0.0f;
         values[1][span][half][i] = selected ? v * share[half] : 0.0f;
-        centred_p_log_p = fmaf(values[0][span][half][i], values[1][span][half][i], centred_p_log_p);
+        centred_p_log_p[half] = fmaf(values[0][span][half][i], values[1][span][half][i], centred_p_log_p[half]);
       }
-      if (summing) sum2[half] += centred_p_log_p;
     }
+  if (summing)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) sum2[half] += centred_p_log_p[half];
   const float unit[2] = {1.0f, 1.0f};  // scaled already
   split_fragment(values[0], unit, hi[0], lo[0]);
   split_fragment(values[1], unit, hi[1], lo[1]);
-  unscale[0] = unscale[1] = 1.0 / double(1 << kSidLogExponent);
 }
 
 // The best reference of a pixel so far: highest key, ties to the lower index,
@@ -1335,6 +1347,16 @@ __device__ __forceinline__ void add_over_quad(double (&sum)[2]) {
   for (int half = 0; half < 2; ++half)
     for (int mask = 1; mask <= 2; mask <<= 1) sum[half] += __shfl_xor_sync(0xffffffffu, sum[half], mask);
 }
+
+// Accumulator j's sum over a group's chunks, unscaled (sid's float sums
+// carry its products' 2^kSidLogExponent; the others' are unscaled already).
+template <Method M, typename Total>
+__device__ __forceinline__ double group_total(const Total (&total)[kWgmmaAccumulators], int j) {
+  if constexpr (M == Method::sid)
+    return double(total[j]) / double(1 << kSidLogExponent);
+  else
+    return total[j];
+}
 #endif  // CS_HSI_WGMMA_BUILT
 
 // One warp group per 64-pixel tile (two per block, one block per SM), all
@@ -1408,7 +1430,18 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
   // c_k), its table's two halves) into the same accumulators.
   constexpr int kOperands = M == Method::sid ? 2 : 1;
   float acc[kWgmmaAccumulators];
-  double total[kWgmmaAccumulators];
+  // Sid's chunk sums add in float: its operands' scales are fixed, so every
+  // chunk's accumulators carry the same 2^kSidLogExponent. Each addition
+  // rounds by at most 2^-24 of the running total (|total| <= the logs'
+  // spread), seven for 224 bands, against the products' own twelve
+  // truncating additions a chunk. The others' chunk sums add in double (their
+  // scales change from chunk to chunk). Sid's float-to-double conversion and
+  // double add per accumulator and chunk held a quarter of the chunks' stall
+  // samples (Nsight Compute, f32, H200, 2026-12-02); in float (and 32 fewer
+  // registers, no spills): f32 sid 1040-1049 -> 1291-1292 GB/s, i16 499-505
+  // -> 648-652 (same run, three rounds).
+  using Total = std::conditional_t<M == Method::sid, float, double>;
+  Total total[kWgmmaAccumulators];
   double sum[2] = {0, 0}, sum2[2] = {0, 0};
   PixelContext context[2];
   Candidate running[2];
@@ -1435,7 +1468,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
         prefetch_tile<T, kWarpgroupPixels>(a, current.first_pixel + current.tile_step);
     if (chunk == 0) {
 #pragma unroll
-      for (double &v : total) v = 0;
+      for (Total &v : total) v = 0;
       if (summing) {  // the rows' contexts and sums serve every group
         context[0] = row_context<T, M>(a, tile, row0, current.first_pixel + row0);
         context[1] = row_context<T, M>(a, tile, row1, current.first_pixel + row1);
@@ -1458,11 +1491,9 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
     if constexpr (M == Method::sid) {
       // Every chunk but a last partial one has all of its bands: no selection per sample.
       if (valid == kChunkBands)
-        split_sid_chunk<T, true>(a, tile, row0, row1, t, chunk_band, valid, context, summing, sum2, a_hi, a_lo,
-                                 unscale);
+        split_sid_chunk<T, true>(a, tile, row0, row1, t, chunk_band, valid, context, summing, sum2, a_hi, a_lo);
       else
-        split_sid_chunk<T, false>(a, tile, row0, row1, t, chunk_band, valid, context, summing, sum2, a_hi, a_lo,
-                                  unscale);
+        split_sid_chunk<T, false>(a, tile, row0, row1, t, chunk_band, valid, context, summing, sum2, a_hi, a_lo);
     } else
       split_chunk<T, M>(a, tile, row0, row1, t, chunk_band, valid, context, summing, sum, sum2, a_hi[0], a_lo[0],
                         unscale);
@@ -1494,7 +1525,9 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
     // Accumulator j: rows g (j % 4 < 2) or g + 8, reference 8 (j / 4) + 2t + j % 2.
 #pragma unroll
     for (int j = 0; j < kWgmmaAccumulators; ++j) {
-      if constexpr (kFractionalValues<T, M>)
+      if constexpr (M == Method::sid)
+        total[j] += acc[j];
+      else if constexpr (kFractionalValues<T, M>)
         total[j] = fma(double(acc[j]), unscale[(j % 4) / 2], total[j]);
       else
         total[j] += acc[j];
@@ -1523,7 +1556,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
           for (int c = 0; c < 2; ++c) {
             const int k = group * kGroupReferences + n * kColumnReferences + 2 * t + c;
             if (k >= a.references) continue;
-            const double dot = total[4 * n + 2 * half + c] * dot_unscale * __ldg(a.dot_scale + k);
+            const double dot = group_total<M>(total, 4 * n + 2 * half + c) * dot_unscale * __ldg(a.dot_scale + k);
             offer_reference<M>(a, k, dot, finite, s, s2, context[half], pixel, best);
           }
         quad_best(best);
@@ -1537,7 +1570,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
           for (int c = 0; c < 2; ++c) {  // ascending k: a tie keeps the lower
             const int k = group * kGroupReferences + n * kColumnReferences + 2 * t + c;
             const double2 terms = key_terms[k];
-            const double key = fma(total[4 * n + 2 * half + c], terms.x, terms.y);
+            const double key = fma(group_total<M>(total, 4 * n + 2 * half + c), terms.x, terms.y);
             const bool better = key > best_key;
             best_k = better ? k : best_k;
             best_key = better ? key : best_key;
@@ -2643,7 +2676,7 @@ void classify(Method method, const DeviceTables &tables, const CubeBlock &block,
   // not depend on the samples' scale: those kernels take the stored values.
   const double scale = block.format.has_scale ? block.format.scale : 1.0;
   args.scale = method == Method::bandfit || method == Method::sid ? 1.0 : scale;
-  args.sid_floor = float(double(kSidFloor) / scale);
+  args.sid_floor = sid_stored_floor(block);
   args.sid_terms = tables.sid_terms;
   args.band_chunks = chunks_for(tables.shape);
   args.threshold = threshold;

@@ -385,6 +385,13 @@ struct DeviceTables {
 // Whether classify() runs the screen for this method, sample type, block
 // (copy_bytes_for's answer) and output: f32 blocks, and 16-bit blocks whose
 // rows come in whole aligned 16-byte pieces (bands a multiple of 32).
+// Sid's floor in the block's stored units (kSidFloor / scale). The BIP
+// kernel's logs flush subnormal inputs to zero (no rescaling per sample), so
+// it serves sid only where that floor is a normal float (a scale below
+// ~8.5e25); elsewhere the generic tensor kernel does.
+float sid_stored_floor(const CubeBlock &block);
+bool sid_floor_is_normal(const CubeBlock &block);
+
 bool uses_screen(Method method, const DeviceTables &tables, DataType type, int copy_bytes,
                  const ClassificationOutput &output);
 

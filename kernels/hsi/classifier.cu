@@ -595,6 +595,7 @@ struct CudaSpectralClassifier::Impl {
   BipPlan bip_plan(const CubeBlock &block) const {
     BipPlan plan;
     if (first_band < 0 || !bip_enabled) return plan;
+    if (host.method() == Method::sid && !bip_tensor::sid_floor_is_normal(block)) return plan;
     plan.stages = bip_tensor::stages_for(block.format.type, bip.chunks, max_shared_bytes, bip.product, bip.groups);
     if (plan.stages) plan.copy_bytes = bip_tensor::copy_bytes_for(block, first_band, host.table_shape().bands);
     return plan;

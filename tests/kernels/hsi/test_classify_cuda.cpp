@@ -899,6 +899,42 @@ TEST(GpuClassify, TensorBipKernelOnlyForBlocksItFits) {
   EXPECT_EQ(gpu_fast.kernel_for(block(DataType::f32, Interleave::bip, native)), Kernel::per_pixel);
 }
 
+// Sid's BIP kernel takes its logs without rescaling subnormal inputs, so a
+// block whose stored units put sid's floor below float's smallest normal (a
+// reflectance scale factor of 1e-30: decoded = 1e30 x stored, the floor
+// 1e-42 stored) runs the generic tensor kernel; with a factor of 1e-20 (the
+// floor 1e-32 stored) the BIP kernel serves it. Both within the tensor
+// bounds of the exact CPU scores, zeros (floored) included.
+TEST(GpuClassify, SidSubnormalFloorTakesTheGenericKernel) {
+  CS_REQUIRE_GPU();
+  std::mt19937_64 rng(cs_test::fresh_seed());
+  cs::Stream stream(kDevice);
+  const size_t lines = 4, samples = 40, bands = 96, pixels = lines * samples, K = 9;
+  hsi_test::Scene scene = hsi_test::random_scene(rng, lines, samples, bands, K);
+  for (float &v : scene.pixels) v = std::fabs(v);
+  for (int i = 0; i < 20; ++i) scene.pixels[rng() % scene.pixels.size()] = 0;
+  const auto [tensor, exact] = tensor_and_exact(Method::sid, std::nullopt, scene, select_bands(bands, {}));
+  CudaSpectralClassifier gpu(tensor, kDevice);
+  const auto [x2, r2] = largest_squared_norms(scene);
+  const TensorConditioning conditioning = tensor_conditioning(scene.pixels, bands, tensor);
+  const ByteOrder native = host_byte_order();
+  for (double factor : {1e-20, 1e-30}) {
+    SCOPED_TRACE("reflectance scale factor " + std::to_string(std::log10(factor)));
+    std::vector<float> stored = scene.pixels;
+    for (float &v : stored) v = float(double(v) * factor);  // decoded = stored / factor
+    const auto bytes = hsi_test::encode_block(stored, lines, samples, bands, DataType::f32, Interleave::bip, native);
+    const CubeBlock block = hsi_test::block_of(bytes, lines, samples, bands, DataType::f32, Interleave::bip, native,
+                                               std::nullopt, factor);
+    CudaSpectralClassifier::Kernel kernel;
+    const hsi_test::Result got = classify_gpu(gpu, tensor, bytes, block, stream, true, &kernel);
+    EXPECT_EQ(kernel, factor < 1e-25 || !has_bip_kernel(Method::sid, gpu) ? CudaSpectralClassifier::Kernel::tensor
+                                                                           : CudaSpectralClassifier::Kernel::tensor_bip);
+    const hsi_test::Result want = hsi_test::classify_cpu(exact, block);
+    const double worst = expect_within_tensor_bounds(Method::sid, want, got, pixels, K, x2, r2, NAN, conditioning);
+    std::printf("[ info     ] sid, scale factor %g: worst |exact - tensor| %.3g\n", factor, worst);
+  }
+}
+
 TEST(GpuClassify, TwoClassifiersShareTheConstantBank) {
   CS_REQUIRE_GPU();
   std::mt19937_64 rng(cs_test::fresh_seed());
