@@ -436,21 +436,23 @@ __device__ __forceinline__ float shifted_value(float x, float position, const Pi
 // NaN; correlation and bandfit: the value summed (band_value) minus the
 // row's shift (`px`, row_context). `valid`: selected bands in this chunk;
 // the staged zeros past them must stay zeros (no NaN from a zero ignore
-// value, no shifted values in the sums).
-template <DataType T, Method M>
+// value, no shifted values in the sums). `kPlain`: the block has neither
+// swapped bytes nor an ignore value (no byte permutes, no ignore tests).
+template <DataType T, Method M, bool kPlain = false>
 __device__ __forceinline__ void load_four(const Args &a, const unsigned char *tile, int row, int span, int t,
                                           int chunk_band, int valid, const PixelContext &px, float (&x)[4]) {
   const int band = span * 16 + 4 * t;
+  const bool swap = !kPlain && a.swap_bytes;
   if constexpr (T == DataType::f32) {
     const float4 v = *reinterpret_cast<const float4 *>(tile + row * kRowBytes<T> + band * 4);
-    x[0] = native_float(v.x, a.swap_bytes), x[1] = native_float(v.y, a.swap_bytes);
-    x[2] = native_float(v.z, a.swap_bytes), x[3] = native_float(v.w, a.swap_bytes);
+    x[0] = native_float(v.x, swap), x[1] = native_float(v.y, swap);
+    x[2] = native_float(v.z, swap), x[3] = native_float(v.w, swap);
   } else {
     const uint2 v = *reinterpret_cast<const uint2 *>(tile + row * kRowBytes<T> + band * 2);
-    widen_pair<T>(v.x, a.swap_bytes, x[0], x[1]);
-    widen_pair<T>(v.y, a.swap_bytes, x[2], x[3]);
+    widen_pair<T>(v.x, swap, x[0], x[1]);
+    widen_pair<T>(v.y, swap, x[2], x[3]);
   }
-  if (a.has_ignore)
+  if (!kPlain && a.has_ignore)
     for (float &v : x) v = v == a.ignore_value ? quiet_nan() : v;
   if constexpr (M == Method::bandfit) {
     const float4 p = __ldg(reinterpret_cast<const float4 *>(a.positions + chunk_band + band));
@@ -744,7 +746,7 @@ __device__ __forceinline__ void split_chunk(const Args &a, const unsigned char *
 // instructions, as the kernel waits on each chunk's products and double
 // sums.
 constexpr double kSidCentredPLogPUnscale = 1.0 / double(1 << (kSidLogExponent + kSidShareExponent));
-template <DataType T, bool kWholeChunk>
+template <DataType T, bool kWholeChunk, bool kPlain>
 __device__ __forceinline__ void split_sid_chunk(const Args &a, const unsigned char *tile, int row0, int row1, int t,
                                                 int chunk_band, int valid, const PixelContext (&px)[2], bool summing,
                                                 double (&sum2)[2], uint32_t (&hi)[2][2][4], uint32_t (&lo)[2][2][4]) {
@@ -771,7 +773,7 @@ __device__ __forceinline__ void split_sid_chunk(const Args &a, const unsigned ch
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       float x[4];
-      load_four<T, Method::sid>(a, tile, rows[half], span, t, chunk_band, valid, px[half], x);
+      load_four<T, Method::sid, kPlain>(a, tile, rows[half], span, t, chunk_band, valid, px[half], x);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const bool selected = kWholeChunk || span * 16 + 4 * t + i < valid;
@@ -1347,16 +1349,6 @@ __device__ __forceinline__ void add_over_quad(double (&sum)[2]) {
   for (int half = 0; half < 2; ++half)
     for (int mask = 1; mask <= 2; mask <<= 1) sum[half] += __shfl_xor_sync(0xffffffffu, sum[half], mask);
 }
-
-// Accumulator j's sum over a group's chunks, unscaled (sid's float sums
-// carry its products' 2^kSidLogExponent; the others' are unscaled already).
-template <Method M, typename Total>
-__device__ __forceinline__ double group_total(const Total (&total)[kWgmmaAccumulators], int j) {
-  if constexpr (M == Method::sid)
-    return double(total[j]) / double(1 << kSidLogExponent);
-  else
-    return total[j];
-}
 #endif  // CS_HSI_WGMMA_BUILT
 
 // One warp group per 64-pixel tile (two per block, one block per SM), all
@@ -1366,7 +1358,9 @@ __device__ __forceinline__ double group_total(const Total (&total)[kWgmmaAccumul
 // two accumulator sets, then folds the other set (the previous chunk's,
 // finished meanwhile) into double totals. Epilogue as the kernel above, with
 // a warp's 16 rows holding all 64 references of the group.
-template <Method M, DataType T>
+// `kPlain` (sid only): the block has neither swapped bytes nor an ignore
+// value, so its chunks are split without byte permutes and ignore tests.
+template <Method M, DataType T, bool kPlain = false>
 __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(const Args a, const int copy_bytes) {
 #if defined(CS_HSI_WGMMA_BUILT)
   extern __shared__ __align__(16) unsigned char smem[];
@@ -1378,7 +1372,10 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
   // dot = (key - offset) x dot_per_key.
   double2 *const key_terms = reinterpret_cast<double2 *>(smem + table_bytes);
   double *const dot_per_key = reinterpret_cast<double *>(key_terms + a.groups * kGroupReferences);
-  const double dot_unscale = kFractionalValues<T, M> ? a.scale : a.scale / double(kHalfIntegerScale);
+  // Sid's float totals carry its products' 2^kSidLogExponent.
+  const double dot_unscale = M == Method::sid             ? a.scale / double(1 << kSidLogExponent)
+                             : kFractionalValues<T, M> ? a.scale
+                                                       : a.scale / double(kHalfIntegerScale);
   {
     const uint4 *src = static_cast<const uint4 *>(a.fragments);
     uint4 *dst = reinterpret_cast<uint4 *>(smem);
@@ -1491,9 +1488,11 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
     if constexpr (M == Method::sid) {
       // Every chunk but a last partial one has all of its bands: no selection per sample.
       if (valid == kChunkBands)
-        split_sid_chunk<T, true>(a, tile, row0, row1, t, chunk_band, valid, context, summing, sum2, a_hi, a_lo);
+        split_sid_chunk<T, true, kPlain>(a, tile, row0, row1, t, chunk_band, valid, context, summing, sum2, a_hi,
+                                         a_lo);
       else
-        split_sid_chunk<T, false>(a, tile, row0, row1, t, chunk_band, valid, context, summing, sum2, a_hi, a_lo);
+        split_sid_chunk<T, false, kPlain>(a, tile, row0, row1, t, chunk_band, valid, context, summing, sum2, a_hi,
+                                          a_lo);
     } else
       split_chunk<T, M>(a, tile, row0, row1, t, chunk_band, valid, context, summing, sum, sum2, a_hi[0], a_lo[0],
                         unscale);
@@ -1556,7 +1555,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
           for (int c = 0; c < 2; ++c) {
             const int k = group * kGroupReferences + n * kColumnReferences + 2 * t + c;
             if (k >= a.references) continue;
-            const double dot = group_total<M>(total, 4 * n + 2 * half + c) * dot_unscale * __ldg(a.dot_scale + k);
+            const double dot = double(total[4 * n + 2 * half + c]) * dot_unscale * __ldg(a.dot_scale + k);
             offer_reference<M>(a, k, dot, finite, s, s2, context[half], pixel, best);
           }
         quad_best(best);
@@ -1570,7 +1569,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
           for (int c = 0; c < 2; ++c) {  // ascending k: a tie keeps the lower
             const int k = group * kGroupReferences + n * kColumnReferences + 2 * t + c;
             const double2 terms = key_terms[k];
-            const double key = fma(group_total<M>(total, 4 * n + 2 * half + c), terms.x, terms.y);
+            const double key = fma(double(total[4 * n + 2 * half + c]), terms.x, terms.y);
             const bool better = key > best_key;
             best_k = better ? k : best_k;
             best_key = better ? key : best_key;
@@ -2551,14 +2550,15 @@ __global__ void wgmma_probe_kernel(int *built) {
 template <Product P, Method M, DataType T>
 void launch_typed(const Args &args, int copy_bytes, int sm_count, StreamHandle stream) {
   if constexpr (P == Product::wgmma) {
+    const bool plain = M == Method::sid && !args.swap_bytes && !args.has_ignore;
+    const auto kernel = plain ? classify_bip_wgmma_kernel<M, T, M == Method::sid> : classify_bip_wgmma_kernel<M, T>;
     const size_t bytes = shared_bytes(T, args.chunks, args.stages, P, args.groups);
-    cs::check_cuda(cudaFuncSetAttribute(classify_bip_wgmma_kernel<M, T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        int(bytes)),
+    cs::check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
                    "allow the BIP wgmma kernel's shared memory");
     const size_t tiles = (args.pixels + kWarpgroupPixels - 1) / kWarpgroupPixels;
     const size_t blocks = (tiles + kWarpgroupsPerBlock - 1) / kWarpgroupsPerBlock;
     const unsigned grid = unsigned(blocks < size_t(sm_count) ? blocks : size_t(sm_count));
-    classify_bip_wgmma_kernel<M, T><<<grid, kWgmmaThreads, bytes, stream>>>(args, copy_bytes);
+    kernel<<<grid, kWgmmaThreads, bytes, stream>>>(args, copy_bytes);
     cs::check_cuda(cudaGetLastError(), "classify (wgmma, BIP) kernel launch");
   } else {
     const size_t bytes = shared_bytes(T, args.chunks, args.stages, P);
