@@ -498,7 +498,7 @@ __device__ __forceinline__ float load_last(const Args &a, size_t pixel) {
 
 // Sid: this thread's share of pixel `pixel`'s sum of floored values (bands
 // 4t .. 4t + 3 of every 16: the quad's four threads hold the row between
-// them; float over four, double beyond), from global memory before the
+// them; float over eight, double beyond), from global memory before the
 // tile's first chunk is multiplied, so that p = v / sum enters the products
 // from the first chunk on and each chunk is staged once. The ignore value
 // and NaN make the sum NaN, as in the chunks. Rows past the block (staged
@@ -523,13 +523,15 @@ __device__ double sid_quarter_sum(const Args &a, int copy_bytes, size_t pixel, i
   const bool swap_bytes = !kPlain && a.swap_bytes, has_ignore = !kPlain && a.has_ignore;
   const unsigned char *const row = a.data + pixel * a.pixel_stride;
   constexpr int kBytes = Sample<T>::kBytes, kSumBatch = 14;
-  auto load_four_samples = [&](int band, float (&x)[4]) {
+  static_assert(kSumBatch % 2 == 0, "a batch's groups are added in pairs");
+  // The four samples at `at` (16-byte aligned for f32, 8-byte for 16-bit samples).
+  auto load_four_samples = [&](const unsigned char *at, float (&x)[4]) {
     if constexpr (T == DataType::f32) {
-      const float4 v = __ldg(reinterpret_cast<const float4 *>(row + band * kBytes));
+      const float4 v = __ldg(reinterpret_cast<const float4 *>(at));
       x[0] = native_float(v.x, swap_bytes), x[1] = native_float(v.y, swap_bytes);
       x[2] = native_float(v.z, swap_bytes), x[3] = native_float(v.w, swap_bytes);
     } else {
-      const uint2 v = __ldg(reinterpret_cast<const uint2 *>(row + band * kBytes));
+      const uint2 v = __ldg(reinterpret_cast<const uint2 *>(at));
       widen_pair<T>(v.x, swap_bytes, x[0], x[1]);
       widen_pair<T>(v.y, swap_bytes, x[2], x[3]);
     }
@@ -549,16 +551,18 @@ __device__ double sid_quarter_sum(const Args &a, int copy_bytes, size_t pixel, i
   int band = 4 * t;
   if (whole)
     for (; band + 16 * (kSumBatch - 1) + 4 <= a.bands; band += 16 * kSumBatch) {
+      const unsigned char *const batch = row + size_t(band) * kBytes;  // the loads at fixed offsets from it
       float x[kSumBatch][4];
 #pragma unroll
-      for (int j = 0; j < kSumBatch; ++j) load_four_samples(band + 16 * j, x[j]);
+      for (int j = 0; j < kSumBatch; ++j) load_four_samples(batch + 16 * j * kBytes, x[j]);
 #pragma unroll
-      for (int j = 0; j < kSumBatch; ++j) total += floored_part(band + 16 * j, x[j], true);
+      for (int j = 0; j < kSumBatch; j += 2)  // float over two groups (eight samples), double beyond
+        total += double(floored_part(band + 16 * j, x[j], true) + floored_part(band + 16 * (j + 1), x[j + 1], true));
     }
   for (; band < a.bands; band += 16) {
     float x[4];
     if (whole && band + 4 <= a.bands) {
-      load_four_samples(band, x);
+      load_four_samples(row + size_t(band) * kBytes, x);
     } else {
       for (int i = 0; i < 4; ++i) x[i] = band + i < a.bands ? load_sample<T, true>(a, row + (band + i) * kBytes) : 0.0f;
     }
