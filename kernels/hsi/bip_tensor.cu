@@ -185,7 +185,12 @@
 // group, so K <= 64 there. Since 2026-12-02 its logs come from the
 // hardware's log2, its operands take fixed scales and sum p log p comes
 // from them in float (split_sid_chunk), and the sums' loads go out a row at
-// a time: 0.90-0.92 ms (1022-1043 GB/s of f32, 499-510 of i16).
+// a time: 0.90-0.92 ms (1022-1043 GB/s of f32, 499-510 of i16). Then its
+// chunk sums add in float (no conversion to double per accumulator and
+// chunk), its logs skip the subnormal rescaling, blocks with neither
+// swapped bytes nor an ignore value take a kernel without those tests:
+// 0.65-0.66 ms (1423-1440 GB/s of f32, 713-726 of i16; f32 and i16 now
+// take the same time: the kernel issues and waits, it does not read).
 #include "hsi/bip_tensor.h"
 
 #include <cuda_fp16.h>
@@ -1271,6 +1276,15 @@ __device__ __forceinline__ uint64_t matrix_descriptor(uint32_t address, uint32_t
          uint64_t(stride_bytes >> 4) << 32;
 }
 
+// The descriptor of the matrix `units` 16-byte units after `descriptor`'s:
+// shared addresses stay below 2^18, so the 14-bit address field of the low
+// word never carries (one 32-bit add instead of masking and shifting each
+// address: f32 sid 1431-1435 -> 1431-1440 GB/s, i16 711-716 -> 718-726,
+// the other methods equal; H200, 2026-12-02, same run, three rounds).
+__device__ __forceinline__ uint64_t descriptor_plus(uint64_t descriptor, uint32_t units) {
+  return (descriptor & 0xffffffff00000000ull) | uint32_t(uint32_t(descriptor) + units);
+}
+
 // d += a x b, 64 pixels x 64 references x 16 bands: a, this thread's fp16
 // pixel registers; b, the references' descriptor. kFirst: d = a x b (d is
 // then only written, so the compiler keeps nothing in it before).
@@ -1412,6 +1426,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
   const uint32_t table_address = shared_address(smem);
   const uint32_t part_bytes = kGroupReferences * padded_bands * sizeof(uint16_t);  // high to low parts
   const uint32_t stride_bytes = 8 * padded_bands * sizeof(uint16_t);             // 8 references further
+  const uint64_t table_descriptor = matrix_descriptor(table_address, 128, stride_bytes);
 
   StepCursor staged = StepCursor::first(first_tile * kWarpgroupPixels, tile_step * kWarpgroupPixels);
   StepCursor current = staged;
@@ -1501,15 +1516,15 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
       split_chunk<T, M>(a, tile, row0, row1, t, chunk_band, valid, context, summing, sum, sum2, a_hi[0], a_lo[0],
                         unscale);
     // Operand o's table: chunk o x band_chunks + chunk of the group's table.
-    const uint32_t high = table_address + uint32_t(group) * 2 * part_bytes + uint32_t(chunk) * 512;
+    const uint32_t high = (uint32_t(group) * 2 * part_bytes + uint32_t(chunk) * 512) >> 4;
     wgmma_fence();
 #pragma unroll
     for (int o = 0; o < kOperands; ++o)
 #pragma unroll
       for (int span = 0; span < 2; ++span) {
-        const uint32_t b = high + uint32_t(o * a.band_chunks) * 512 + span * 256;
-        const uint64_t b_hi = matrix_descriptor(b, 128, stride_bytes);
-        const uint64_t b_lo = matrix_descriptor(b + part_bytes, 128, stride_bytes);
+        const uint32_t units = high + (uint32_t(o * a.band_chunks) * 512 + span * 256) / 16;
+        const uint64_t b_hi = descriptor_plus(table_descriptor, units);
+        const uint64_t b_lo = descriptor_plus(b_hi, part_bytes / 16);
         if (o == 0 && span == 0)
           wgmma_f16<true>(acc, a_lo[o][span], b_hi);  // small terms first
         else
