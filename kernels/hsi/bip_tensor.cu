@@ -204,7 +204,6 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
-#include <type_traits>
 
 #include "common/cuda_check.h"
 #include "common/cuda_runtime.h"
@@ -1369,13 +1368,14 @@ __device__ __forceinline__ void add_over_quad(double (&sum)[2]) {
 }
 #endif  // CS_HSI_WGMMA_BUILT
 
-// One warp group per 64-pixel tile (two per block, one block per SM), all
-// reference groups' tables resident in shared memory; per chunk of 32 bands
-// the warp group stages its rows (cp.async, as the kernel above), each thread
-// splits its fragment of them (split_chunk) and issues 6 wgmma into one of
-// two accumulator sets, then folds the other set (the previous chunk's,
-// finished meanwhile) into double totals. Epilogue as the kernel above, with
-// a warp's 16 rows holding all 64 references of the group.
+// One warp group per 64-pixel tile (kWarpgroupsPerBlock per block, one
+// block per SM), all reference groups' tables resident in shared memory; per
+// chunk of 32 bands the warp group stages its rows (cp.async, as the kernel
+// above), each thread splits its fragment of them (split_chunk; sid:
+// split_sid_chunk, two operands) and issues 6 wgmma per operand into one
+// accumulator set, waits for them and folds it into its totals (double;
+// sid's float). Epilogue as the kernel above, with a warp's 16 rows holding
+// all 64 references of the group.
 // `kPlain` (sid only): the block has neither swapped bytes nor an ignore
 // value, so its chunks are split without byte permutes and ignore tests.
 template <Method M, DataType T, bool kPlain = false>

@@ -382,9 +382,6 @@ struct DeviceTables {
   const double *sid_terms = nullptr; // Tables::sid_terms (sid)
 };
 
-// Whether classify() runs the screen for this method, sample type, block
-// (copy_bytes_for's answer) and output: f32 blocks, and 16-bit blocks whose
-// rows come in whole aligned 16-byte pieces (bands a multiple of 32).
 // Sid's floor in the block's stored units (kSidFloor / scale). The BIP
 // kernel's logs flush subnormal inputs to zero (no rescaling per sample), so
 // it serves sid only where that floor is a normal float (a scale below
@@ -392,6 +389,9 @@ struct DeviceTables {
 float sid_stored_floor(const CubeBlock &block);
 bool sid_floor_is_normal(const CubeBlock &block);
 
+// Whether classify() runs the screen for this method, sample type, block
+// (copy_bytes_for's answer) and output: f32 blocks, and 16-bit blocks whose
+// rows come in whole aligned 16-byte pieces (bands a multiple of 32).
 bool uses_screen(Method method, const DeviceTables &tables, DataType type, int copy_bytes,
                  const ClassificationOutput &output);
 

@@ -375,6 +375,24 @@ TEST(BipTensor, SidFixedScalesKeepEveryOperandInHalfRange) {
   EXPECT_GT(2.0f * kShareScale, 65504.0f) << "the share scale could be larger";
 }
 
+// The BIP kernel takes sid's logs without rescaling subnormal inputs, so it
+// serves a block only where the floor (kSidFloor decoded, in stored units)
+// is a normal float: with a reflectance scale factor (decoded = stored /
+// factor) down to ~1.2e-26.
+TEST(BipTensor, SidFloorIsNormalUnlessTheScaleIsAbsurd) {
+  auto block = [](std::optional<double> factor) {
+    CubeBlock b;
+    b.format = make_sample_format(DataType::f32, host_byte_order(), std::nullopt, factor);
+    return b;
+  };
+  EXPECT_FLOAT_EQ(bt::sid_stored_floor(block(std::nullopt)), kSidFloor);
+  EXPECT_FLOAT_EQ(bt::sid_stored_floor(block(10000.0)), kSidFloor * 10000.0f);
+  EXPECT_TRUE(bt::sid_floor_is_normal(block(std::nullopt)));
+  EXPECT_TRUE(bt::sid_floor_is_normal(block(10000.0)));
+  EXPECT_TRUE(bt::sid_floor_is_normal(block(1e-20)));   // 1e-32 stored
+  EXPECT_FALSE(bt::sid_floor_is_normal(block(1e-30)));  // 1e-42 stored: subnormal
+}
+
 // fp16x3's split of scaled operands, as the kernel forms it (x = hi + lo,
 // both fp16, lo from x - hi): what it leaves out is at most 2^-22 |x|, or
 // 2^-25 (half of fp16's smallest subnormal) where lo is subnormal, which is
