@@ -925,10 +925,10 @@ TEST(GpuClassify, SidSubnormalFloorTakesTheGenericKernel) {
     const auto bytes = hsi_test::encode_block(stored, lines, samples, bands, DataType::f32, Interleave::bip, native);
     const CubeBlock block = hsi_test::block_of(bytes, lines, samples, bands, DataType::f32, Interleave::bip, native,
                                                std::nullopt, factor);
-    CudaSpectralClassifier::Kernel kernel;
+    using Kernel = CudaSpectralClassifier::Kernel;
+    Kernel kernel;
     const hsi_test::Result got = classify_gpu(gpu, tensor, bytes, block, stream, true, &kernel);
-    EXPECT_EQ(kernel, factor < 1e-25 || !has_bip_kernel(Method::sid, gpu) ? CudaSpectralClassifier::Kernel::tensor
-                                                                           : CudaSpectralClassifier::Kernel::tensor_bip);
+    EXPECT_EQ(kernel, factor < 1e-25 || !has_bip_kernel(Method::sid, gpu) ? Kernel::tensor : Kernel::tensor_bip);
     const hsi_test::Result want = hsi_test::classify_cpu(exact, block);
     const double worst = expect_within_tensor_bounds(Method::sid, want, got, pixels, K, x2, r2, NAN, conditioning);
     std::printf("[ info     ] sid, scale factor %g: worst |exact - tensor| %.3g\n", factor, worst);
