@@ -418,17 +418,28 @@ template <DataType T, Method M>
 constexpr bool kFractionalValues = T == DataType::f32 || M == Method::bandfit || M == Method::sid;
 
 // Correlation's and bandfit's value of sample x at band `position`: x minus
-// the first band's (correlation); band_value with the fast division, minus
-// 1 (bandfit). The fast division is within 2 ulp for continua in [2^-126,
-// 2^126] (the products' own error is 2^-22): the correctly rounded one took
-// 0.95 ms per f32 cube against 0.78 (H200), and choosing it for continua
-// beyond 2^126 (where the fast one returns 0) 1.00 ms; both operands are
-// scaled by 1/4 there instead.
-template <Method M>
+// the first band's (correlation); x over its continuum, minus 1 (bandfit),
+// as x times the continuum's approximate reciprocal (within an ulp) with the
+// 1 subtracted in the same fused step: the products' own error is 2^-22, and
+// the correctly rounded division took 0.95 ms per f32 cube against 0.78
+// (H200). The continuum is fused as well (both terms positive: no
+// cancellation); CPU and exact kernels round its products apart
+// (classify_math.h). The reciprocal flushes to 0 beyond 2^126: both
+// operands are scaled by 1/4 there, unless `kContinuaBelow2To126` (every
+// continuum of the caller's pixels is below: both ends below 2^125), which
+// saves the per-sample test; results are the same either way.
+__device__ __forceinline__ float approximate_reciprocal(float c) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(c));
+  return r;
+}
+
+template <Method M, bool kContinuaBelow2To126 = false>
 __device__ __forceinline__ float shifted_value(float x, float position, const PixelContext &px) {
   if constexpr (M == Method::bandfit) {
-    const float c = continuum<float>(position, px), s = c < 0x1p126f ? 1.0f : 0.25f;
-    return __fdividef(x * s, c * s) - px.shift;
+    const float c = fmaf(px.continuum_end, position, px.continuum_start * (1.0f - position));
+    if (kContinuaBelow2To126 || c < 0x1p126f) return fmaf(x, approximate_reciprocal(c), -px.shift);
+    return fmaf(x * 0.25f, approximate_reciprocal(c * 0.25f), -px.shift);
   } else {
     return x - px.shift;
   }
@@ -2064,17 +2075,12 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     return found;
   };
   // Correlation and bandfit: the own pixel's samples as load_four sums them
-  // (shifted by the first band; continuum-removed with the same fast
-  // division, then shifted by 1), in place; zeros past the last band stay.
-  auto shift_half = [&] {
+  // (shifted by the first band; continuum-removed as shifted_value does,
+  // then shifted by 1), in place; zeros past the last band stay.
+  auto shift_own_half = [&](const PixelContext &px, auto continua_below_2_to_126) {
     float *const own = reinterpret_cast<float *>(tile) + own_row * 32;  // float tiles only
-    auto staged = [&](int band) {  // the own row's sample of `band` in the swizzled tile
-      return own[(band / 32) * kSlabFloats + swizzled_block(own_row, band % 32 / 4) + band % 4];
-    };
-    PixelContext px = pixel_context<M>(staged(0), staged(a.bands - 1), 0.0);
-    if (!px.defined) px.continuum_start = quiet_nan();
-    __syncwarp();  // both halves have read the row's ends before either is rewritten
-    auto value = [&](float x, float t) { return shifted_value<M>(x, t, px); };
+    constexpr bool kBelow = decltype(continua_below_2_to_126)::value;
+    auto value = [&](float x, float t) { return shifted_value<M, kBelow>(x, t, px); };
     for (int s = 0; s < slabs; ++s)
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -2093,6 +2099,24 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
         }
         *at = v;
       }
+  };
+  // The row's ends first (bandfit: a warp whose pixels' continua are all
+  // below 2^126, the usual case, skips the per-sample test).
+  auto shift_half = [&] {
+    const float *const own = reinterpret_cast<float *>(tile) + own_row * 32;  // float tiles only
+    auto staged = [&](int band) {  // the own row's sample of `band` in the swizzled tile
+      return own[(band / 32) * kSlabFloats + swizzled_block(own_row, band % 32 / 4) + band % 4];
+    };
+    PixelContext px = pixel_context<M>(staged(0), staged(a.bands - 1), 0.0);
+    if (!px.defined) px.continuum_start = quiet_nan();
+    __syncwarp();  // both halves have read the row's ends before either is rewritten
+    // Both ends below 2^125: every continuum between them below 2^126 (a
+    // NaN end: the pixel's values are NaN on either path).
+    const bool ends_below_2_to_125 = !(px.continuum_start >= 0x1p125f || px.continuum_end >= 0x1p125f);
+    if (M != Method::bandfit || __all_sync(kAll, ends_below_2_to_125))
+      shift_own_half(px, std::true_type{});
+    else
+      shift_own_half(px, std::false_type{});
   };
   // f32 blocks in the other byte order: the own pixel's half of the tile in place, as the machine's floats.
   auto swap_half = [&] {
