@@ -2081,24 +2081,31 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     float *const own = reinterpret_cast<float *>(tile) + own_row * 32;  // float tiles only
     constexpr bool kBelow = decltype(continua_below_2_to_126)::value;
     auto value = [&](float x, float t) { return shifted_value<M, kBelow>(x, t, px); };
-    for (int s = 0; s < slabs; ++s)
+    // A slab's loads all issued before its arithmetic (a branch per four
+    // samples kept them one group at a time, each waited for); the bands
+    // past the last only in the last slab.
+    auto shift_slab = [&](int s, auto whole) {
+      float4 v[4], t[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        float4 *const at = reinterpret_cast<float4 *>(own + s * kSlabFloats + x_offset[i]);
-        const int band = s * 32 + 16 * h + 4 * i;
-        float4 v = *at, t = make_float4(0, 0, 0, 0);
+        v[i] = *reinterpret_cast<const float4 *>(own + s * kSlabFloats + x_offset[i]);
+        t[i] = make_float4(0, 0, 0, 0);
         if constexpr (M == Method::bandfit)  // positions padded to whole chunks: the slabs
-          t = __ldg(reinterpret_cast<const float4 *>(a.positions + band));
-        if (band + 4 <= a.bands) {
-          v = make_float4(value(v.x, t.x), value(v.y, t.y), value(v.z, t.z), value(v.w, t.w));
-        } else {
-          v.x = band < a.bands ? value(v.x, t.x) : v.x;
-          v.y = band + 1 < a.bands ? value(v.y, t.y) : v.y;
-          v.z = band + 2 < a.bands ? value(v.z, t.z) : v.z;
-          v.w = band + 3 < a.bands ? value(v.w, t.w) : v.w;
-        }
-        *at = v;
+          t[i] = __ldg(reinterpret_cast<const float4 *>(a.positions + s * 32 + 16 * h + 4 * i));
       }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int band = s * 32 + 16 * h + 4 * i;
+        const bool kept[4] = {!whole && band >= a.bands, !whole && band + 1 >= a.bands,
+                              !whole && band + 2 >= a.bands, !whole && band + 3 >= a.bands};
+        v[i] = make_float4(kept[0] ? v[i].x : value(v[i].x, t[i].x), kept[1] ? v[i].y : value(v[i].y, t[i].y),
+                           kept[2] ? v[i].z : value(v[i].z, t[i].z), kept[3] ? v[i].w : value(v[i].w, t[i].w));
+        *reinterpret_cast<float4 *>(own + s * kSlabFloats + x_offset[i]) = v[i];
+      }
+    };
+    const int whole_slabs = a.bands / 32;
+    for (int s = 0; s < whole_slabs; ++s) shift_slab(s, std::true_type{});
+    if (whole_slabs < slabs) shift_slab(whole_slabs, std::false_type{});
   };
   // The row's ends first (bandfit: a warp whose pixels' continua are all
   // below 2^126, the usual case, skips the per-sample test).
