@@ -1911,7 +1911,9 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   // read (correlation's shift applied there too); bandfit's continuum-removed
   // values are formed once, in float tiles.
   constexpr bool kRawTiles = T != DataType::f32 && M != Method::bandfit;
-  constexpr bool kShiftedInRegisters = kRawTiles && M == Method::correlation;
+  // Correlation's shift applied where the samples are read, not in the tile
+  // (f32: 2% faster than a pass over the staged rows).
+  constexpr bool kShiftedInRegisters = M == Method::correlation;
   using TileSample = std::conditional_t<kRawTiles, uint16_t, float>;
   constexpr int kSlabFloats = kScreenSlabBytes / sizeof(float);  // a tile's 32 bands: 8 KB (16-bit tiles: 4 KB)
   const int slabs = screen_padded_bands(a.bands) / 32;
@@ -1990,7 +1992,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     fragment_offset[i] = block_at(g, i + 4 * (t / 2)) + 2 * (t % 2);
     mean_offset[i] = kScreenBlockBands * (i + 4 * (t / 2)) + 2 * (t % 2);
   }
-  // Correlation's values from 16-bit tiles: the samples of bands from
+  // Correlation's values: the samples of bands from
   // `band` on less the pixel's first band (load_four's shift), zeros past
   // the last band.
   auto shifted = [&](float x, float shift, int band) { return band < a.bands ? x - shift : 0.0f; };
@@ -2008,7 +2010,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   int x_offset[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) x_offset[i] = block_at(own_row, 4 * h + i);
-  float own_shift = 0.0f;  // correlation from 16-bit tiles: the own pixel's first band
+  float own_shift = 0.0f;  // correlation: the own pixel's first band
   // The own pixel's 16 values of this thread's half of slab s (times `scale`
   // when scaled; `as_stored`: the samples, before correlation's shift).
   auto load_sixteen = [&](int s, float (&x)[16], auto scaled, float scale, bool as_stored) {
@@ -2275,8 +2277,13 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       __syncwarp();  // the warp's rows, copied by its lanes, complete for every lane
       find_ignored();
       if constexpr (kShiftedInRegisters) {
-        float unused;
-        widen_pair<T>(*(tile + own_row * 32 + block_at(own_row, 0)), a.swap_bytes, own_shift, unused);
+        const TileSample first = tile[own_row * 32 + block_at(own_row, 0)];
+        if constexpr (kRawTiles) {
+          float unused;
+          widen_pair<T>(first, a.swap_bytes, own_shift, unused);
+        } else {
+          own_shift = first;  // float tiles hold the machine's floats (swap_half)
+        }
       } else {
         shift_half();
       }
@@ -2297,7 +2304,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     // the quad.
     float acc[kWgmmaAccumulators];
     uint32_t fragments[2][4][4];
-    float fragment_shift[2] = {0, 0};  // correlation from 16-bit tiles: rows g and g + 8's first bands
+    float fragment_shift[2] = {0, 0};  // correlation: rows g and g + 8's first bands
     if constexpr (kShiftedInRegisters)
       for (int half = 0; half < 2; ++half) fragment_shift[half] = __shfl_sync(kAll, own_shift, g + 8 * half);
     double row_norm2[2] = {0, 0}, row_sum[2] = {0, 0}, row_centre[2] = {0, 0};
