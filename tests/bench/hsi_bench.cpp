@@ -25,6 +25,9 @@
 //                    fakesink, the blocks after the first from when the
 //                    first leaves envisrc to the last class map; envisrc !
 //                    fakesink alone (the read's own rate);
+//   --ignore-value   the cube's headers carry `data ignore value = V` (as
+//                    AVIRIS-NG's -9999): the kernels then look for it in
+//                    every pixel; the cube itself holds no such sample.
 //   Spectral Python  tests/bench/hsi_bench_spectral.py times
 //                    spectral.spectral_angles on the same cube size (skipped
 //                    with a note when its Python or Spectral Python is absent).
@@ -32,7 +35,7 @@
 //   hsi_bench [--samples 1024] [--lines 1024] [--bands 224] [--references 64]
 //             [--block 64] [--crop 16] [--repeats 5] [--stream-cubes 3]
 //             [--python /usr/bin/python3] [--no-python] [--csv out.csv]
-//             [--tensor-only] [--file-only]
+//             [--tensor-only] [--file-only] [--ignore-value V]
 //
 // Without a CUDA device it says so and exits 0. GB/s = 1e9 bytes/s.
 #include <gst/app/gstappsrc.h>
@@ -44,6 +47,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -73,6 +77,7 @@ struct Options {
   bool tensor_only = false;  // device-resident tensor rows only (kernel work)
   bool file_only = false;    // the "from a file" section only
   const char *csv = nullptr;
+  std::optional<double> ignore_value;  // the headers' data ignore value
 };
 
 using bench::median;
@@ -149,6 +154,7 @@ EnviHeader cube_header(const Options &o, DataType type, size_t lines, ByteOrder 
   // library in reflectance (without it, euclidean's distances of ~1e4-unit pixels from ~0.5 references tie in
   // their float scores: 3245 pixels of the generic tensor kernel's class map differed from the screen's).
   if (type == DataType::i16) h.reflectance_scale_factor = kI16Scale;
+  h.data_ignore_value = o.ignore_value;
   return h;
 }
 
@@ -490,11 +496,15 @@ Options parse(int argc, char **argv) {
     else if (a == "--csv" && i + 1 < argc) o.csv = argv[++i];
     else if (a == "--tensor-only") o.tensor_only = true;
     else if (a == "--file-only") o.file_only = true;
-    else {
+    else if (a == "--ignore-value" && i + 1 < argc) {
+      char *end = nullptr;
+      o.ignore_value = std::strtod(argv[++i], &end);
+      if (*end || !std::isfinite(*o.ignore_value)) die(std::string("--ignore-value: '") + argv[i] + "' is no number");
+    } else {
       std::fprintf(stderr,
                    "usage: %s [--samples 1024] [--lines 1024] [--bands 224] [--references 64] [--block 64] "
                    "[--crop 16] [--repeats 5] [--stream-cubes 3] [--python PATH] [--no-python] [--csv FILE] "
-                   "[--tensor-only] [--file-only]\n",
+                   "[--tensor-only] [--file-only] [--ignore-value V]\n",
                    argv[0]);
       std::exit(2);
     }
@@ -529,6 +539,12 @@ int main(int argc, char **argv) {
   const std::vector<float> cube_f32 = make_cube(o, refs, rng);
   const std::vector<int16_t> cube_i16 = to_i16(cube_f32);
   const size_t pixels = o.samples * o.lines;
+  if (o.ignore_value) {
+    const double v = *o.ignore_value;
+    const size_t in_f32 = size_t(std::count(cube_f32.begin(), cube_f32.end(), float(v)));
+    const size_t in_i16 = size_t(std::count_if(cube_i16.begin(), cube_i16.end(), [&](int16_t s) { return s == v; }));
+    std::printf("data ignore value %g: held by %zu f32 and %zu i16 samples\n", v, in_f32, in_i16);
+  }
   if (o.file_only) {
     const std::string library = write_library_csv(refs);
     stream_from_files(o, cube_f32, cube_i16, library, csv);
