@@ -451,8 +451,9 @@ __device__ __forceinline__ float shifted_value(float x, float position, const Pi
 // NaN; correlation and bandfit: the value summed (band_value) minus the
 // row's shift (`px`, row_context). `valid`: selected bands in this chunk;
 // the staged zeros past them must stay zeros (no NaN from a zero ignore
-// value, no shifted values in the sums). `kPlain`: the block has neither
-// swapped bytes nor an ignore value (no byte permutes, no ignore tests).
+// value, no shifted values in the sums). `kPlain`: the block's bytes are
+// the machine's and the caller needs no ignore test (no byte permutes, no
+// ignore tests).
 template <DataType T, Method M, bool kPlain = false>
 __device__ __forceinline__ void load_four(const Args &a, const unsigned char *tile, int row, int span, int t,
                                           int chunk_band, int valid, const PixelContext &px, float (&x)[4]) {
@@ -1387,8 +1388,12 @@ __device__ __forceinline__ void add_over_quad(double (&sum)[2]) {
 // accumulator set, waits for them and folds it into its totals (double;
 // sid's float). Epilogue as the kernel above, with a warp's 16 rows holding
 // all 64 references of the group.
-// `kPlain` (sid only): the block has neither swapped bytes nor an ignore
-// value, so its chunks are split without byte permutes and ignore tests.
+// `kPlain` (sid only): the block's bytes are the machine's, so its chunks
+// are split without byte permutes, and without ignore tests: a pixel with
+// the ignore value has a NaN sum (sid_quarter_sum, which tests), so NaN p,
+// products and scores, class 0. With an ignore value in the header (as
+// AVIRIS-NG's -9999) f32 sid took 985-991 GB/s before, as for swapped
+// bytes, against 1409-1424 without one (H200, 2026-12-02).
 template <Method M, DataType T, bool kPlain = false>
 __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(const Args a, const int copy_bytes) {
 #if defined(CS_HSI_WGMMA_BUILT)
@@ -1805,12 +1810,12 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
 #endif  // CS_HSI_WGMMA_BUILT
 
 // One warp group per tile of 64 pixels, every selected band of the tile
-// staged at once in the swizzled tile layout (bip_tensor.h; correlation
-// and bandfit: each pixel then transformed in place as load_four does,
-// shifted by its first band or continuum-removed, after looking for the
-// ignore value; 16-bit samples for every method but bandfit: staged as
-// stored, the next tile while this one is scored, and widened (correlation:
-// and shifted) where they are read); per tile:
+// staged at once in the swizzled tile layout (bip_tensor.h; bandfit: each
+// pixel then continuum-removed in place as load_four does, after looking
+// for the ignore value; correlation: shifted by its first band where the
+// samples are read; 16-bit samples for every method but bandfit: staged as
+// stored, the next tile while this one is scored, and widened where they
+// are read); per tile:
 //  1. the screen's product: bands / 8 wgmma.m64n64k8 TF32, the pixels'
 //     operand from registers, loaded a slab at a time (a commit per slab);
 //  2. from the same registers each pixel's |x|^2 (correlation, bandfit: and
@@ -1992,9 +1997,8 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     fragment_offset[i] = block_at(g, i + 4 * (t / 2)) + 2 * (t % 2);
     mean_offset[i] = kScreenBlockBands * (i + 4 * (t / 2)) + 2 * (t % 2);
   }
-  // Correlation's values: the samples of bands from
-  // `band` on less the pixel's first band (load_four's shift), zeros past
-  // the last band.
+  // Correlation's values: the samples of bands from `band` on less the
+  // pixel's first band (load_four's shift), zeros past the last band.
   auto shifted = [&](float x, float shift, int band) { return band < a.bands ? x - shift : 0.0f; };
   auto shift_four = [&](float4 &x, float shift, int band) {
     if (band + 4 <= a.bands)
@@ -2076,9 +2080,10 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     }
     return found;
   };
-  // Correlation and bandfit: the own pixel's samples as load_four sums them
-  // (shifted by the first band; continuum-removed as shifted_value does,
-  // then shifted by 1), in place; zeros past the last band stay.
+  // Bandfit (correlation shifts where it reads, kShiftedInRegisters): the
+  // own pixel's samples as load_four sums them (continuum-removed as
+  // shifted_value does, then shifted by 1), in place; zeros past the last
+  // band stay.
   auto shift_own_half = [&](const PixelContext &px, auto continua_below_2_to_126) {
     float *const own = reinterpret_cast<float *>(tile) + own_row * 32;  // float tiles only
     constexpr bool kBelow = decltype(continua_below_2_to_126)::value;
@@ -2607,7 +2612,7 @@ __global__ void wgmma_probe_kernel(int *built) {
 template <Product P, Method M, DataType T>
 void launch_typed(const Args &args, int copy_bytes, int sm_count, StreamHandle stream) {
   if constexpr (P == Product::wgmma) {
-    const bool plain = M == Method::sid && !args.swap_bytes && !args.has_ignore;
+    const bool plain = M == Method::sid && !args.swap_bytes;
     const auto kernel = plain ? classify_bip_wgmma_kernel<M, T, M == Method::sid> : classify_bip_wgmma_kernel<M, T>;
     const size_t bytes = shared_bytes(T, args.chunks, args.stages, P, args.groups);
     cs::check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
