@@ -27,7 +27,8 @@
 //                    fakesink alone (the read's own rate);
 //   --ignore-value   the cube's headers carry `data ignore value = V` (as
 //                    AVIRIS-NG's -9999): the kernels then look for it in
-//                    every pixel; the cube itself holds no such sample.
+//                    every pixel (the run prints how many samples hold
+//                    it: none of the generated cube's for -9999).
 //   Spectral Python  tests/bench/hsi_bench_spectral.py times
 //                    spectral.spectral_angles on the same cube size (skipped
 //                    with a note when its Python or Spectral Python is absent).
@@ -499,7 +500,8 @@ Options parse(int argc, char **argv) {
     else if (a == "--ignore-value" && i + 1 < argc) {
       char *end = nullptr;
       o.ignore_value = std::strtod(argv[++i], &end);
-      if (*end || !std::isfinite(*o.ignore_value)) die(std::string("--ignore-value: '") + argv[i] + "' is no number");
+      if (end == argv[i] || *end || !std::isfinite(*o.ignore_value))
+        die(std::string("--ignore-value: '") + argv[i] + "' is no number");
     } else {
       std::fprintf(stderr,
                    "usage: %s [--samples 1024] [--lines 1024] [--bands 224] [--references 64] [--block 64] "
