@@ -410,6 +410,15 @@ __device__ __forceinline__ float native_float(float stored, bool swap) {
   return swap ? __uint_as_float(__byte_perm(__float_as_uint(stored), 0u, 0x0123)) : stored;
 }
 
+// Where a kernel learns the block's byte order: from its arguments at run
+// time, or fixed by its instance (sid's wgmma kernels, one for each order,
+// so that the byte permutes and their selects are compiled in or out).
+enum class ByteOrder { from_args, native, swapped };
+template <ByteOrder O>
+__device__ __forceinline__ bool swapped_bytes(const Args &a) {
+  return O == ByteOrder::from_args ? a.swap_bytes : O == ByteOrder::swapped;
+}
+
 // Whether the values a kernel multiplies are fractions: f32 samples, and
 // bandfit's continuum-removed values and sid's logs and p whatever the
 // samples (integer samples are otherwise multiplied exactly, as integers,
@@ -451,14 +460,14 @@ __device__ __forceinline__ float shifted_value(float x, float position, const Pi
 // NaN; correlation and bandfit: the value summed (band_value) minus the
 // row's shift (`px`, row_context). `valid`: selected bands in this chunk;
 // the staged zeros past them must stay zeros (no NaN from a zero ignore
-// value, no shifted values in the sums). `kPlain`: the block's bytes are
-// the machine's and the caller needs no ignore test (no byte permutes, no
-// ignore tests).
-template <DataType T, Method M, bool kPlain = false>
+// value, no shifted values in the sums). `O`: the block's byte order
+// (swapped_bytes); `kTestsIgnore` false: the caller marks the ignore value's
+// pixels otherwise (sid: a NaN sum), so no sample is tested.
+template <DataType T, Method M, ByteOrder O = ByteOrder::from_args, bool kTestsIgnore = true>
 __device__ __forceinline__ void load_four(const Args &a, const unsigned char *tile, int row, int span, int t,
                                           int chunk_band, int valid, const PixelContext &px, float (&x)[4]) {
   const int band = span * 16 + 4 * t;
-  const bool swap = !kPlain && a.swap_bytes;
+  const bool swap = swapped_bytes<O>(a);
   if constexpr (T == DataType::f32) {
     const float4 v = *reinterpret_cast<const float4 *>(tile + row * kRowBytes<T> + band * 4);
     x[0] = native_float(v.x, swap), x[1] = native_float(v.y, swap);
@@ -468,7 +477,7 @@ __device__ __forceinline__ void load_four(const Args &a, const unsigned char *ti
     widen_pair<T>(v.x, swap, x[0], x[1]);
     widen_pair<T>(v.y, swap, x[2], x[3]);
   }
-  if (!kPlain && a.has_ignore)
+  if (kTestsIgnore && a.has_ignore)
     for (float &v : x) v = v == a.ignore_value ? quiet_nan() : v;
   if constexpr (M == Method::bandfit) {
     const float4 p = __ldg(reinterpret_cast<const float4 *>(a.positions + chunk_band + band));
@@ -533,10 +542,14 @@ __device__ __forceinline__ float load_last(const Args &a, size_t pixel) {
 // prefetch_tile): 715-716 -> 744-749 GB/s of f32, i16 356-357 -> 369
 // (same run, two rounds); four chunks ahead 733-736, a whole tile 675-679
 // (the cube's L2 footprint doubles).
-template <DataType T, bool kPlain>
+// `O`: the byte order (swapped_bytes); `kIgnore`: the block has an ignore
+// value, each of whose samples sets a flag that makes the sum NaN at the end
+// (one compare a sample, no select in the sums' dependency chain).
+template <DataType T, ByteOrder O, bool kIgnore>
 __device__ double sid_quarter_sum(const Args &a, int copy_bytes, size_t pixel, int t) {
   if (pixel >= a.pixels) return 1.0;
-  const bool swap_bytes = !kPlain && a.swap_bytes, has_ignore = !kPlain && a.has_ignore;
+  const bool swap_bytes = swapped_bytes<O>(a);
+  bool ignored = false;
   const unsigned char *const row = a.data + pixel * a.pixel_stride;
   constexpr int kBytes = Sample<T>::kBytes, kSumBatch = 14;
   static_assert(kSumBatch % 2 == 0, "a batch's groups are added in pairs");
@@ -551,8 +564,8 @@ __device__ double sid_quarter_sum(const Args &a, int copy_bytes, size_t pixel, i
       widen_pair<T>(v.x, swap_bytes, x[0], x[1]);
       widen_pair<T>(v.y, swap_bytes, x[2], x[3]);
     }
-    if (has_ignore)
-      for (float &v : x) v = v == a.ignore_value ? quiet_nan() : v;
+    if constexpr (kIgnore)
+      for (const float v : x) ignored |= v == a.ignore_value;
   };
   // `band`'s four samples floored and added, those past the last band skipped.
   auto floored_part = [&](int band, const float (&x)[4], bool all_bands) {
@@ -584,25 +597,24 @@ __device__ double sid_quarter_sum(const Args &a, int copy_bytes, size_t pixel, i
     }
     total += floored_part(band, x, false);
   }
-  return total;
+  return ignored ? quiet_nan() : total;
 }
 
 // Both rows' sums (sum[0]: row0, sum[1]: row1), one after the other (the
-// loop not unrolled: one copy of each form), the plain form where the block
-// has neither swapped bytes nor an ignore value (the other form's byte
-// permutes and ignore tests, issued even where they select nothing, were
-// half of the sums' instructions): f32 sid 995-1010 -> 1033-1043 GB/s,
-// i16 485-486 -> 500-503; with the loop unrolled (four copies) 1018-1029
-// and 491-494 (H200, 2026-12-02, same run, three rounds).
-template <DataType T>
+// loop not unrolled: one copy of each form), in the byte order of the
+// kernel's instance and with ignore tests only where the block has an
+// ignore value (the byte permutes and ignore tests, issued where they
+// select nothing, were half of the sums' instructions): f32 sid 995-1010 ->
+// 1033-1043 GB/s, i16 485-486 -> 500-503; with the loop unrolled (four
+// copies) 1018-1029 and 491-494 (H200, 2026-12-02, same run, three rounds).
+template <DataType T, ByteOrder O>
 __device__ void sid_quarter_sums(const Args &a, int copy_bytes, size_t first_pixel, int row0, int row1, int t,
                                  double (&sum)[2]) {
-  const bool plain = !a.swap_bytes && !a.has_ignore;
 #pragma unroll 1
   for (int half = 0; half < 2; ++half) {
     const size_t pixel = first_pixel + (half ? row1 : row0);
-    const double row_sum = plain ? sid_quarter_sum<T, true>(a, copy_bytes, pixel, t)
-                                 : sid_quarter_sum<T, false>(a, copy_bytes, pixel, t);
+    const double row_sum = a.has_ignore ? sid_quarter_sum<T, O, true>(a, copy_bytes, pixel, t)
+                                        : sid_quarter_sum<T, O, false>(a, copy_bytes, pixel, t);
     sum[0] = half ? sum[0] : row_sum;
     sum[1] = half ? row_sum : sum[1];
   }
@@ -766,7 +778,7 @@ __device__ __forceinline__ void split_chunk(const Args &a, const unsigned char *
 // instructions, as the kernel waits on each chunk's products and double
 // sums.
 constexpr double kSidCentredPLogPUnscale = 1.0 / double(1 << (kSidLogExponent + kSidShareExponent));
-template <DataType T, bool kWholeChunk, bool kPlain>
+template <DataType T, bool kWholeChunk, ByteOrder O>
 __device__ __forceinline__ void split_sid_chunk(const Args &a, const unsigned char *tile, int row0, int row1, int t,
                                                 int chunk_band, int valid, const PixelContext (&px)[2], bool summing,
                                                 double (&sum2)[2], uint32_t (&hi)[2][2][4], uint32_t (&lo)[2][2][4]) {
@@ -793,7 +805,7 @@ __device__ __forceinline__ void split_sid_chunk(const Args &a, const unsigned ch
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       float x[4];
-      load_four<T, Method::sid, kPlain>(a, tile, rows[half], span, t, chunk_band, valid, px[half], x);
+      load_four<T, Method::sid, O, false>(a, tile, rows[half], span, t, chunk_band, valid, px[half], x);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const bool selected = kWholeChunk || span * 16 + 4 * t + i < valid;
@@ -1388,13 +1400,14 @@ __device__ __forceinline__ void add_over_quad(double (&sum)[2]) {
 // accumulator set, waits for them and folds it into its totals (double;
 // sid's float). Epilogue as the kernel above, with a warp's 16 rows holding
 // all 64 references of the group.
-// `kPlain` (sid only): the block's bytes are the machine's, so its chunks
-// are split without byte permutes, and without ignore tests: a pixel with
-// the ignore value has a NaN sum (sid_quarter_sum, which tests), so NaN p,
-// products and scores, class 0. With an ignore value in the header (as
-// AVIRIS-NG's -9999) f32 sid took 985-991 GB/s before, as for swapped
-// bytes, against 1409-1424 without one (H200, 2026-12-02).
-template <Method M, DataType T, bool kPlain = false>
+// `O` (sid only: native or swapped): the block's byte order, fixed by the
+// instance, so its chunks are split without byte permutes where the bytes
+// are the machine's, and without ignore tests: a pixel with the ignore
+// value has a NaN sum (sid_quarter_sum, which tests), so NaN p, products and
+// scores, class 0. With an ignore value in the header (as AVIRIS-NG's
+// -9999) f32 sid took 985-991 GB/s before, as for swapped bytes, against
+// 1409-1424 without one (H200, 2026-12-02).
+template <Method M, DataType T, ByteOrder O = ByteOrder::from_args>
 __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(const Args a, const int copy_bytes) {
 #if defined(CS_HSI_WGMMA_BUILT)
   extern __shared__ __align__(16) unsigned char smem[];
@@ -1506,7 +1519,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
         context[1] = row_context<T, M>(a, tile, row1, current.first_pixel + row1);
         sum[0] = sum[1] = sum2[0] = sum2[1] = 0;
         if constexpr (M == Method::sid) {  // p's 1 / sum v before the first product
-          sid_quarter_sums<T>(a, copy_bytes, current.first_pixel, row0, row1, t, sum);
+          sid_quarter_sums<T, O>(a, copy_bytes, current.first_pixel, row0, row1, t, sum);
           add_over_quad(sum);
 #pragma unroll
           for (int half = 0; half < 2; ++half) {
@@ -1523,10 +1536,10 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(co
     if constexpr (M == Method::sid) {
       // Every chunk but a last partial one has all of its bands: no selection per sample.
       if (valid == kChunkBands)
-        split_sid_chunk<T, true, kPlain>(a, tile, row0, row1, t, chunk_band, valid, context, summing, sum2, a_hi,
+        split_sid_chunk<T, true, O>(a, tile, row0, row1, t, chunk_band, valid, context, summing, sum2, a_hi,
                                          a_lo);
       else
-        split_sid_chunk<T, false, kPlain>(a, tile, row0, row1, t, chunk_band, valid, context, summing, sum2, a_hi,
+        split_sid_chunk<T, false, O>(a, tile, row0, row1, t, chunk_band, valid, context, summing, sum2, a_hi,
                                           a_lo);
     } else
       split_chunk<T, M>(a, tile, row0, row1, t, chunk_band, valid, context, summing, sum, sum2, a_hi[0], a_lo[0],
@@ -2069,15 +2082,20 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   // Whether this thread's half of the pixel holds the ignore value, among
   // the selected bands only: the zeros staged past the last band are not
   // samples (an ignore value of 0 would otherwise make every pixel of a
-  // partial slab no-data).
+  // partial slab no-data). The band test only in a last partial slab: in
+  // every slab it had been two of the pass's three instructions a sample.
   auto half_ignored = [&] {
     bool found = false;
-    for (int s = 0; s < slabs; ++s) {
+    auto look_in_slab = [&](int s, auto whole) {
       float x[16];
       load_sixteen(s, x, std::false_type{}, 1.0f, true);
 #pragma unroll
-      for (int j = 0; j < 16; ++j) found |= x[j] == a.ignore_value && s * 32 + 16 * h + j < a.bands;
-    }
+      for (int j = 0; j < 16; ++j)
+        found |= x[j] == a.ignore_value && (decltype(whole)::value || s * 32 + 16 * h + j < a.bands);
+    };
+    const int whole_slabs = a.bands / 32;
+    for (int s = 0; s < whole_slabs; ++s) look_in_slab(s, std::true_type{});
+    if (whole_slabs < slabs) look_in_slab(whole_slabs, std::false_type{});
     return found;
   };
   // Bandfit (correlation shifts where it reads, kShiftedInRegisters): the
@@ -2612,8 +2630,14 @@ __global__ void wgmma_probe_kernel(int *built) {
 template <Product P, Method M, DataType T>
 void launch_typed(const Args &args, int copy_bytes, int sm_count, StreamHandle stream) {
   if constexpr (P == Product::wgmma) {
-    const bool plain = M == Method::sid && !args.swap_bytes;
-    const auto kernel = plain ? classify_bip_wgmma_kernel<M, T, M == Method::sid> : classify_bip_wgmma_kernel<M, T>;
+    // Sid's instances fix the byte order; the other methods read it from the arguments.
+    const auto kernel = [&] {
+      if constexpr (M == Method::sid)
+        return args.swap_bytes ? classify_bip_wgmma_kernel<M, T, ByteOrder::swapped>
+                               : classify_bip_wgmma_kernel<M, T, ByteOrder::native>;
+      else
+        return classify_bip_wgmma_kernel<M, T>;
+    }();
     const size_t bytes = shared_bytes(T, args.chunks, args.stages, P, args.groups);
     cs::check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
                    "allow the BIP wgmma kernel's shared memory");
