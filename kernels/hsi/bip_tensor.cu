@@ -1406,7 +1406,9 @@ __device__ __forceinline__ void add_over_quad(double (&sum)[2]) {
 // value has a NaN sum (sid_quarter_sum, which tests), so NaN p, products and
 // scores, class 0. With an ignore value in the header (as AVIRIS-NG's
 // -9999) f32 sid took 985-991 GB/s before, as for swapped bytes, against
-// 1409-1424 without one (H200, 2026-12-02).
+// 1409-1424 without one (H200, 2026-12-02); with an instance per byte order
+// and sid_quarter_sum's flag, 1408-1429 with the ignore value and
+// 1403-1404 for swapped bytes (2026-12-03).
 template <Method M, DataType T, ByteOrder O = ByteOrder::from_args>
 __global__ void __launch_bounds__(kWgmmaThreads, 1) classify_bip_wgmma_kernel(const Args a, const int copy_bytes) {
 #if defined(CS_HSI_WGMMA_BUILT)
