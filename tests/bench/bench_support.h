@@ -99,4 +99,27 @@ double timed_ms(cs::StreamHandle stream, int device, int repeats, Enqueue enqueu
   return median(ms);
 }
 
+// Milliseconds of the work `enqueue` puts on `stream` when calls follow one
+// another, as a pipeline's blocks do: one untimed warm-up call, then
+// `repeats` calls queued behind it with an event between each two, and the
+// median of those intervals. The GPU is busy when each call's work is
+// queued, so the host's launch latency, which a call on an idle GPU would
+// wait for, is not counted.
+template <class Enqueue>
+double queued_ms(cs::StreamHandle stream, int device, int repeats, Enqueue enqueue) {
+  std::vector<cs::EventHandle> events(size_t(std::max(1, repeats)) + 1);
+  for (cs::EventHandle &e : events) e = cs::timing_event_create(device);
+  enqueue();
+  cs::event_record(events[0], stream);
+  for (size_t r = 1; r < events.size(); ++r) {
+    enqueue();
+    cs::event_record(events[r], stream);
+  }
+  cs::event_synchronize(events.back());
+  std::vector<double> ms;
+  for (size_t r = 1; r < events.size(); ++r) ms.push_back(cs::event_elapsed_ms(events[r - 1], events[r]));
+  for (cs::EventHandle e : events) cs::event_destroy(e);
+  return median(ms);
+}
+
 }  // namespace bench

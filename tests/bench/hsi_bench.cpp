@@ -9,7 +9,10 @@
 // default wgmma one (the run says which ran).
 //
 //   device-resident  the cube already in device memory; kernel time (CUDA
-//                    events, median of the repeats) -> GB/s of cube read,
+//                    events between calls queued one after another, as a
+//                    pipeline's blocks are, median of the repeats; the
+//                    launch latency of a call on an idle GPU is not
+//                    counted) -> GB/s of cube read,
 //                    against the HBM's nominal bandwidth and a device-to-device
 //                    copy of the cube measured in the same run (read + write
 //                    traffic: the practical ceiling of a streaming kernel);
@@ -218,19 +221,11 @@ double device_classify_ms(const SpectralClassifier &classifier, const EnviHeader
     screened_said |= method_bit;
   }
   cs::Stream stream(kDevice);
-  gpu.classify(block, out, stream.get());  // warm-up: constant table upload, first launch
-  stream.synchronize();
-  Timer timer;
-  std::vector<double> ms;
-  for (int r = 0; r < repeats; ++r) {
-    timer.start(stream.get());
-    gpu.classify(block, out, stream.get());
-    ms.push_back(timer.stop_ms(stream.get()));
-  }
+  const double ms = bench::queued_ms(stream.get(), kDevice, repeats, [&] { gpu.classify(block, out, stream.get()); });
   labels.resize(h.samples * h.lines * class_map_bytes_per_pixel(classifier.class_map_format()));
   cs::copy_async(labels.data(), map.get(), labels.size(), stream.get());
   stream.synchronize();
-  return median(ms);
+  return ms;
 }
 
 // CPU classifier (every core) on the first `crop` lines, seconds.
@@ -249,15 +244,9 @@ double device_copy_gbps(size_t bytes, int repeats) {
   DeviceArray a(bytes), b(bytes);
   cs::Stream s(kDevice);
   cs::memset_async(a.get(), 1, bytes, s.get());
-  cs::copy_async(b.get(), a.get(), bytes, s.get());
-  Timer timer;
-  std::vector<double> ms;
-  for (int r = 0; r < repeats; ++r) {
-    timer.start(s.get());
-    cs::copy_async(b.get(), a.get(), bytes, s.get());
-    ms.push_back(timer.stop_ms(s.get()));
-  }
-  return 2.0 * double(bytes) / (median(ms) / 1e3) / 1e9;
+  const double ms =
+      bench::queued_ms(s.get(), kDevice, repeats, [&] { cs::copy_async(b.get(), a.get(), bytes, s.get()); });
+  return 2.0 * double(bytes) / (ms / 1e3) / 1e9;
 }
 
 // cudaMemcpyAsync host -> device from page-locked memory, `bytes` per copy.
