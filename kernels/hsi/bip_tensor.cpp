@@ -418,10 +418,11 @@ int stages_for(DataType type, int chunks, size_t max_shared_bytes, Product produ
   return 0;
 }
 
-size_t screen_shared_bytes(int bands, int warpgroups) {
+size_t screen_shared_bytes(int bands, int warpgroups, bool raw_tiles) {
   const size_t operand = size_t(screen_padded_bands(bands)) * kScreenRows * sizeof(float);
   const size_t centre = size_t(screen_padded_bands(bands)) * sizeof(float);
-  return operand + kGroupReferences * 4 * sizeof(float) + centre + 1024 + size_t(warpgroups) * operand;
+  const size_t tile = raw_tiles ? operand / 2 : operand;
+  return operand + kGroupReferences * 4 * sizeof(float) + centre + 1024 + size_t(warpgroups) * tile;
 }
 
 int screen_warpgroups_for(int bands, size_t max_shared_bytes) {

@@ -1851,7 +1851,8 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
 //     each lane a part of the bands; the best key wins, ties to the lower index;
 //     the class map written (label_from_dot: no score is formed).
 // Shared memory: the references (57 KB for 224 bands), their terms, and one
-// tile per warp group (57 KB): three warp groups per SM at 224 bands.
+// tile per warp group (57 KB): three warp groups per SM at 224 bands (16-bit
+// tiles kept as stored take half of theirs).
 // Measured on an H200 (2026-11-30, 1024 x 1024 x 224, K = 64): 0.49 ms per
 // f32 cube for sam, 0.44 for euclidean (the wgmma kernel: 0.56-0.57); 0.52
 // and 0.46 while ptxas serialised the product's steps (C7515).
@@ -1916,7 +1917,11 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t address, uint32
 // once the rescoring has read this one's, before the labels (they had been
 // copied at the next tile's start, their round trip in full view): f32 sam
 // 2660-2702 -> 2761-2778, euclidean 2663-2670 -> 2700-2711, correlation
-// 2389-2422 -> 2446-2476, bandfit 1672-1690 -> 1715-1729.
+// 2389-2422 -> 2446-2476, bandfit 1672-1690 -> 1715-1729. Then 16-bit tiles
+// as stored the same way, one per warp group instead of two (the next one had
+// been copied while this one was scored, with no L2 prefetch): i16 sam
+// 1303-1331 -> 1393-1405, euclidean 1343-1358 -> 1474-1495, correlation
+// 1190-1196 -> 1238-1245 (kernels/hsi/README.md).
 template <Method M, DataType T>
 __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     classify_bip_screen_kernel(const Args a, const int copy_bytes) {
@@ -1926,11 +1931,10 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   // sam's table rows are centred (make_screen_references): its keys add x . m.
   constexpr bool kCentred = M == Method::sam;
   // 16-bit samples stay as stored in the tiles where nothing rewrites them
-  // (sam, euclidean, correlation): two tiles in a warp group's bytes, the
-  // next one copied while this one is scored, each sample widened where it is
-  // read (correlation's shift applied there too); bandfit's continuum-removed
-  // values are formed once, in float tiles.
-  constexpr bool kRawTiles = T != DataType::f32 && M != Method::bandfit;
+  // (sam, euclidean, correlation): half a float tile, each sample widened
+  // where it is read (correlation's shift applied there too); bandfit's
+  // continuum-removed values are formed once, in float tiles.
+  constexpr bool kRawTiles = screen_raw_tiles(M, T);
   // Correlation's shift applied where the samples are read, not in the tile
   // (f32: 2% faster than a pass over the staged rows).
   constexpr bool kShiftedInRegisters = M == Method::correlation;
@@ -1969,11 +1973,8 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   // The tiles from the 1 KB boundary after the centre (the swizzle's period).
   float *const first_tile =
       mean + slabs * 32 + (1024 - (shared_address(mean + slabs * 32) & 1023u)) % 1024 / sizeof(float);
-  // This tile (16-bit tiles: which of the warp group's two by the parity of its count).
-  TileSample *tile = reinterpret_cast<TileSample *>(first_tile + warpgroup * tile_floats);
-  auto raw_tile = [&](int parity) {
-    return reinterpret_cast<TileSample *>(first_tile + warpgroup * tile_floats) + parity * tile_floats;
-  };
+  // The warp group's tile (tile_floats samples).
+  TileSample *const tile = reinterpret_cast<TileSample *>(first_tile) + warpgroup * tile_floats;
   // A row's block (4 bands) in a slab (bip_tensor.h), in samples from the row's start.
   auto block_at = [](int row, int block) { return tile_block<int(sizeof(TileSample))>(row, block); };
   // Four adjacent samples of a tile (a block), and two, as floats.
@@ -2240,16 +2241,13 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   const bool widened_vector_rows = copy_bytes == 16;
   const uint64_t table_descriptor = swizzled_descriptor(table_address, 1024);
   const size_t first_tile_index = size_t(blockIdx.x) * warpgroups + warpgroup;
-  if constexpr (kRawTiles) {  // the first tile; each later one is copied while the one before is scored
-    if (first_tile_index < tiles)
-      stage_screen_rows<2, 8>(a, raw_tile(0), first_tile_index * kScreenRows, slabs, thread);
-    commit_copies();
-  }
-  // Float tiles: a warp copies its rows of the next tile (bandfit's 16-bit
-  // rows: their raw pieces) as soon as its lanes have read this one's
-  // (before the labels), the first tile here.
-  auto copy_float_rows = [&](size_t first_pixel) {
-    if constexpr (T != DataType::f32)
+  // A warp copies its rows of the next tile (bandfit's 16-bit rows: their
+  // raw pieces, widened at the tile's start) as soon as its lanes have read
+  // this one's (before the labels), the first tile here.
+  auto copy_rows = [&](size_t first_pixel) {
+    if constexpr (kRawTiles)  // 16-bit rows come in aligned 16-byte pieces (uses_screen), so in 8-byte blocks
+      stage_screen_rows<2, 8>(a, tile, first_pixel, slabs, thread);
+    else if constexpr (T != DataType::f32)
       WidenedScreenRows<T>(a, reinterpret_cast<float *>(tile), first_pixel, slabs, thread, widened_vector_rows)
           .copy_raw();
     else if (copy_bytes == 16)
@@ -2259,30 +2257,17 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     else
       stage_screen_rows<4, 4>(a, tile, first_pixel, slabs, thread);
   };
-  if constexpr (!kRawTiles) {
-    if (first_tile_index < tiles) copy_float_rows(first_tile_index * kScreenRows);
-    commit_copies();
-  }
-  int parity = 0;  // of the warp group's tiles so far: which 16-bit tile is this one
-  for (size_t tile_index = first_tile_index; tile_index < tiles; tile_index += tile_step, parity ^= 1) {
+  if (first_tile_index < tiles) copy_rows(first_tile_index * kScreenRows);
+  commit_copies();
+  for (size_t tile_index = first_tile_index; tile_index < tiles; tile_index += tile_step) {
     const size_t first_pixel = tile_index * kScreenRows;
-    if constexpr (kRawTiles) {
-      // 16-bit rows come in aligned 16-byte pieces (uses_screen), so in 8-byte blocks.
-      tile = raw_tile(parity);
-      __syncwarp();  // the lanes still scoring the warp's rows of the last tile have read the other tile
-      if (tile_index + tile_step < tiles)
-        stage_screen_rows<2, 8>(a, raw_tile(parity ^ 1), first_pixel + tile_step * kScreenRows, slabs, thread);
-      commit_copies();  // an empty group past the last tile: this tile's is then the one before
-      wait_copies<1>();
-    } else {
-      // The warp group's next tile into L2 while this one is scored.
-      if (thread == 0 && copy_bytes == 16) prefetch_tile<T, kScreenRows>(a, first_pixel + tile_step * kScreenRows);
-      wait_copies<0>();
-      if constexpr (T != DataType::f32) {
-        __syncwarp();  // every lane's raw pieces arrived
-        WidenedScreenRows<T>(a, reinterpret_cast<float *>(tile), first_pixel, slabs, thread, widened_vector_rows)
-            .widen();
-      }
+    // The warp group's next tile into L2 while this one is scored.
+    if (thread == 0 && copy_bytes == 16) prefetch_tile<T, kScreenRows>(a, first_pixel + tile_step * kScreenRows);
+    wait_copies<0>();
+    if constexpr (T != DataType::f32 && !kRawTiles) {
+      __syncwarp();  // every lane's raw pieces arrived
+      WidenedScreenRows<T>(a, reinterpret_cast<float *>(tile), first_pixel, slabs, thread, widened_vector_rows)
+          .widen();
     }
     if constexpr (T != DataType::f32) {
       __syncwarp();  // the warp's rows, copied or converted by its lanes
@@ -2605,11 +2590,9 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
     } else {
       rescore(FourLanes{});
     }
-    if constexpr (!kRawTiles) {
-      __syncwarp();  // every lane's reads of the warp's rows done
-      if (tile_index + tile_step < tiles) copy_float_rows(first_pixel + tile_step * kScreenRows);
-      commit_copies();
-    }
+    __syncwarp();  // every lane's reads of the warp's rows done
+    if (tile_index + tile_step < tiles) copy_rows(first_pixel + tile_step * kScreenRows);
+    commit_copies();
     if (kCentred && !settled && best.k >= 0) best.dot *= __ldg(a.key_inverse + best.k);  // the winner's x . r_k
     const size_t pixel = first_pixel + own_row;
     if (lane < 16 && pixel < a.pixels)
@@ -2662,7 +2645,9 @@ void launch_typed(const Args &args, int copy_bytes, int sm_count, StreamHandle s
 
 template <Method M, DataType T>
 void launch_screen_typed(const Args &args, int copy_bytes, int warpgroups, int sm_count, StreamHandle stream) {
-  const size_t bytes = screen_shared_bytes(args.bands, warpgroups);
+  // No more than the tiles take, the rest left to L1: 16-bit tiles given
+  // float tiles' room measured 3-4 % slower (two runs, kernels/hsi/README.md).
+  const size_t bytes = screen_shared_bytes(args.bands, warpgroups, screen_raw_tiles(M, T));
   cs::check_cuda(cudaFuncSetAttribute(classify_bip_screen_kernel<M, T>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
                  "allow the BIP screen kernel's shared memory");

@@ -253,11 +253,14 @@ CS_HD constexpr size_t screen_index(int row, int band) {
 inline constexpr int kScreenSlabBytes = kScreenRows * 128;  // a tile's 32 bands
 inline constexpr int kScreenMostWarpgroups = 3;
 // Shared memory of the screen with `warpgroups` tiles of f32 rows (16-bit
-// samples widened for bandfit; for the others two 16-bit tiles in the same
-// bytes, the next one staged while this one is scored): the
-// references, their key terms, sam's centre (a float per band), the tiles
-// and 1 KB to align them (the swizzle's period).
-size_t screen_shared_bytes(int bands, int warpgroups);
+// samples widened for bandfit), or of 16-bit rows as stored (`raw_tiles`:
+// sam, correlation and euclidean, screen_raw_tiles): the references, their
+// key terms, sam's centre (a float per band), the tiles and 1 KB to align
+// them (the swizzle's period).
+CS_HD constexpr bool screen_raw_tiles(Method method, DataType type) {
+  return type != DataType::f32 && method != Method::bandfit;
+}
+size_t screen_shared_bytes(int bands, int warpgroups, bool raw_tiles = false);
 // Warp groups (tiles) per block that fit in `max_shared_bytes`, at most
 // kScreenMostWarpgroups; 0 when not even one does.
 int screen_warpgroups_for(int bands, size_t max_shared_bytes);

@@ -851,4 +851,10 @@ TEST(BipTensor, ScreenSharedMemory) {
   EXPECT_EQ(bt::screen_warpgroups_for(288, hopper), 2);
   EXPECT_EQ(bt::screen_warpgroups_for(416, hopper), 1);
   EXPECT_EQ(bt::screen_warpgroups_for(448, hopper), 0);
+  // 16-bit tiles as stored (sam, correlation, euclidean) take half a float tile.
+  EXPECT_TRUE(bt::screen_raw_tiles(Method::sam, DataType::i16));
+  EXPECT_TRUE(bt::screen_raw_tiles(Method::euclidean, DataType::u16));
+  EXPECT_FALSE(bt::screen_raw_tiles(Method::bandfit, DataType::i16));
+  EXPECT_FALSE(bt::screen_raw_tiles(Method::sam, DataType::f32));
+  EXPECT_EQ(bt::screen_shared_bytes(224, 3, true), size_t(64 * 224 * 4 + 3 * 64 * 224 * 2 + 1024 + 224 * 4 + 1024));
 }
