@@ -114,6 +114,25 @@ struct Candidate {
   int octave, layer, row, column;
 };
 
+// The extrema prefilter (run(): octave 0's levels 2 .. n_layers + 1). The
+// blur that makes Gaussian level L + 1 holds level L's tile (staged) and
+// level L + 1's (its outputs): DoG layer L of the tile, G(L + 1) - G(L) in
+// float, the subtraction every extremum test makes. A DoG sample equal to
+// the bound of its 3 x 3 x 3 neighbourhood equals the bound of any part of
+// it (NaN included: max_or_nan), so only samples that pass is_extremum over
+// their layer's 3 x 3 samples inside the tile can be extrema. The blur lists
+// those (on natural pictures about 0.2 % of octave 0's samples at 1080p,
+// 0.06 % at 4K) and prefiltered_extrema_kernel tests each over all 27,
+// instead of a dense pass over the octave's six levels (209 MB read at
+// 1080p).
+struct ExtremaPrefilter {
+  Candidate *hits = nullptr;  // null: the launch lists nothing
+  int capacity = 0;
+  int *count = nullptr;
+  int octave = 0, layer = 0;  // layer: the DoG layer the launch makes, its level minus 1
+  float threshold = 0.f;
+};
+
 struct OctaveGeometry {
   int width, height, pitch;
   size_t level_stride;  // elements between levels
@@ -137,6 +156,7 @@ constexpr int kDescribeBuckets = 4;
 
 struct Counters {
   int candidates, refined, oriented, final_count;
+  int prefiltered;  // samples listed by the extrema prefilter (ExtremaPrefilter)
   int duplicates;  // oriented keypoints dropped as duplicates (rank_count_kernel)
   int windows[kDescribeBuckets];  // oriented keypoints in each of describe_order's buckets
 };
@@ -446,6 +466,60 @@ __device__ __forceinline__ void wait_async_groups() {
 constexpr int kStageColumns = (kTileColumns + 2 * kMaxBlurRadius + 31) / 32;
 constexpr int kStageBatch = 4;
 
+__device__ int warp_append_counts(int count, int *counter);
+
+// The prefilter's part of a blur block (ExtremaPrefilter): `dog` holds the
+// thread's DoG samples of rows y .. y + kRowsPerThread - 1 of column x, the
+// thread above's rows end at y - 1 and the one below's start at y +
+// kRowsPerThread. Each sample's bound over its 3 x 3 neighbours inside the
+// tile is separable: across the row from the neighbour lanes (a warp is a
+// row of the tile's columns), then over three rows from the thread's own
+// rows, and at its first and last row from the threads above and below
+// through `exchange` (free shared memory, 4 x kBlurRows x kTileColumns
+// floats). Missing neighbours (past the tile) count as the sample itself.
+// No branch per sample (a loop over the in-tile neighbours of each sample
+// above the threshold made octave 0's levels far slower: one sample of 32
+// sends its warp through it). Every thread of the block calls it.
+template <int kRowsPerThread>
+__device__ void list_tile_extremum_candidates(const float (&dog)[kRowsPerThread], float *exchange, int x, int y,
+                                              int width, int height, const ExtremaPrefilter &prefilter) {
+  const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
+  float hi[kRowsPerThread], lo[kRowsPerThread];  // bounds across the row
+#pragma unroll
+  for (int q = 0; q < kRowsPerThread; ++q) {
+    const float left = __shfl_up_sync(0xffffffffu, dog[q], 1), right = __shfl_down_sync(0xffffffffu, dog[q], 1);
+    const float l = tx > 0 ? left : dog[q], r = tx + 1 < kTileColumns ? right : dog[q];
+    hi[q] = max_or_nan(max_or_nan(l, dog[q]), r);
+    lo[q] = min_or_nan(min_or_nan(l, dog[q]), r);
+  }
+  constexpr int kPlane = kBlurRows * kTileColumns;
+  const int at = ty * kTileColumns + tx;
+  exchange[at] = hi[0];
+  exchange[kPlane + at] = lo[0];
+  exchange[2 * kPlane + at] = hi[kRowsPerThread - 1];
+  exchange[3 * kPlane + at] = lo[kRowsPerThread - 1];
+  __syncthreads();
+  const float above_hi = ty > 0 ? exchange[2 * kPlane + at - kTileColumns] : hi[0];
+  const float above_lo = ty > 0 ? exchange[3 * kPlane + at - kTileColumns] : lo[0];
+  const float below_hi = ty + 1 < kBlurRows ? exchange[at + kTileColumns] : hi[kRowsPerThread - 1];
+  const float below_lo = ty + 1 < kBlurRows ? exchange[kPlane + at + kTileColumns] : lo[kRowsPerThread - 1];
+  const bool column_tested = x >= kImageBorder && x < width - kImageBorder;
+  unsigned hits = 0;  // bit q: row y + q
+#pragma unroll
+  for (int q = 0; q < kRowsPerThread; ++q) {
+    const float maximum =
+        max_or_nan(max_or_nan(q > 0 ? hi[q - 1] : above_hi, hi[q]), q + 1 < kRowsPerThread ? hi[q + 1] : below_hi);
+    const float minimum =
+        min_or_nan(min_or_nan(q > 0 ? lo[q - 1] : above_lo, lo[q]), q + 1 < kRowsPerThread ? lo[q + 1] : below_lo);
+    const bool tested = column_tested && y + q >= kImageBorder && y + q < height - kImageBorder;
+    hits |= static_cast<unsigned>(tested && is_extremum(dog[q], prefilter.threshold, maximum, minimum)) << q;
+  }
+  if (!__any_sync(0xffffffffu, hits != 0)) return;
+  int slot = warp_append_counts(__popc(hits), prefilter.count);
+  for (; hits != 0; hits &= hits - 1u, ++slot)
+    if (slot < prefilter.capacity) prefilter.hits[slot] = {prefilter.octave, prefilter.layer, y + __ffs(hits) - 1, x};
+}
+
 // Gaussian level from `src` (the level below, or the input for level 0),
 // and, where `source_out` is not null, the staged source samples of the
 // tile (level 0 of the octaves after the first: see DownsampleSource).
@@ -471,7 +545,7 @@ constexpr int kStageBatch = 4;
 template <class Source, int R, int TileRows = kTileRows>
 __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, const BlurTaps taps, float *gauss,
                                                                float *source_out, int pitch, int width, int height,
-                                                               bool upward) {
+                                                               bool upward, const ExtremaPrefilter prefilter) {
   begin_dependent_grid();  // may be launched under the previous kernel's tail
   extern __shared__ float4 shared4[];
   float *shared = reinterpret_cast<float *>(shared4);
@@ -622,16 +696,24 @@ __global__ void __launch_bounds__(kThreads) blur_level_kernel(const Source src, 
     store(std::true_type{});
   else
     store(std::false_type{});
+  if (prefilter.hits) {
+    float dog[kRowsPerThread];
+#pragma unroll
+    for (int q = 0; q < kRowsPerThread; ++q) dog[q] = __fsub_rn(out[q], centre[q * sp]);  // not fused: as stored
+    __syncthreads();  // every thread is done with `mid`
+    list_tile_extremum_candidates<kRowsPerThread>(dog, mid, x, y0 + first, width, height, prefilter);
+  }
 }
 
 template <class Source, int R, int TileRows = kTileRows>
 void launch_blur(const Source &src, const BlurTaps &t, float *gauss, float *source_out, int pitch, int width,
-                 int height, bool upward, cudaStream_t stream, bool overlap_previous) {
+                 int height, bool upward, const ExtremaPrefilter &prefilter, cudaStream_t stream,
+                 bool overlap_previous) {
   const dim3 grid((width + kTileColumns - 1) / kTileColumns, (height + TileRows - 1) / TileRows),
       block(kTileColumns, kBlurRows);
   const size_t bytes = blur_shared_bytes(t.radius, TileRows);  // over 48 KB: see allow_wide_blurs
   launch_kernel("SIFT blur kernel", blur_level_kernel<Source, R, TileRows>, grid, block, bytes, stream,
-                overlap_previous, src, t, gauss, source_out, pitch, width, height, upward);
+                overlap_previous, src, t, gauss, source_out, pitch, width, height, upward, prefilter);
 }
 
 // Kernels of the generic path past R = 21 need more than 48 KB of shared
@@ -659,21 +741,24 @@ void allow_wide_blurs(size_t bytes) {
 
 template <class Source, int... Rs>
 void dispatch_blur(std::integer_sequence<int, Rs...>, const Source &src, const BlurTaps &t, int tile_rows,
-                   float *gauss, float *source_out, int pitch, int width, int height, bool upward, cudaStream_t stream,
-                   bool overlap_previous) {
-  using Launch = void (*)(const Source &, const BlurTaps &, float *, float *, int, int, int, bool, cudaStream_t, bool);
+                   float *gauss, float *source_out, int pitch, int width, int height, bool upward,
+                   const ExtremaPrefilter &prefilter, cudaStream_t stream, bool overlap_previous) {
+  using Launch = void (*)(const Source &, const BlurTaps &, float *, float *, int, int, int, bool,
+                          const ExtremaPrefilter &, cudaStream_t, bool);
   static constexpr Launch unrolled[] = {&launch_blur<Source, Rs + 1>...};
   const bool radius_unrolled = t.radius >= 1 && t.radius <= static_cast<int>(sizeof...(Rs));
   if constexpr (StagedByCopy<Source>::value) {
     static constexpr Launch short_tiles[] = {&launch_blur<Source, Rs + 1, kShortTileRows>...};
     if (radius_unrolled && tile_rows == kShortTileRows)
-      return short_tiles[t.radius - 1](src, t, gauss, source_out, pitch, width, height, upward, stream,
+      return short_tiles[t.radius - 1](src, t, gauss, source_out, pitch, width, height, upward, prefilter, stream,
                                        overlap_previous);
   }
   if (radius_unrolled)
-    unrolled[t.radius - 1](src, t, gauss, source_out, pitch, width, height, upward, stream, overlap_previous);
+    unrolled[t.radius - 1](src, t, gauss, source_out, pitch, width, height, upward, prefilter, stream,
+                           overlap_previous);
   else
-    launch_blur<Source, 0>(src, t, gauss, source_out, pitch, width, height, upward, stream, overlap_previous);
+    launch_blur<Source, 0>(src, t, gauss, source_out, pitch, width, height, upward, prefilter, stream,
+                           overlap_previous);
 }
 
 // -------------------------------------------------------- small octaves
@@ -1161,6 +1246,45 @@ __global__ void __launch_bounds__(kThreads, kExtremaMinBlocks)
           out[slot] = {o, first_layer + bit / kExtremaLaneColumns, tested_row, x + bit % kExtremaLaneColumns};
       }
     }
+  }
+}
+
+// Octave `octave`'s extrema from the prefilter's hits (ExtremaPrefilter):
+// each tested over its 3 x 3 x 3 neighbourhood, into the candidate list as
+// extrema_kernel appends them. When the hits overflowed their list (a
+// picture with far more in-tile extrema than natural ones have), every
+// sample of the octave's layers is tested instead, one thread each: the
+// same extrema, slowly. Warps step together (the appends take every lane).
+__global__ void __launch_bounds__(kThreads)
+    prefiltered_extrema_kernel(const float *gauss_pool, const OctaveTable table, int octave, float threshold,
+                               const Candidate *hits, int hit_capacity, Candidate *out, int capacity,
+                               Counters *counters) {
+  begin_dependent_grid();  // may be launched under the previous kernel's tail
+  const OctaveGeometry &g = table.o[octave];
+  const LevelStack gauss = gauss_stack(gauss_pool, g);
+  const int hit_count = counters->prefiltered;
+  const bool dense = hit_count > hit_capacity;
+  const long long plane = static_cast<long long>(g.width) * g.height;
+  const long long total = dense ? plane * table.layers : hit_count;
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i - threadIdx.x % 32 < total;
+       i += stride) {
+    Candidate c{octave, 0, 0, 0};
+    bool extremum = false;
+    if (i < total) {
+      if (dense) {
+        c.layer = 1 + static_cast<int>(i / plane);
+        c.row = static_cast<int>(i % plane / g.width);
+        c.column = static_cast<int>(i % g.width);
+      } else {
+        c = hits[i];
+      }
+      extremum = c.row >= kImageBorder && c.row < g.height - kImageBorder && c.column >= kImageBorder &&
+                 c.column < g.width - kImageBorder && fabsf(gauss.dog(c.layer, c.row, c.column)) > threshold &&
+                 is_scale_space_extremum(gauss, c.layer, c.row, c.column, threshold);
+    }
+    const int slot = warp_append(extremum, &counters->candidates);
+    if (extremum && slot < capacity) out[slot] = c;
   }
 }
 
@@ -1848,6 +1972,28 @@ bool dependent_launch_enabled() { return !env_is("CS_SIFT_PDL", "0"); }
 // after it, for comparison.
 bool describe_early_enabled() { return !env_is("CS_SIFT_DESCRIBE_EARLY", "0"); }
 
+// run() finds octave 0's extrema through the blurs' prefilter
+// (ExtremaPrefilter) where octave 0 has at least kPrefilterFromSamples
+// samples a level. H200, 2026-12-03, three rounds of 300 frames against the
+// dense kernel: 4K (doubled: 33 M samples) 1.150-1.154 -> 1.045-1.051 ms,
+// but 1080p (8.3 M) 0.382-0.383 -> 0.385-0.388 and 1280 x 720 0.249-0.252
+// -> 0.254-0.256 (there the levels' extra work costs what the dense pass
+// saved: its reads of 33 MB levels partly hit the 50 MB L2, and it runs
+// beside the other branches). CS_SIFT_PREFILTER=1 or 0 prefilters at every
+// size or at none (tests, comparison); CS_SIFT_PREFILTER_HITS=n lists at
+// most n hits (tests: an overflowing list takes the dense fallback).
+constexpr long long kPrefilterFromSamples = 16LL << 20;
+enum class PrefilterChoice { by_size, always, never };
+PrefilterChoice prefilter_choice() {
+  if (env_is("CS_SIFT_PREFILTER", "1")) return PrefilterChoice::always;
+  if (env_is("CS_SIFT_PREFILTER", "0")) return PrefilterChoice::never;
+  return PrefilterChoice::by_size;
+}
+int prefilter_hits_override() {
+  const char *v = std::getenv("CS_SIFT_PREFILTER_HITS");
+  return v && *v ? std::max(0, std::atoi(v)) : 0;
+}
+
 // CS_SIFT_CLUSTER=8: clusters of 8 blocks even where 16 can run (tests, tuning).
 int fused_cluster_limit() { return env_is("CS_SIFT_CLUSTER", "8") ? 8 : 16; }
 
@@ -1937,6 +2083,12 @@ struct CudaSift::Impl {
   Event oriented_done, ordered;  // run(): describing while ordering
   Event upper_extrema, chain_extrema;  // frame order 1: the upper and chain branches' extrema found
   bool describe_while_ordering = true;  // CS_SIFT_DESCRIBE_EARLY (describe_early_enabled)
+  // run(): octave 0's extrema through the blurs' prefilter (prefilter_choice), its hits' list.
+  PrefilterChoice prefilter_choice = PrefilterChoice::by_size;
+  int prefilter_hits_limit = 0;  // CS_SIFT_PREFILTER_HITS; 0: from the frame size
+  bool prefilter = false;
+  int prefilter_capacity = 0;
+  DeviceBuffer prefilter_hits;
 
   // CS_SIFT_TRACE=1: a timing event after each kernel of run() (trace()).
   // In the frame graphs they are event-record nodes, so each graph keeps
@@ -2073,12 +2225,24 @@ struct CudaSift::Impl {
                             ? requested.keypoints
                             : static_cast<int>(std::clamp<long long>(pixels / 16, 8192, 1 << 20));
     candidate_capacity = requested.candidates > 0 ? requested.candidates : 2 * keypoint_capacity;
+    // Natural pictures list 0.06-0.2 % of octave 0's tested samples (ExtremaPrefilter); more take the
+    // dense fallback.
+    const long long octave0_level = static_cast<long long>(table.o[0].width) * table.o[0].height;
+    prefilter = prefilter_choice == PrefilterChoice::always ||
+                (prefilter_choice == PrefilterChoice::by_size && octave0_level >= kPrefilterFromSamples);
+    const long long octave0_samples = octave0_level * layers;
+    prefilter_capacity = prefilter_hits_limit > 0
+                             ? prefilter_hits_limit
+                             : static_cast<int>(std::clamp<long long>(octave0_samples / 64, 65536, 1 << 24));
     DeviceGuard guard(device);
     choose_fused_octaves();
     plan_tuner.reset(cluster_start_count);  // the other size's times say nothing of this one
     gauss = DeviceBuffer();
     gauss = DeviceBuffer(gauss_total * sizeof(float), device);
     candidates = DeviceBuffer(static_cast<size_t>(candidate_capacity) * sizeof(Candidate), device);
+    prefilter_hits = DeviceBuffer();
+    if (prefilter)
+      prefilter_hits = DeviceBuffer(static_cast<size_t>(prefilter_capacity) * sizeof(Candidate), device);
     refined = DeviceBuffer(static_cast<size_t>(candidate_capacity) * sizeof(RefinedExtremum), device);
     oriented = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * sizeof(Keypoint), device);
     ranks = DeviceBuffer(static_cast<size_t>(keypoint_capacity) * sizeof(int), device);
@@ -2224,7 +2388,8 @@ struct CudaSift::Impl {
   LevelSource level_source(const float *level, int pitch) const { return {level, pitch, quad_staging}; }
   // `source_out`: where to store the staged source too (see DownsampleSource).
   template <class Source>
-  void blur(const Source &src, int o, int level, Lane &lane, float *source_out = nullptr) {
+  void blur(const Source &src, int o, int level, Lane &lane, float *source_out = nullptr,
+            const ExtremaPrefilter &prefilter = {}) {
     const OctaveGeometry &g = table.o[o];
     const BlurTaps &t = taps[static_cast<size_t>(level)];
     const long long tall_tiles = static_cast<long long>((g.width + kTileColumns - 1) / kTileColumns) *
@@ -2234,7 +2399,7 @@ struct CudaSift::Impl {
     // wrote last are the ones still in L2.
     const bool upward = level % 2 == 1;
     dispatch_blur(std::make_integer_sequence<int, kMaxUnrolledRadius>(), src, t, tile_rows, gauss_level(o, level),
-                  source_out, g.pitch, g.width, g.height, upward, lane.stream, next_kernel(lane));
+                  source_out, g.pitch, g.width, g.height, upward, prefilter, lane.stream, next_kernel(lane));
     if (marking) mark(lane, "blur octave " + std::to_string(o) + " level " + std::to_string(level));
   }
 
@@ -2334,8 +2499,21 @@ struct CudaSift::Impl {
   // `upper_after_octave1` (frame order 2): octave 0's upper levels wait for
   // the chain's octave 1, so that the chain's first levels have the GPU to
   // themselves (main has slack at the small sizes: see enqueue_frame).
-  void enqueue_pyramid_levels(Branches &b, bool upper_after_octave1) {
+  // `prefiltered`: octave 0's blurs list its extrema's candidates (ExtremaPrefilter).
+  void enqueue_pyramid_levels(Branches &b, bool upper_after_octave1, bool prefiltered = false) {
     const int layers = params.n_octave_layers;
+    // Level `level` of octave o makes DoG layer level - 1; layers 1 .. n_layers are tested.
+    auto prefilter_for = [&](int o, int level) {
+      ExtremaPrefilter f;
+      if (!prefiltered || o != 0 || level < 2 || level > layers + 1) return f;
+      f.hits = prefilter_hits.as<Candidate>();
+      f.capacity = prefilter_capacity;
+      f.count = &counters.as<Counters>()->prefiltered;
+      f.octave = o;
+      f.layer = level - 1;
+      f.threshold = prefilter_threshold(params.contrast_threshold, layers);
+      return f;
+    };
     auto lower_levels = [&](int o, Lane &lane) {
       const OctaveGeometry &g = table.o[o];
       if (o == 0)
@@ -2343,11 +2521,12 @@ struct CudaSift::Impl {
       else
         blur(DownsampleSource{gauss_level(o - 1, layers), table.o[o - 1].pitch}, o, 1, lane, gauss_level(o, 0));
       for (int level = 2; level <= layers; ++level)
-        blur(level_source(gauss_level(o, level - 1), g.pitch), o, level, lane);
+        blur(level_source(gauss_level(o, level - 1), g.pitch), o, level, lane, nullptr, prefilter_for(o, level));
     };
     auto upper_levels = [&](int o, Lane &lane) {
       for (int level = layers + 1; level < layers + 3; ++level)
-        blur(level_source(gauss_level(o, level - 1), table.o[o].pitch), o, level, lane);
+        blur(level_source(gauss_level(o, level - 1), table.o[o].pitch), o, level, lane, nullptr,
+             prefilter_for(o, level));
     };
     if (fused.first > 0) lower_levels(0, b.main);
     octave0_event.record(b.main.stream);
@@ -2404,6 +2583,15 @@ struct CudaSift::Impl {
     launch(lane, "SIFT extrema kernel", extrema_kernel, dim3(end_block - first_block), dim3(kThreads), 0,
            gauss.as<float>(), table, first_block, threshold, candidates.as<Candidate>(), candidate_capacity,
            counters.as<Counters>());
+  }
+
+  // Octave 0's extrema from the prefilter's hits (enqueue_pyramid_levels
+  // with `prefiltered`), into the candidate list.
+  void enqueue_prefiltered_extrema(Lane &lane) {
+    const float threshold = prefilter_threshold(params.contrast_threshold, params.n_octave_layers);
+    launch(lane, "SIFT prefiltered extrema kernel", prefiltered_extrema_kernel, dim3(2 * sm_count), dim3(kThreads), 0,
+           gauss.as<float>(), table, 0, threshold, prefilter_hits.as<Candidate>(), prefilter_capacity,
+           candidates.as<Candidate>(), candidate_capacity, counters.as<Counters>());
   }
 
   // Extrema to the final list. No grid depends on a count: the extrema grid
@@ -2487,9 +2675,13 @@ struct CudaSift::Impl {
     marking = tracing ? &marks : nullptr;
     Branches b = branches(s);
     reset_lists(b.main);
-    enqueue_pyramid_levels(b, order == 2);
+    // Octave 0 is built on the caller's stream, its prefiltered extrema found there right after its levels.
+    const bool prefiltered = prefilter && fused.first > 0;
+    enqueue_pyramid_levels(b, order == 2, prefiltered);
+    if (prefiltered) enqueue_prefiltered_extrema(b.main);
+    const int dense_from = prefiltered ? 1 : 0;
     if (order == 1 && fused.first > 0) {
-      enqueue_extrema(0, 1, b.main);
+      enqueue_extrema(dense_from, 1, b.main);
       enqueue_extrema(1, fused.first, b.upper);
       upper_extrema.record(b.upper.stream);
       enqueue_extrema(fused.first, table.count, b.chain);
@@ -2499,7 +2691,7 @@ struct CudaSift::Impl {
       wait(b.main, chain_extrema);
     } else {
       wait(b.main, upper_done);
-      enqueue_extrema(0, fused.first, b.main);
+      enqueue_extrema(dense_from, fused.first, b.main);
       delay(b.main, delays.main);
       wait(b.main, chain_done);
       enqueue_extrema(fused.first, table.count, b.main);
@@ -2563,6 +2755,8 @@ CudaSift::CudaSift(const Params &params, int device, Capacity capacity) : impl_(
   m.fixed_descriptors = fixed_descriptors_enabled();
   m.dependent_launch = dependent_launch_enabled();
   m.describe_while_ordering = describe_early_enabled();
+  m.prefilter_choice = prefilter_choice();
+  m.prefilter_hits_limit = prefilter_hits_override();
   m.tracing = env_is("CS_SIFT_TRACE", "1");
   if (m.use_graphs) m.capture_stream = Stream(device);
   // The chain's kernels (and the small octaves' cluster, which needs 16

@@ -179,13 +179,26 @@ TEST(GpuSift, OtherLayerCountsMatchTheHostExecutor) {
     }
 }
 
+void expect_same_keypoints(const Result &a, const Result &b) {
+  ASSERT_EQ(a.keypoints.size(), b.keypoints.size());
+  for (size_t i = 0; i < a.keypoints.size(); ++i)
+    ASSERT_EQ(std::memcmp(&a.keypoints[i], &b.keypoints[i], sizeof(Keypoint)), 0) << i;
+  ASSERT_EQ(a.descriptors.size(), b.descriptors.size());
+  const int tolerance = descriptor_run_tolerance();
+  for (size_t i = 0; i < a.descriptors.size(); ++i)
+    ASSERT_LE(std::abs(int(a.descriptors[i]) - int(b.descriptors[i])), tolerance) << i;
+}
+
 // The extrema kernel (a same-level screening, then the full test of the
 // queued survivors) must find exactly the extrema of the sample-by-sample
 // test in the same pyramid: odd sizes, other layer counts, unblurred noise
 // (many extrema per row), no doubling, and a float image with NaN samples
 // (a NaN anywhere in the neighbourhood rejects, as OpenCV's comparisons do).
 // The DoG levels are made from the downloaded Gaussian levels, as detection
-// makes them.
+// makes them. run() finds octave 0's through the blurs' prefilter on large
+// frames: the same with it at every size (CS_SIFT_PREFILTER=1), with a list
+// of one hit (which overflows into the prefiltered kernel's dense
+// fallback) and with the dense kernel throughout (CS_SIFT_PREFILTER=0).
 TEST(GpuSift, ExtremaAreThoseOfThePyramid) {
   CS_REQUIRE_GPU();
   struct Case {
@@ -247,6 +260,16 @@ TEST(GpuSift, ExtremaAreThoseOfThePyramid) {
     if (c.name != "23x17 no doubling") {
       EXPECT_GT(expected, 20);
     }
+    for (const char *mode : {"1", "1 hit", "0"}) {
+      SCOPED_TRACE(std::string("CS_SIFT_PREFILTER=") + mode);
+      const std::unique_ptr<CudaSift> other =
+          engine_with("CS_SIFT_PREFILTER", mode[0] == '1' ? "1" : "0", p, "CS_SIFT_PREFILTER_HITS",
+                      std::string(mode) == "1 hit" ? "1" : "");
+      other->run(d.image(), DescriptorFormat::opencv, stream.get());
+      const Result o = other->download(stream.get());
+      EXPECT_EQ(o.counts.candidates, expected);
+      expect_same_keypoints(r, o);
+    }
   }
 }
 
@@ -275,16 +298,6 @@ TEST(GpuSift, DeterministicAndReusable) {
     ASSERT_LE(std::abs(int(first.descriptors[i]) - int(again.descriptors[i])), tolerance) << i;
   const sift_test::HostSiftResult hb = host(b, Params());
   EXPECT_NEAR(double(other.keypoints.size()), double(hb.keypoints.size()), 0.02 * hb.keypoints.size() + 1);
-}
-
-void expect_same_keypoints(const Result &a, const Result &b) {
-  ASSERT_EQ(a.keypoints.size(), b.keypoints.size());
-  for (size_t i = 0; i < a.keypoints.size(); ++i)
-    ASSERT_EQ(std::memcmp(&a.keypoints[i], &b.keypoints[i], sizeof(Keypoint)), 0) << i;
-  ASSERT_EQ(a.descriptors.size(), b.descriptors.size());
-  const int tolerance = descriptor_run_tolerance();
-  for (size_t i = 0; i < a.descriptors.size(); ++i)
-    ASSERT_LE(std::abs(int(a.descriptors[i]) - int(b.descriptors[i])), tolerance) << i;
 }
 
 // Fixed-point descriptor sums (the default) are deterministic: runs of one
