@@ -114,7 +114,8 @@ struct Candidate {
   int octave, layer, row, column;
 };
 
-// The extrema prefilter (run(): octave 0's levels 2 .. n_layers + 1). The
+// The extrema prefilter (run(): levels 2 .. n_layers + 1 of octave 0 and of the
+// later octaves built level by level). The
 // blur that makes Gaussian level L + 1 holds level L's tile (staged) and
 // level L + 1's (its outputs): DoG layer L of the tile, G(L + 1) - G(L) in
 // float, the subtraction every extremum test makes. A DoG sample equal to
@@ -1249,42 +1250,49 @@ __global__ void __launch_bounds__(kThreads, kExtremaMinBlocks)
   }
 }
 
-// Octave `octave`'s extrema from the prefilter's hits (ExtremaPrefilter):
-// each tested over its 3 x 3 x 3 neighbourhood, into the candidate list as
-// extrema_kernel appends them. When the hits overflowed their list (a
-// picture with far more in-tile extrema than natural ones have), every
-// sample of the octave's layers is tested instead, one thread each: the
-// same extrema, slowly. Warps step together (the appends take every lane).
+// The extrema of octaves 0 .. octaves - 1 from the prefilter's hits
+// (ExtremaPrefilter; a hit names its octave): each tested over its 3 x 3 x 3
+// neighbourhood, into the candidate list as extrema_kernel appends them.
+// When the hits overflowed their list (a picture with far more in-tile
+// extrema than natural ones have), every sample of those octaves' layers is
+// tested instead, one thread each: the same extrema, slowly. Warps step
+// together (the appends take every lane).
 __global__ void __launch_bounds__(kThreads)
-    prefiltered_extrema_kernel(const float *gauss_pool, const OctaveTable table, int octave, float threshold,
+    prefiltered_extrema_kernel(const float *gauss_pool, const OctaveTable table, int octaves, float threshold,
                                const Candidate *hits, int hit_capacity, Candidate *out, int capacity,
                                Counters *counters) {
   begin_dependent_grid();  // may be launched under the previous kernel's tail
-  const OctaveGeometry &g = table.o[octave];
-  const LevelStack gauss = gauss_stack(gauss_pool, g);
   const int hit_count = counters->prefiltered;
   const bool dense = hit_count > hit_capacity;
-  const long long plane = static_cast<long long>(g.width) * g.height;
-  const long long total = dense ? plane * table.layers : hit_count;
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i - threadIdx.x % 32 < total;
-       i += stride) {
-    Candidate c{octave, 0, 0, 0};
-    bool extremum = false;
-    if (i < total) {
-      if (dense) {
-        c.layer = 1 + static_cast<int>(i / plane);
-        c.row = static_cast<int>(i % plane / g.width);
-        c.column = static_cast<int>(i % g.width);
-      } else {
-        c = hits[i];
+  auto extremum_at = [&](const Candidate &c) {
+    const OctaveGeometry &g = table.o[c.octave];
+    const LevelStack gauss = gauss_stack(gauss_pool, g);
+    return c.row >= kImageBorder && c.row < g.height - kImageBorder && c.column >= kImageBorder &&
+           c.column < g.width - kImageBorder && fabsf(gauss.dog(c.layer, c.row, c.column)) > threshold &&
+           is_scale_space_extremum(gauss, c.layer, c.row, c.column, threshold);
+  };
+  for (int octave = 0; octave < (dense ? octaves : 1); ++octave) {
+    const OctaveGeometry &g = table.o[octave];
+    const long long plane = static_cast<long long>(g.width) * g.height;
+    const long long total = dense ? plane * table.layers : hit_count;
+    for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i - threadIdx.x % 32 < total;
+         i += stride) {
+      Candidate c{octave, 0, 0, 0};
+      bool extremum = false;
+      if (i < total) {
+        if (dense) {
+          c.layer = 1 + static_cast<int>(i / plane);
+          c.row = static_cast<int>(i % plane / g.width);
+          c.column = static_cast<int>(i % g.width);
+        } else {
+          c = hits[i];
+        }
+        extremum = extremum_at(c);
       }
-      extremum = c.row >= kImageBorder && c.row < g.height - kImageBorder && c.column >= kImageBorder &&
-                 c.column < g.width - kImageBorder && fabsf(gauss.dog(c.layer, c.row, c.column)) > threshold &&
-                 is_scale_space_extremum(gauss, c.layer, c.row, c.column, threshold);
+      const int slot = warp_append(extremum, &counters->candidates);
+      if (extremum && slot < capacity) out[slot] = c;
     }
-    const int slot = warp_append(extremum, &counters->candidates);
-    if (extremum && slot < capacity) out[slot] = c;
   }
 }
 
@@ -1972,8 +1980,9 @@ bool dependent_launch_enabled() { return !env_is("CS_SIFT_PDL", "0"); }
 // after it, for comparison.
 bool describe_early_enabled() { return !env_is("CS_SIFT_DESCRIBE_EARLY", "0"); }
 
-// run() finds octave 0's extrema through the blurs' prefilter
-// (ExtremaPrefilter) where octave 0 has at least kPrefilterFromSamples
+// run() finds the extrema through the blurs' prefilter
+// (ExtremaPrefilter; octave 0 and the later large octaves, see
+// prefilter_octaves_override) where octave 0 has at least kPrefilterFromSamples
 // samples a level. H200, 2026-12-03, three rounds of 300 frames against the
 // dense kernel: 4K (doubled: 33 M samples) 1.150-1.154 -> 1.045-1.051 ms,
 // but 1080p (8.3 M) 0.382-0.383 -> 0.385-0.388 and 1280 x 720 0.249-0.252
@@ -1991,6 +2000,20 @@ PrefilterChoice prefilter_choice() {
 }
 int prefilter_hits_override() {
   const char *v = std::getenv("CS_SIFT_PREFILTER_HITS");
+  return v && *v ? std::max(0, std::atoi(v)) : 0;
+}
+// Where octave 0 is prefiltered, so is every later octave built level by
+// level (the octaves before the small octaves' cluster): their dense
+// extrema, on the caller's stream after the upper branch, become part of
+// the prefiltered kernel, and their levels' extra work falls on the chain
+// and upper branches, which have slack where octave 0 is this large.
+// H200, 2026-12-03, two rounds of 300 frames, 4K, prefiltered octaves 1 /
+// 2 / 3 / 4: 1.040-1.041 / 1.031-1.035 / 1.025-1.027 / 1.022-1.024 ms (the
+// code before 1.042-1.043); 1080p with CS_SIFT_PREFILTER=1, 1 / 2 / 3:
+// 0.386-0.387 / 0.386-0.387 / 0.386-0.388. CS_SIFT_PREFILTER_OCTAVES=n
+// prefilters octaves 0 .. n - 1 only (tests, comparison).
+int prefilter_octaves_override() {
+  const char *v = std::getenv("CS_SIFT_PREFILTER_OCTAVES");
   return v && *v ? std::max(0, std::atoi(v)) : 0;
 }
 
@@ -2086,7 +2109,10 @@ struct CudaSift::Impl {
   // run(): octave 0's extrema through the blurs' prefilter (prefilter_choice), its hits' list.
   PrefilterChoice prefilter_choice = PrefilterChoice::by_size;
   int prefilter_hits_limit = 0;  // CS_SIFT_PREFILTER_HITS; 0: from the frame size
+  int prefilter_octaves_limit = 0;  // CS_SIFT_PREFILTER_OCTAVES; 0: every octave before the small ones
   bool prefilter = false;
+  int prefiltered_octaves = 0;  // octaves 0 .. n - 1 when `prefilter`, at most the first small octave
+  Event prefilter_levels_done;  // the last prefiltered octave's levels made (upper branch), when n > 1
   int prefilter_capacity = 0;
   DeviceBuffer prefilter_hits;
 
@@ -2225,17 +2251,26 @@ struct CudaSift::Impl {
                             ? requested.keypoints
                             : static_cast<int>(std::clamp<long long>(pixels / 16, 8192, 1 << 20));
     candidate_capacity = requested.candidates > 0 ? requested.candidates : 2 * keypoint_capacity;
+    DeviceGuard guard(device);
+    choose_fused_octaves();
     // Natural pictures list 0.06-0.2 % of octave 0's tested samples (ExtremaPrefilter); more take the
     // dense fallback.
     const long long octave0_level = static_cast<long long>(table.o[0].width) * table.o[0].height;
     prefilter = prefilter_choice == PrefilterChoice::always ||
                 (prefilter_choice == PrefilterChoice::by_size && octave0_level >= kPrefilterFromSamples);
-    const long long octave0_samples = octave0_level * layers;
+    prefiltered_octaves = 0;
+    long long prefiltered_samples = 0;
+    if (prefilter) {
+      // Octaves after the first cluster start are small in every plan; with
+      // the later start one of them is built level by level, with dense extrema.
+      const int large = cluster_starts[0].first;
+      prefiltered_octaves = prefilter_octaves_limit > 0 ? std::min(prefilter_octaves_limit, large) : large;
+      for (int o = 0; o < prefiltered_octaves; ++o)
+        prefiltered_samples += static_cast<long long>(table.o[o].width) * table.o[o].height * layers;
+    }
     prefilter_capacity = prefilter_hits_limit > 0
                              ? prefilter_hits_limit
-                             : static_cast<int>(std::clamp<long long>(octave0_samples / 64, 65536, 1 << 24));
-    DeviceGuard guard(device);
-    choose_fused_octaves();
+                             : static_cast<int>(std::clamp<long long>(prefiltered_samples / 64, 65536, 1 << 24));
     plan_tuner.reset(cluster_start_count);  // the other size's times say nothing of this one
     gauss = DeviceBuffer();
     gauss = DeviceBuffer(gauss_total * sizeof(float), device);
@@ -2499,13 +2534,14 @@ struct CudaSift::Impl {
   // `upper_after_octave1` (frame order 2): octave 0's upper levels wait for
   // the chain's octave 1, so that the chain's first levels have the GPU to
   // themselves (main has slack at the small sizes: see enqueue_frame).
-  // `prefiltered`: octave 0's blurs list its extrema's candidates (ExtremaPrefilter).
-  void enqueue_pyramid_levels(Branches &b, bool upper_after_octave1, bool prefiltered = false) {
+  // `prefiltered`: the blurs of octaves 0 .. prefiltered - 1 list their
+  // extrema's candidates (ExtremaPrefilter).
+  void enqueue_pyramid_levels(Branches &b, bool upper_after_octave1, int prefiltered = 0) {
     const int layers = params.n_octave_layers;
     // Level `level` of octave o makes DoG layer level - 1; layers 1 .. n_layers are tested.
     auto prefilter_for = [&](int o, int level) {
       ExtremaPrefilter f;
-      if (!prefiltered || o != 0 || level < 2 || level > layers + 1) return f;
+      if (o >= prefiltered || level < 2 || level > layers + 1) return f;
       f.hits = prefilter_hits.as<Candidate>();
       f.capacity = prefilter_capacity;
       f.count = &counters.as<Counters>()->prefiltered;
@@ -2548,6 +2584,7 @@ struct CudaSift::Impl {
     for (int o = 1; o < fused.first; ++o) {
       if (upper_early) wait(b.upper, lower_done[static_cast<size_t>(o)]);
       upper_levels(o, b.upper);
+      if (o == prefiltered - 1) prefilter_levels_done.record(b.upper.stream);
     }
     delay(b.upper, delays.upper);
     upper_done.record(b.upper.stream);
@@ -2585,12 +2622,15 @@ struct CudaSift::Impl {
            counters.as<Counters>());
   }
 
-  // Octave 0's extrema from the prefilter's hits (enqueue_pyramid_levels
-  // with `prefiltered`), into the candidate list.
-  void enqueue_prefiltered_extrema(Lane &lane) {
+  // The extrema of octaves 0 .. octaves - 1 from the prefilter's hits
+  // (enqueue_pyramid_levels with `prefiltered`), into the candidate list;
+  // on `lane` after octave 0's levels, and after the upper branch's levels
+  // of the last octave when there are more.
+  void enqueue_prefiltered_extrema(Lane &lane, int octaves) {
+    if (octaves > 1) wait(lane, prefilter_levels_done);
     const float threshold = prefilter_threshold(params.contrast_threshold, params.n_octave_layers);
     launch(lane, "SIFT prefiltered extrema kernel", prefiltered_extrema_kernel, dim3(2 * sm_count), dim3(kThreads), 0,
-           gauss.as<float>(), table, 0, threshold, prefilter_hits.as<Candidate>(), prefilter_capacity,
+           gauss.as<float>(), table, octaves, threshold, prefilter_hits.as<Candidate>(), prefilter_capacity,
            candidates.as<Candidate>(), candidate_capacity, counters.as<Counters>());
   }
 
@@ -2675,14 +2715,17 @@ struct CudaSift::Impl {
     marking = tracing ? &marks : nullptr;
     Branches b = branches(s);
     reset_lists(b.main);
-    // Octave 0 is built on the caller's stream, its prefiltered extrema found there right after its levels.
-    const bool prefiltered = prefilter && fused.first > 0;
+    // Octave 0 is built on the caller's stream, its prefiltered extrema found
+    // there right after its levels; with later octaves prefiltered, once
+    // their levels exist too.
+    const int prefiltered = prefilter ? std::min(prefiltered_octaves, fused.first) : 0;
     enqueue_pyramid_levels(b, order == 2, prefiltered);
-    if (prefiltered) enqueue_prefiltered_extrema(b.main);
-    const int dense_from = prefiltered ? 1 : 0;
+    if (prefiltered == 1) enqueue_prefiltered_extrema(b.main, prefiltered);
+    const int dense_from = prefiltered;
     if (order == 1 && fused.first > 0) {
       enqueue_extrema(dense_from, 1, b.main);
-      enqueue_extrema(1, fused.first, b.upper);
+      if (prefiltered > 1) enqueue_prefiltered_extrema(b.main, prefiltered);
+      enqueue_extrema(std::max(1, dense_from), fused.first, b.upper);
       upper_extrema.record(b.upper.stream);
       enqueue_extrema(fused.first, table.count, b.chain);
       chain_extrema.record(b.chain.stream);
@@ -2691,6 +2734,7 @@ struct CudaSift::Impl {
       wait(b.main, chain_extrema);
     } else {
       wait(b.main, upper_done);
+      if (prefiltered > 1) enqueue_prefiltered_extrema(b.main, prefiltered);
       enqueue_extrema(dense_from, fused.first, b.main);
       delay(b.main, delays.main);
       wait(b.main, chain_done);
@@ -2757,6 +2801,8 @@ CudaSift::CudaSift(const Params &params, int device, Capacity capacity) : impl_(
   m.describe_while_ordering = describe_early_enabled();
   m.prefilter_choice = prefilter_choice();
   m.prefilter_hits_limit = prefilter_hits_override();
+  m.prefilter_octaves_limit = prefilter_octaves_override();
+  m.prefilter_levels_done = Event(device);
   m.tracing = env_is("CS_SIFT_TRACE", "1");
   if (m.use_graphs) m.capture_stream = Stream(device);
   // The chain's kernels (and the small octaves' cluster, which needs 16

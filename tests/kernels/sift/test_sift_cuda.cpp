@@ -260,11 +260,15 @@ TEST(GpuSift, ExtremaAreThoseOfThePyramid) {
     if (c.name != "23x17 no doubling") {
       EXPECT_GT(expected, 20);
     }
-    for (const char *mode : {"1", "1 hit", "0"}) {
-      SCOPED_TRACE(std::string("CS_SIFT_PREFILTER=") + mode);
+    // The prefilter over every octave built level by level, over a one-hit
+    // list (the dense fallback), over octave 0 alone, and none.
+    for (const std::string mode : {"1", "1 hit", "1 octave", "0"}) {
+      SCOPED_TRACE("CS_SIFT_PREFILTER=" + mode);
+      const bool one_octave = mode == "1 octave";
       const std::unique_ptr<CudaSift> other =
-          engine_with("CS_SIFT_PREFILTER", mode[0] == '1' ? "1" : "0", p, "CS_SIFT_PREFILTER_HITS",
-                      std::string(mode) == "1 hit" ? "1" : "");
+          engine_with("CS_SIFT_PREFILTER", mode[0] == '1' ? "1" : "0", p,
+                      one_octave ? "CS_SIFT_PREFILTER_OCTAVES" : "CS_SIFT_PREFILTER_HITS",
+                      one_octave || mode == "1 hit" ? "1" : "");
       other->run(d.image(), DescriptorFormat::opencv, stream.get());
       const Result o = other->download(stream.get());
       EXPECT_EQ(o.counts.candidates, expected);
