@@ -114,9 +114,8 @@ struct Candidate {
   int octave, layer, row, column;
 };
 
-// The extrema prefilter (run(): levels 2 .. n_layers + 1 of octave 0 and of the
-// later octaves built level by level). The
-// blur that makes Gaussian level L + 1 holds level L's tile (staged) and
+// The extrema prefilter (run(): levels 2 .. n_layers + 1 of octave 0 and
+// of the later octaves built level by level). The blur that makes Gaussian level L + 1 holds level L's tile (staged) and
 // level L + 1's (its outputs): DoG layer L of the tile, G(L + 1) - G(L) in
 // float, the subtraction every extremum test makes. A DoG sample equal to
 // the bound of its 3 x 3 x 3 neighbourhood equals the bound of any part of
@@ -2106,7 +2105,7 @@ struct CudaSift::Impl {
   Event oriented_done, ordered;  // run(): describing while ordering
   Event upper_extrema, chain_extrema;  // frame order 1: the upper and chain branches' extrema found
   bool describe_while_ordering = true;  // CS_SIFT_DESCRIBE_EARLY (describe_early_enabled)
-  // run(): octave 0's extrema through the blurs' prefilter (prefilter_choice), its hits' list.
+  // run(): the large octaves' extrema through the blurs' prefilter (prefilter_choice), its hits' list.
   PrefilterChoice prefilter_choice = PrefilterChoice::by_size;
   int prefilter_hits_limit = 0;  // CS_SIFT_PREFILTER_HITS; 0: from the frame size
   int prefilter_octaves_limit = 0;  // CS_SIFT_PREFILTER_OCTAVES; 0: every octave before the small ones
