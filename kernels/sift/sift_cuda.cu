@@ -115,8 +115,9 @@ struct Candidate {
 };
 
 // The extrema prefilter (run(): levels 2 .. n_layers + 1 of octave 0 and
-// of the later octaves built level by level). The blur that makes Gaussian level L + 1 holds level L's tile (staged) and
-// level L + 1's (its outputs): DoG layer L of the tile, G(L + 1) - G(L) in
+// of the later octaves built level by level). The blur that makes
+// Gaussian level L + 1 holds level L's tile (staged) and level L + 1's
+// (its outputs): DoG layer L of the tile, G(L + 1) - G(L) in
 // float, the subtraction every extremum test makes. A DoG sample equal to
 // the bound of its 3 x 3 x 3 neighbourhood equals the bound of any part of
 // it (NaN included: max_or_nan), so only samples that pass is_extremum over
