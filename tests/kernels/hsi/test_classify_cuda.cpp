@@ -709,6 +709,55 @@ TEST(GpuClassify, TensorBipScreenCandidates) {
         }
 }
 
+// The screen's persistent warp groups walk their tiles round after round
+// (the other tests' blocks fit in one): on a block of more than eight
+// rounds on an H200 (3222 tiles of 64 pixels over 396 warp groups, the last
+// tile partial), every pixel, each an exact copy of a reference, gets that
+// reference's class, call after call on one stream and on a second stream.
+TEST(GpuClassify, TensorBipScreenScoresEveryTileOnce) {
+  CS_REQUIRE_GPU();
+  std::mt19937_64 rng(cs_test::fresh_seed());
+  cs::Stream stream(kDevice), other_stream(kDevice);
+  const size_t lines = 211, samples = 977, pixels = lines * samples, bands = 224, K = 64;
+  constexpr double kUnits = 300;  // 16-bit samples: the references on a grid of 1 / 300
+  std::vector<int> selected(bands);
+  for (size_t u = 0; u < bands; ++u) selected[u] = int(u);
+  auto reference_of = [&](size_t p) { return (p * 37) % K; };
+  for (DataType type : {DataType::f32, DataType::i16})
+    for (Method method : {Method::sam, Method::euclidean}) {
+      SCOPED_TRACE(std::string(data_type_name(type)) + " " + method_name(method));
+      hsi_test::Scene scene = hsi_test::random_scene(rng, 1, 1, bands, K);
+      if (type == DataType::i16)
+        for (float &v : scene.references.spectra) v = float(std::round(double(v) * kUnits) / kUnits);
+      std::vector<float> values(pixels * bands);
+      for (size_t p = 0; p < pixels; ++p) {
+        const float *r = scene.references.spectrum(reference_of(p));
+        std::copy(r, r + bands, values.begin() + std::ptrdiff_t(p * bands));
+      }
+      const TensorAndExact both = tensor_and_exact(method, std::nullopt, scene, selected);
+      const SpectralClassifier &tensor = both.tensor;
+      CudaSpectralClassifier gpu(tensor, kDevice);
+      const double integer_scale = type == DataType::f32 ? 1.0 : kUnits;
+      const auto bytes = hsi_test::encode_block(values, lines, samples, bands, type, Interleave::bip,
+                                                host_byte_order(), integer_scale);
+      const CubeBlock block = hsi_test::block_of(bytes, lines, samples, bands, type, Interleave::bip,
+                                                 host_byte_order(), std::nullopt,
+                                                 type == DataType::f32 ? std::nullopt : std::optional<double>(kUnits));
+      if (bip_tensor::product_from_environment() == bip_tensor::Product::wgmma &&
+          bip_tensor::screen_from_environment() && cs::compute_capability(kDevice) == 90) {
+        EXPECT_TRUE(gpu.screens(block, ClassificationOutput{}));
+      }
+      for (const cs::Stream *s : {&stream, &stream, &stream, &other_stream}) {
+        const hsi_test::Result got = classify_gpu(gpu, tensor, bytes, block, *s, false);
+        size_t wrong = 0;
+        for (size_t p = 0; p < pixels; ++p)
+          if (got.labels[p] != reference_of(p) + 1 && wrong++ < 5)
+            ADD_FAILURE() << "pixel " << p << ": class " << got.labels[p] << ", not " << reference_of(p) + 1;
+        EXPECT_EQ(wrong, 0u);
+      }
+    }
+}
+
 // The screen takes a pixel's one candidate as its class without scoring it
 // again when the key's bound, with the part it shares with every reference,
 // puts the score on one side of the threshold (bip_tensor.cu, step 4).
