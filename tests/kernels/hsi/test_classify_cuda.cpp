@@ -714,7 +714,7 @@ TEST(GpuClassify, TensorBipScreenCandidates) {
 // rounds on an H200 (3222 tiles of 64 pixels over 396 warp groups, the last
 // tile partial), every pixel, each an exact copy of a reference, gets that
 // reference's class, call after call on one stream and on a second stream.
-TEST(GpuClassify, TensorBipScreenScoresEveryTileOnce) {
+TEST(GpuClassify, TensorBipScreenScoresEveryTileOfManyRounds) {
   CS_REQUIRE_GPU();
   std::mt19937_64 rng(cs_test::fresh_seed());
   cs::Stream stream(kDevice), other_stream(kDevice);
