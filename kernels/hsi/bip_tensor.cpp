@@ -192,10 +192,25 @@ void make_screen_references(Tables &t, const PointerTable &refs, const Reference
     t.screen_largest_norm2 = std::max(t.screen_largest_norm2, norm2);
   }
   // Per reference and reading (truncated, rounded): 2^-10 |t_hk - c| + |d_k - e|;
-  // and the common term's bound per |x|, 2^-10 |c| + |e|.
+  // and the common term's bound per |x|, 2^-10 |c| + |e|. Per pair j, k and
+  // reading, the same for the difference of their keys, whose shared parts
+  // cancel: 2^-10 |f_j t_hj - f_k t_hk| + |f_j d_j - f_k d_k|.
   std::vector<double> operand(size_t(shape.references), 0.0);
+  std::vector<double> pair_operand(size_t(kGroupReferences) * kGroupReferences, 0.0);
   double common = 0;
   for (float (*read)(float) : {&tf32_truncate, &tf32_round}) {  // the tensor cores' two possible readings
+    for (int j : usable)
+      for (int k : usable) {
+        double spread2 = 0, residual2 = 0;
+        for (int u = 0; u < shape.bands; ++u) {
+          const float vj = t.screen_references[screen_index(j, u)], vk = t.screen_references[screen_index(k, u)];
+          const double spread = factor(j) * read(vj) - factor(k) * read(vk);
+          const double residual = factor(j) * (double(vj) - read(vj)) - factor(k) * (double(vk) - read(vk));
+          spread2 += spread * spread, residual2 += residual * residual;
+        }
+        double &pair = pair_operand[size_t(j) * kGroupReferences + size_t(k)];
+        pair = std::max(pair, kScreenOperandError * std::sqrt(spread2) + std::sqrt(residual2));
+      }
     std::vector<double> c(size_t(shape.bands), 0.0), e(size_t(shape.bands), 0.0);
     for (int k : usable)
       for (int u = 0; u < shape.bands; ++u) {
@@ -241,6 +256,27 @@ void make_screen_references(Tables &t, const PointerTable &refs, const Reference
     t.screen_weight[k] = std::isfinite(weight) ? weight : 0.0;
     t.screen_offset_slack[k] = 0x1p-22 * std::fabs(t.key_offset[k]);
   }
+  // Per pair: its operands' part and both keys' own accumulation, float and
+  // rho terms, with the same margin; never more than the two keys' own
+  // weights together (which hold for differences too: what they leave out
+  // is common). Rounded up to float, as the kernel reads them.
+  auto rounded_up = [](double v) {
+    float f = float(v);
+    if (double(f) < v) f = std::nextafter(f, std::numeric_limits<float>::infinity());
+    return std::isnan(v) ? std::numeric_limits<float>::infinity() : f;
+  };
+  auto own = [&](int m) {
+    return std::fabs(factor(m)) * ((steps * kScreenStepError + 0x1p-21) * table_norm[m] + residual[m]);
+  };
+  t.screen_pair_weights.assign(2 * size_t(kGroupReferences) * kGroupReferences, 0.0f);
+  for (int j : usable)
+    for (int k : usable) {
+      if (j == k) continue;
+      const size_t at = size_t(j) * kGroupReferences + size_t(k);
+      const double pair = (pair_operand[at] + own(j) + own(k)) * (1 + 0x1p-8);
+      t.screen_pair_weights[2 * at] = rounded_up(std::min(pair, t.screen_weight[j] + t.screen_weight[k]));
+      t.screen_pair_weights[2 * at + 1] = rounded_up(t.screen_offset_slack[j] + t.screen_offset_slack[k]);
+    }
   // What a key's own bound leaves out: the middle factor times the common
   // term, and sam's x . m, which the kernel sums in float over 16 bands
   // (at most 2^-20 |x| |m|).

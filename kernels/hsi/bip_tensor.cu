@@ -275,6 +275,7 @@ struct Args {
   ReferenceTableShape shape;
   const float *screen_references, *screen_terms;  // the screen's table and key terms (bip_tensor.h)
   const float *screen_mean;                        // what the table's rows were centred by (Tables::screen_mean)
+  const float2 *screen_pair_weights;               // per pair of references (Tables::screen_pair_weights)
   const float *positions;                          // bandfit's continuum abscissae (Tables::positions)
   const double *sid_terms;                         // sid's per-reference terms (Tables::sid_terms)
   int band_chunks;  // chunks of the bands, walked per tile and group (chunks: the table's, twice as many for sid)
@@ -1938,6 +1939,12 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   // Correlation's shift applied where the samples are read, not in the tile
   // (f32: 2% faster than a pass over the staged rows).
   constexpr bool kShiftedInRegisters = M == Method::correlation;
+  // Pixels left with two candidates tested against their pair's bound: sam
+  // of f32 blocks (H200, 2026-12-03, same run, three rounds: f32 sam
+  // 2793-2826 -> 2877-2886 GB/s, big-endian 2426-2445 -> 2489-2497; with
+  // the test euclidean lost 3-4 % and i16 sam 1.4 %, their candidates' step
+  // then longer than what it saves; kernels/hsi/README.md).
+  constexpr bool kPairTest = M == Method::sam && T == DataType::f32;
   using TileSample = std::conditional_t<kRawTiles, uint16_t, float>;
   constexpr int kSlabFloats = kScreenSlabBytes / sizeof(float);  // a tile's 32 bands: 8 KB (16-bit tiles: 4 KB)
   const int slabs = screen_padded_bands(a.bands) / 32;
@@ -2467,6 +2474,7 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
       uint64_t mine = (uint64_t(upper << 2 * t) << 32 | (low << 2 * t)) & usable;
       mine |= __shfl_xor_sync(kAll, mine, 1);
       mine |= __shfl_xor_sync(kAll, mine, 2);
+      const float own_high = last_high;
       last_high = fmaxf(last_high, __shfl_xor_sync(kAll, last_high, 1));
       lone_high[half] = fmaxf(last_high, __shfl_xor_sync(kAll, last_high, 2));
       if (!isfinite(n2[half]))
@@ -2475,6 +2483,31 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
         mine = usable;  // the screen says nothing
       else if ((M == Method::sam || correlation_like(M)) && n2[half] == 0)
         mine &= ~(mine - 1);  // no angle (or correlation) to any reference: one candidate gives class 0
+      if constexpr (kPairTest) {
+        // Two candidates p < q held by different lanes of the quad (each its
+        // lane's only one, whose key + bound that lane kept): the bound of
+        // the error in their keys' difference (Tables::screen_pair_weights),
+        // far below their own bounds' sum where they are similar, may rule
+        // the lower one out.
+        const uint64_t rest = mine & (mine - 1);
+        const int p = __ffsll(static_cast<long long>(mine)) - 1, q = __ffsll(static_cast<long long>(rest)) - 1;
+        const int lane_p = p % 8 / 2, lane_q = q % 8 / 2;
+        const float high_p = __shfl_sync(kAll, own_high, (lane & ~3) + max(lane_p, 0));
+        const float high_q = __shfl_sync(kAll, own_high, (lane & ~3) + max(lane_q, 0));
+        if (row_bounded && rest != 0 && (rest & (rest - 1)) == 0 && lane_p != lane_q) {
+          const float4 rp = terms[p], rq = terms[q];
+          // The keys as formed before high = key + bound: within 2^-23 (|high| + |key|) each.
+          const float key_p = high_p - fmaf(norm[half], rp.z, rp.w), key_q = high_q - fmaf(norm[half], rq.z, rq.w);
+          const bool p_above = key_p >= key_q;
+          const int j = p_above ? p : q, k = p_above ? q : p;
+          const float2 w = __ldg(a.screen_pair_weights + j * kGroupReferences + k);
+          const float slack = 0x1p-22f * (fabsf(high_p) + fabsf(high_q) + fabsf(key_p) + fabsf(key_q));
+          if (fminf(key_p, key_q) + fmaf(norm[half], w.x, w.y) + slack < fmaxf(key_p, key_q)) {
+            mine = uint64_t(1) << j;
+            lone_high[half] = p_above ? high_p : high_q;
+          }
+        }
+      }
       candidates[half] = mine;
     }
 
@@ -2761,6 +2794,7 @@ void classify(Method method, const DeviceTables &tables, const CubeBlock &block,
     args.screen_references = tables.screen_references;
     args.screen_terms = tables.screen_terms;
     args.screen_mean = tables.screen_mean;
+    args.screen_pair_weights = reinterpret_cast<const float2 *>(tables.screen_pair_weights);
     args.screen_largest_norm2 = tables.screen_largest_norm2;
     args.screen_common_weight = tables.screen_common_weight;
     if (method == Method::sam)

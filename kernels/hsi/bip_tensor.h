@@ -311,6 +311,15 @@ struct Tables {
   // (-infinity for unusable references), screen_weight and
   // screen_offset_slack, as 4 floats.
   std::vector<float> screen_terms;
+  // Per pair of references (kGroupReferences x kGroupReferences, row j,
+  // column k, two floats each; zeros on the diagonal and for unusable
+  // references): the bound of the screen's error in key_k - key_j is
+  // |x| w_jk + s_jk, stored as (w_jk, s_jk) rounded up. The errors that the
+  // two keys share cancel in it, so it is far tighter than their own
+  // bounds' sum where the references are similar, which is where pixels
+  // have two candidates (the screen tests such pixels with it for sam of
+  // f32 blocks: bip_tensor.cu, kPairTest).
+  std::vector<float> screen_pair_weights;
   double screen_largest_norm2 = 0;  // the largest |t_k|^2 of the usable references' table rows
   // Per |x|, what the bounds above leave out because it is the same for
   // every reference (the common term, and for sam the float sums of x . m):
@@ -378,7 +387,8 @@ struct DeviceTables {
   const float *table = nullptr;  // the classifier's prepared table (per-reference constants)
   ReferenceTableShape shape;
   int groups = 0, chunks = 0;
-  const float *screen_references = nullptr, *screen_terms = nullptr, *screen_mean = nullptr;
+  const float *screen_references = nullptr, *screen_terms = nullptr, *screen_mean = nullptr,
+              *screen_pair_weights = nullptr;
   double screen_largest_norm2 = 0, screen_common_weight = 0;
   int screen_warpgroups = 0;  // 0: no screen
   const float *positions = nullptr;  // Tables::positions (bandfit)

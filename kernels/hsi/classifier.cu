@@ -498,6 +498,7 @@ struct CudaSpectralClassifier::Impl {
                           static_cast<const void *>(bip.key_inverse),
                           static_cast<const void *>(bip.screen_references),
                           static_cast<const void *>(bip.screen_terms), static_cast<const void *>(bip.screen_mean),
+                          static_cast<const void *>(bip.screen_pair_weights),
                           static_cast<const void *>(bip.positions),
                           static_cast<const void *>(bip.sid_terms)})
       if (p) device_free(const_cast<void *>(p), device);
@@ -569,6 +570,9 @@ struct CudaSpectralClassifier::Impl {
         bip.screen_common_weight = t.screen_common_weight;
         bip.screen_terms = static_cast<const float *>(
             upload(t.screen_terms.data(), t.screen_terms.size() * sizeof(float), "upload BIP screen terms"));
+        bip.screen_pair_weights = static_cast<const float *>(upload(t.screen_pair_weights.data(),
+                                                                   t.screen_pair_weights.size() * sizeof(float),
+                                                                   "upload BIP screen pair bounds"));
         if (!t.screen_mean.empty())
           bip.screen_mean = static_cast<const float *>(
               upload(t.screen_mean.data(), t.screen_mean.size() * sizeof(float), "upload BIP screen mean"));

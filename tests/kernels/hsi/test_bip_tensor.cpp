@@ -718,7 +718,8 @@ TEST(BipTensor, SixteenBitTileReadsMeetDistinctBanks) {
 // float accumulator truncating; keys in float as the kernel forms them):
 // for every pair of references the screen's key difference (sam's keys
 // leave out x . m, the same for every reference) is within their bounds'
-// sum of the exact one, so the exact best is always a candidate. Similar and near-duplicate references (what makes the bound
+// sum of the exact one, and within their pair's bound (Tables::screen_pair_weights), so the exact best is always a
+// candidate by either rule. Similar and near-duplicate references (what makes the bound
 // matter), pixels over many decades, some negative samples; correlation's
 // (and bandfit's) centred references with unequal key scales (1 / |r_k|).
 TEST(BipTensor, ScreenBoundsCoverTf32Products) {
@@ -749,7 +750,7 @@ TEST(BipTensor, ScreenBoundsCoverTf32Products) {
         const bt::Tables t = bt::make_tables(c.method(), c.table(), c.table_shape(), bt::Product::wgmma);
         const PointerTable refs{c.table().data(), c.table_shape()};
         const int padded = bt::screen_padded_bands(int(bands));
-        double worst = 0, worst_alone = 0, candidates = 0;
+        double worst = 0, worst_alone = 0, worst_pair = 0, candidates = 0, pair_candidates = 0;
         for (size_t p = 0; p < 300; ++p) {
           std::vector<float> x(scene.pixels.begin() + p * bands, scene.pixels.begin() + (p + 1) * bands);
           const double magnitude = std::pow(10.0, double(rng() % 21) - 10.0);
@@ -794,6 +795,25 @@ TEST(BipTensor, ScreenBoundsCoverTf32Products) {
             }
           }
           ASSERT_GE(screened[best] + bound[best], lower) << "pixel " << p;
+          // The pair bounds (what the kernel selects by): every key difference within its pair's bound; the
+          // candidates of the kernel's rule (the largest screened key's reference j, and every k whose key
+          // plus the pair's bound reaches j's) hold the exact best.
+          auto pair_bound = [&](size_t j, size_t k) {
+            const float *w = &t.screen_pair_weights[2 * (j * bt::kGroupReferences + k)];
+            return double(std::fma(norm, w[0], w[1]));
+          };
+          size_t pivot = usable[0];
+          for (size_t k : usable) pivot = screened[k] > screened[pivot] ? k : pivot;
+          for (size_t k : usable) {
+            pair_candidates += k == pivot || screened[k] + pair_bound(pivot, k) >= screened[pivot];
+            for (size_t j : usable) {
+              if (j == k) continue;
+              const double error = std::fabs((exact[k] - exact[j]) - (screened[k] - screened[j]));
+              ASSERT_LE(error, pair_bound(j, k)) << "pixel " << p << " references " << j << ", " << k;
+              worst_pair = std::max(worst_pair, error / pair_bound(j, k));
+            }
+          }
+          ASSERT_TRUE(best == pivot || screened[best] + pair_bound(pivot, best) >= screened[pivot]) << "pixel " << p;
           // Each key on its own: within its bound and |x| screen_common_weight of the exact key (sam's keys
           // with x . m added, as the kernel adds it), what settles a lone candidate against the threshold.
           double centre_dot = 0;
@@ -804,10 +824,10 @@ TEST(BipTensor, ScreenBoundsCoverTf32Products) {
             if (bound[k] > 0) worst_alone = std::max(worst_alone, error / (bound[k] + norm * t.screen_common_weight));
           }
         }
-        std::printf("[ info     ] %s K=%zu bands=%zu%s: worst error %.3g of its bound (%.3g alone), %.2f candidates "
-                    "per pixel\n",
+        std::printf("[ info     ] %s K=%zu bands=%zu%s: worst error %.3g of its bound (%.3g alone, %.3g of a pair's), "
+                    "%.2f candidates per pixel (%.2f by the pair bounds)\n",
                     method_name(method), K, bands, rounded_references ? " (rounded)" : "", worst, worst_alone,
-                    candidates / 300);
+                    worst_pair, candidates / 300, pair_candidates / 300);
       }
 }
 
