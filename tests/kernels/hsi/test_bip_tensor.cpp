@@ -795,9 +795,9 @@ TEST(BipTensor, ScreenBoundsCoverTf32Products) {
             }
           }
           ASSERT_GE(screened[best] + bound[best], lower) << "pixel " << p;
-          // The pair bounds (what the kernel selects by): every key difference within its pair's bound; the
-          // candidates of the kernel's rule (the largest screened key's reference j, and every k whose key
-          // plus the pair's bound reaches j's) hold the exact best.
+          // The pair bounds (which the kernel applies to rows left with two candidates): every key difference
+          // within its pair's bound; the candidates of the rule they allow (the largest screened key's
+          // reference j, and every k whose key plus the pair's bound reaches j's) hold the exact best.
           auto pair_bound = [&](size_t j, size_t k) {
             const float *w = &t.screen_pair_weights[2 * (j * bt::kGroupReferences + k)];
             return double(std::fma(norm, w[0], w[1]));
