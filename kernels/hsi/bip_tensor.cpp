@@ -133,7 +133,8 @@ void make_wgmma_references(Tables &t, const PointerTable &refs, const ReferenceT
 }
 
 // The screen's table (bip_tensor.h) and the bounds of its error in each key
-// (classify_math.h, kScreenOperandError); after the keys.
+// (classify_math.h, screen_operand_error) for the device's TF32 reading;
+// after the keys.
 //
 // For sam (`centred`) the table holds t_k = s_k r_k - m rounded to float
 // (s_k the key scale, m the usable references' mean of s_k r_k, as float):
@@ -147,7 +148,9 @@ void make_wgmma_references(Tables &t, const PointerTable &refs, const ReferenceT
 // t_k = r_k and their key scales in the key terms: centred, they read
 // x.m as well and were slower (correlation 1936-1979 -> 1853-1860 GB/s,
 // euclidean 2141-2172 -> 2048-2075, bandfit 2% slower).
-void make_screen_references(Tables &t, const PointerTable &refs, const ReferenceTableShape &shape, bool centred) {
+void make_screen_references(Tables &t, const PointerTable &refs, const ReferenceTableShape &shape, bool centred,
+                            Tf32Reading reading) {
+  const double centring = screen_operand_centre(reading), operand_error = screen_operand_error(reading);
   const int padded_bands = screen_padded_bands(shape.bands), steps = padded_bands / kStepBands;
   t.screen_references.assign(size_t(kScreenRows) * padded_bands, 0.0f);
   t.screen_mean.assign(centred ? size_t(padded_bands) : 0, 0.0f);
@@ -191,14 +194,17 @@ void make_screen_references(Tables &t, const PointerTable &refs, const Reference
     table_norm[k] = std::sqrt(norm2);
     t.screen_largest_norm2 = std::max(t.screen_largest_norm2, norm2);
   }
-  // Per reference and reading (truncated, rounded): 2^-10 |t_hk - c| + |d_k - e|;
-  // and the common term's bound per |x|, 2^-10 |c| + |e|. Per pair j, k and
-  // reading, the same for the difference of their keys, whose shared parts
-  // cancel: 2^-10 |f_j t_hj - f_k t_hk| + |f_j d_j - f_k d_k|.
+  // Per reference and reading of the table (truncated; rounded too unless
+  // the device is known to truncate): E |t_hk - c| + |d_k - e|; and the
+  // common term's bound per |x|, E |c| + |e|. Per pair j, k and reading, the
+  // same for the difference of their keys, whose shared parts cancel:
+  // E |f_j t_hj - f_k t_hk| + |f_j d_j - f_k d_k|.
   std::vector<double> operand(size_t(shape.references), 0.0);
   std::vector<double> pair_operand(size_t(kGroupReferences) * kGroupReferences, 0.0);
   double common = 0;
-  for (float (*read)(float) : {&tf32_truncate, &tf32_round}) {  // the tensor cores' two possible readings
+  std::vector<float (*)(float)> readings{&tf32_truncate};
+  if (reading == Tf32Reading::unknown) readings.push_back(&tf32_round);
+  for (float (*read)(float) : readings) {
     for (int j : usable)
       for (int k : usable) {
         double spread2 = 0, residual2 = 0;
@@ -209,7 +215,7 @@ void make_screen_references(Tables &t, const PointerTable &refs, const Reference
           spread2 += spread * spread, residual2 += residual * residual;
         }
         double &pair = pair_operand[size_t(j) * kGroupReferences + size_t(k)];
-        pair = std::max(pair, kScreenOperandError * std::sqrt(spread2) + std::sqrt(residual2));
+        pair = std::max(pair, operand_error * std::sqrt(spread2) + std::sqrt(residual2));
       }
     std::vector<double> c(size_t(shape.bands), 0.0), e(size_t(shape.bands), 0.0);
     for (int k : usable)
@@ -223,7 +229,7 @@ void make_screen_references(Tables &t, const PointerTable &refs, const Reference
       c[u] /= double(usable.size()), e[u] /= double(usable.size());
       c2 += c[u] * c[u], e2 += e[u] * e[u];
     }
-    common = std::max(common, kScreenOperandError * std::sqrt(c2) + std::sqrt(e2));
+    common = std::max(common, operand_error * std::sqrt(c2) + std::sqrt(e2));
     for (int k : usable) {
       double spread2 = 0, residual2 = 0;
       for (int u = 0; u < shape.bands; ++u) {
@@ -231,7 +237,7 @@ void make_screen_references(Tables &t, const PointerTable &refs, const Reference
         spread2 += (read(v) - c[u]) * (read(v) - c[u]);
         residual2 += (double(v) - read(v) - e[u]) * (double(v) - read(v) - e[u]);
       }
-      operand[k] = std::max(operand[k], kScreenOperandError * std::sqrt(spread2) + std::sqrt(residual2));
+      operand[k] = std::max(operand[k], operand_error * std::sqrt(spread2) + std::sqrt(residual2));
     }
   }
   // The common term orders the references as x.r_k does only where their key
@@ -244,15 +250,15 @@ void make_screen_references(Tables &t, const PointerTable &refs, const Reference
     most_factor = std::max(most_factor, factor(k));
   }
   const double middle_factor = (least_factor + most_factor) / 2;
+  const double own_per_norm = steps * kScreenStepError + centring * 0x1p-10 + 0x1p-21;
   for (int k : usable) {
-    // Per |x|: the operands' part, the steps' accumulation, and the kernel's
-    // float keys (2^-21 |f_k| |x| |t_k|; 2^-22 |offset| apart), rho_k, the
-    // common term's unequal part, with a margin for the rounding of all
-    // these sums.
-    const double weight =
-        (std::fabs(factor(k)) * (operand[k] + (steps * kScreenStepError + 0x1p-21) * table_norm[k] + residual[k]) +
-         std::fabs(factor(k) - middle_factor) * common) *
-        (1 + 0x1p-8);
+    // Per |x|: the operands' part, the steps' accumulation, the centring's
+    // a 2^-10 |t_k|, and the kernel's float keys (2^-21 |f_k| |x| |t_k|;
+    // 2^-22 |offset| apart), rho_k, the common term's unequal part, with a
+    // margin for the rounding of all these sums.
+    const double weight = (std::fabs(factor(k)) * (operand[k] + own_per_norm * table_norm[k] + residual[k]) +
+                           std::fabs(factor(k) - middle_factor) * common) *
+                          (1 + 0x1p-8);
     t.screen_weight[k] = std::isfinite(weight) ? weight : 0.0;
     t.screen_offset_slack[k] = 0x1p-22 * std::fabs(t.key_offset[k]);
   }
@@ -266,7 +272,7 @@ void make_screen_references(Tables &t, const PointerTable &refs, const Reference
     return std::isnan(v) ? std::numeric_limits<float>::infinity() : f;
   };
   auto own = [&](int m) {
-    return std::fabs(factor(m)) * ((steps * kScreenStepError + 0x1p-21) * table_norm[m] + residual[m]);
+    return std::fabs(factor(m)) * (own_per_norm * table_norm[m] + residual[m]);
   };
   t.screen_pair_weights.assign(2 * size_t(kGroupReferences) * kGroupReferences, 0.0f);
   for (int j : usable)
@@ -288,7 +294,7 @@ void make_screen_references(Tables &t, const PointerTable &refs, const Reference
   for (int k = 0; k < kGroupReferences; ++k) {
     const bool use = is_usable[size_t(k)];
     float *terms = &t.screen_terms[4 * size_t(k)];
-    terms[0] = use ? float(factor(k)) : 0.0f;
+    terms[0] = use ? float(factor(k) * (1 + centring)) : 0.0f;  // the product centred on the reading's range
     terms[1] = use ? float(t.key_offset[k]) : -std::numeric_limits<float>::infinity();
     terms[2] = float(t.screen_weight[k]);
     terms[3] = float(t.screen_offset_slack[k]);
@@ -343,7 +349,7 @@ Tables make_sid_tables(const std::vector<float> &table, const ReferenceTableShap
 }  // namespace
 
 Tables make_tables(Method method, const std::vector<float> &table, const ReferenceTableShape &shape,
-                   Product product) {
+                   Product product, Tf32Reading reading) {
   if (method == Method::sid) {
     if (product != Product::wgmma) throw std::invalid_argument("sid's BIP tensor tables are wgmma's only");
     return make_sid_tables(table, shape);
@@ -388,7 +394,7 @@ Tables make_tables(Method method, const std::vector<float> &table, const Referen
     for (int u = 0; u < shape.bands; ++u) t.positions[size_t(u)] = refs.position(u);
   }
   if (product == Product::wgmma && t.groups == 1 && screened(method))
-    make_screen_references(t, refs, shape, method == Method::sam);
+    make_screen_references(t, refs, shape, method == Method::sam, reading);
   return t;
 }
 

@@ -1276,9 +1276,9 @@ __global__ void __launch_bounds__(kThreadsOf<P>, 1) classify_bip_tensor_kernel(c
 
 constexpr int kWarpgroupThreads = 128;
 constexpr int kWgmmaThreads = kWarpgroupsPerBlock * kWarpgroupThreads;
+constexpr int kWgmmaAccumulators = kWarpgroupPixels * kGroupReferences / kWarpgroupThreads;  // 32 per thread
 
 #if defined(CS_HSI_WGMMA_BUILT)
-constexpr int kWgmmaAccumulators = kWarpgroupPixels * kGroupReferences / kWarpgroupThreads;  // 32 per thread
 
 // Asks L2 for a tile's kRows rows ahead of their reads (one bulk prefetch
 // of the rows' whole span; 16-byte multiples, as 16-byte staging copies imply).
@@ -2646,6 +2646,32 @@ __global__ void wgmma_probe_kernel(int *built) {
 #endif
 }
 
+// Each pair (a, b) of `operands`: one wgmma TF32 product of a pixel operand
+// of a's in every register and a table of b's (so that neither operand's
+// layout matters); every accumulator of every thread (128 x 32 per pair,
+// in `results`) is then 8 x a's reading x b's reading.
+__global__ void tf32_reading_probe_kernel(const float2 *operands, int count, float *results) {
+#if defined(CS_HSI_WGMMA_BUILT)
+  __shared__ __align__(1024) float table[kScreenSlabBytes / sizeof(float)];
+  for (int n = 0; n < count; ++n) {
+    const float2 v = operands[n];
+    for (int i = threadIdx.x; i < kScreenSlabBytes / int(sizeof(float)); i += blockDim.x) table[i] = v.y;
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the table, visible to the wgmma reads
+    __syncthreads();
+    const uint32_t a = __float_as_uint(v.x), fragment[4] = {a, a, a, a};
+    float acc[kWgmmaAccumulators];
+    wgmma_fence();
+    wgmma_tf32<true>(acc, fragment, swizzled_descriptor(shared_address(table), 1024));
+    wgmma_commit();
+    wgmma_wait<0>();
+    hold(acc);
+    for (int i = 0; i < kWgmmaAccumulators; ++i)
+      results[(size_t(n) * kWarpgroupThreads + threadIdx.x) * kWgmmaAccumulators + i] = acc[i];
+    __syncthreads();  // every thread's product has read the table
+  }
+#endif
+}
+
 template <Product P, Method M, DataType T>
 void launch_typed(const Args &args, int copy_bytes, int sm_count, StreamHandle stream) {
   if constexpr (P == Product::wgmma) {
@@ -2753,6 +2779,55 @@ bool wgmma_available(int device) {
   }
   known[device] = built;
   return built;
+}
+
+Tf32Reading tf32_reading(int device) {
+  static std::mutex mutex;
+  static std::map<int, Tf32Reading> known;
+  if (!wgmma_available(device)) return Tf32Reading::unknown;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = known.find(device); it != known.end()) return it->second;
+  // Operands whose 13 low fraction bits are set in various patterns (both
+  // signs, several exponents; above and below half a TF32 unit), each once
+  // from registers against 1 in the table and once the other way round (a
+  // TF32 value has 11 significant bits: the sums of 8 such products are
+  // exact in float, however the instruction adds them).
+  std::vector<float> values;
+  for (uint32_t low : {0x1fffu, 0x1001u, 0x0fffu, 0x1800u, 0x0001u, 0x1234u, 0x0abcu})
+    for (float base : {1.0f, -1.5f, 3.0e-3f, -7.25e4f})
+      values.push_back(bits_float(float_bits(base) | low));
+  std::vector<float2> operands;
+  for (float v : values) operands.push_back({v, 1.0f}), operands.push_back({1.0f, v});
+  const int count = int(operands.size());
+  const size_t result_count = size_t(count) * kWarpgroupThreads * kWgmmaAccumulators;
+  std::vector<float> results(result_count, 0.0f);
+  {
+    DeviceGuard guard(device);
+    float2 *device_operands = nullptr;
+    float *device_results = nullptr;
+    cs::check_cuda(cudaMalloc(&device_operands, operands.size() * sizeof(float2)), "allocate the TF32 probe");
+    const cudaError_t allocated = cudaMalloc(&device_results, result_count * sizeof(float));
+    cudaError_t status = allocated;
+    if (status == cudaSuccess)
+      status = cudaMemcpy(device_operands, operands.data(), operands.size() * sizeof(float2), cudaMemcpyHostToDevice);
+    if (status == cudaSuccess) {
+      tf32_reading_probe_kernel<<<1, kWarpgroupThreads>>>(device_operands, count, device_results);
+      status = cudaGetLastError();
+    }
+    if (status == cudaSuccess)
+      status = cudaMemcpy(results.data(), device_results, result_count * sizeof(float), cudaMemcpyDeviceToHost);
+    cudaFree(device_operands);
+    if (allocated == cudaSuccess) cudaFree(device_results);
+    cs::check_cuda(status, "run the TF32 reading probe");
+  }
+  Tf32Reading reading = Tf32Reading::truncates;
+  for (int n = 0; n < count; ++n) {
+    const float expected = 8.0f * tf32_truncate(operands[size_t(n)].x) * tf32_truncate(operands[size_t(n)].y);
+    for (size_t i = 0; i < size_t(kWarpgroupThreads) * kWgmmaAccumulators; ++i)
+      if (results[size_t(n) * kWarpgroupThreads * kWgmmaAccumulators + i] != expected) reading = Tf32Reading::unknown;
+  }
+  known[device] = reading;
+  return reading;
 }
 
 void classify(Method method, const DeviceTables &tables, const CubeBlock &block, int first_band, int copy_bytes,

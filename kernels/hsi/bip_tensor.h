@@ -79,6 +79,11 @@ Product product_from_environment();
 // whose machine code for it has the sm_90a instructions (checked once per
 // device by running a probe kernel of bip_tensor.cu's module).
 bool wgmma_available(int device);
+// How `device`'s tensor cores read the float operands of wgmma's TF32
+// product: `truncates` when a probe kernel's products of operands with low
+// bits set (from registers and from shared memory) are those of the
+// truncated values, else `unknown` (also without wgmma); once per device.
+Tf32Reading tf32_reading(int device);
 
 // fp16x3: one mma.m16n8k16 takes 16 bands, a chunk is two steps. Its
 // fragment entries hold, per (chunk, step, column, lane), the lane's four
@@ -198,7 +203,7 @@ CS_HD size_t wgmma_reference_index(int group, int part, int reference, int posit
 // but sid, K <= 64, no rule images): one TF32 product per term on the
 // warp-group instructions, the pixels' operand from registers and the
 // references' from shared memory, then every reference the product cannot
-// rule out (classify_math.h, kScreenOperandError) scored again from
+// rule out (classify_math.h, screen_operand_error) scored again from
 // the staged samples in the fast precision (correlation and bandfit: the
 // staged pixels first transformed as load_four does). Layouts, bands padded
 // with zeros to a multiple of 32:
@@ -303,11 +308,12 @@ struct Tables {
   // screen_mean is empty for the other methods), zeros beyond the last band
   // or reference; per reference the bound of the screen's error in its key,
   // |x| screen_weight[k] + screen_offset_slack[k] (classify_math.h,
-  // kScreenOperandError; 0 for unusable references).
+  // screen_operand_error; 0 for unusable references).
   std::vector<float> screen_references, screen_mean;
   std::vector<double> screen_weight, screen_offset_slack;
   // Per reference, what the screen's kernel reads: its key factor
-  // (key_scale, or 1 where the table holds key_scale r), key_offset
+  // (key_scale, or 1 where the table holds key_scale r) times 1 +
+  // screen_operand_centre (classify_math.h), key_offset
   // (-infinity for unusable references), screen_weight and
   // screen_offset_slack, as 4 floats.
   std::vector<float> screen_terms;
@@ -349,8 +355,10 @@ inline int product_chunks_for(Method method, const ReferenceTableShape &shape) {
   return chunks_for(shape) * (method == Method::sid ? 2 : 1);
 }
 
+// `reading`: how the device's tensor cores read a float operand (tf32_reading), which the screen's bounds
+// depend on.
 Tables make_tables(Method method, const std::vector<float> &table, const ReferenceTableShape &shape,
-                   Product product = Product::tf32x3);
+                   Product product = Product::tf32x3, Tf32Reading reading = Tf32Reading::unknown);
 
 // First band when `bands` is a contiguous ascending range, else -1.
 int contiguous_first_band(const std::vector<int> &bands);

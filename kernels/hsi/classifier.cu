@@ -524,7 +524,11 @@ struct CudaSpectralClassifier::Impl {
       product = bip_tensor::Product::fp16x3;
     // sid's two products run on wgmma only: elsewhere the generic kernel.
     if (!dot_product_method(host.method()) && product != bip_tensor::Product::wgmma) return;
-    const bip_tensor::Tables t = bip_tensor::make_tables(host.method(), host.table(), host.table_shape(), product);
+    // The screen's bounds are tighter where the tensor cores are known to truncate float operands.
+    const Tf32Reading reading =
+        product == bip_tensor::Product::wgmma ? bip_tensor::tf32_reading(device) : Tf32Reading::unknown;
+    const bip_tensor::Tables t =
+        bip_tensor::make_tables(host.method(), host.table(), host.table_shape(), product, reading);
     // Too many bands for the references to stay in shared memory even with
     // 16-bit samples: the generic kernel.
     if (!bip_tensor::stages_for(DataType::i16, t.chunks, max_shared_bytes, product, t.groups)) return;

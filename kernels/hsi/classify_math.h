@@ -69,7 +69,7 @@
 //          correlation) are float over 8 samples, double beyond, as fast.
 //          On Hopper, f32 class maps of every method but sid (K <= 64)
 //          are screened instead: one TF32 product per term rules
-//          references out within a rigorous bound (kScreenOperandError
+//          references out within a rigorous bound (screen_operand_error
 //          below), and the remaining ones are scored in the fast precision.
 //          The BIP kernel, when no rule images are
 //          asked for, picks each pixel's class by a key that orders the
@@ -416,24 +416,41 @@ CS_HD float tf32_low(float x, float hi) { return tf32_round(x - hi); }
 // The BIP screen (bip_tensor.h) forms x_h.r_h with one TF32 product per
 // term, x_h and r_h the pixel and reference as the tensor cores read their
 // float bits (TF32 keeps 10 of float's 23 fraction bits, truncated or
-// rounded: within 2^-10 of each value). With dx = x - x_h, d_k = r_k - r_hk,
-// c and e the usable references' means of r_h and d, exactly
+// rounded). With dx = x - x_h, d_k = r_k - r_hk, c and e the usable
+// references' means of r_h and d, exactly
 //   x.r_k = x_h.r_hk + dx.c + x.e + dx.(r_hk - c) + x.(d_k - e),
 // where dx.c + x.e is the same for every reference, so it orders them as
-// x.r_k does; the rest is at most |x| (2^-10 |r_hk - c| + |d_k - e|); and
-// each 8-band step's sum into the float accumulator errs by at most
-// kScreenStepError sum |x_h r_h| (products exact, additions truncating:
-// counted generously). For similar references both norms are small
-// fractions of |r_k|: the screen separates them far better than a bound on
-// x.r_k itself would. Keys s_k x.r_k with unequal scales (correlation):
-// s_k (dx.c + x.e) = s (dx.c + x.e) + (s_k - s) (dx.c + x.e), the first
-// common for any s, the second at most |s_k - s| |x| (2^-10 |c| + |e|).
+// x.r_k does. Each dx_b is a known fraction of x_b up to a spread:
+// truncated, dx_b / x_b lies in [0, 2^-10); rounded, in [-2^-11, 2^-11].
+// The screen multiplies its product by 1 + a, a the middle of the reading's
+// range (screen_operand_centre), so that
+//   (1 + a) x_h.r_hk = x.r_hk - (dx - a x).r_hk - a dx.r_hk
+// with |dx_b - a x_b| <= E |x_b| (screen_operand_error: 2^-11 where the
+// device is known to truncate, 3 2^-12 where either reading may occur,
+// against 2^-10 without the centring); then the rest is at most
+// |x| (E |r_hk - c| + |d_k - e| + a 2^-10 |r_hk|); and each 8-band step's
+// sum into the float accumulator errs by at most kScreenStepError
+// sum |x_h r_h| (products exact, additions truncating: counted generously).
+// For similar references both norms are small fractions of |r_k|: the
+// screen separates them far better than a bound on x.r_k itself would.
+// Keys s_k x.r_k with unequal scales (correlation): s_k ((dx - a x).c + x.e)
+// = s ((dx - a x).c + x.e) + (s_k - s) ((dx - a x).c + x.e), the first common
+// for any s, the second at most |s_k - s| |x| (E |c| + |e|).
 // Sam's table holds t_k = s_k r_k - m instead (m the references' mean, as
 // float; bip_tensor.cpp, make_screen_references): the same holds with t_k
 // for r_k, x.m is common too, and d_k, the TF32 reading's residual, is then
 // a fraction of |t_k|, small for similar references, where with r_k it is
 // ~2^-12 |r_k| whatever the references.
-inline constexpr double kScreenOperandError = 0x1p-10;
+enum class Tf32Reading {
+  truncates,  // the device drops the 13 low fraction bits (bip_tensor.h, tf32_reading)
+  unknown,    // truncates or rounds to nearest
+};
+constexpr double screen_operand_centre(Tf32Reading reading) {
+  return reading == Tf32Reading::truncates ? 0x1p-11 : 0x1p-12;
+}
+constexpr double screen_operand_error(Tf32Reading reading) {
+  return reading == Tf32Reading::truncates ? 0x1p-11 : 0x3p-12;
+}
 inline constexpr double kScreenStepError = 0x1p-19;
 
 // The best reference so far. Ties keep the lower index; NaN never wins.

@@ -712,16 +712,18 @@ TEST(BipTensor, SixteenBitTileReadsMeetDistinctBanks) {
       }
 }
 
-// The screen's bounds against an emulation of its product (the pixel's and
-// the references' float bits read as TF32 by truncation, or the
-// references' by rounding; products exact; each 8-band step added to a
-// float accumulator truncating; keys in float as the kernel forms them):
-// for every pair of references the screen's key difference (sam's keys
-// leave out x . m, the same for every reference) is within their bounds'
-// sum of the exact one, and within their pair's bound (Tables::screen_pair_weights), so the exact best is always a
-// candidate by either rule. Similar and near-duplicate references (what makes the bound
-// matter), pixels over many decades, some negative samples; correlation's
-// (and bandfit's) centred references with unequal key scales (1 / |r_k|).
+// The screen's bounds against an emulation of its product (tables for
+// tensor cores known to truncate float operands to TF32: both operands read
+// by truncation; tables for an unknown reading: each operand truncated or
+// rounded, all four ways; products exact; each 8-band step added to a float
+// accumulator truncating; keys in float as the kernel forms them): for every
+// pair of references the screen's key difference (sam's keys leave out
+// x . m, the same for every reference) is within their bounds' sum of the
+// exact one, and within their pair's bound (Tables::screen_pair_weights),
+// so the exact best is always a candidate by either rule. Similar and
+// near-duplicate references (what makes the bound matter), pixels over many
+// decades, some negative samples; correlation's (and bandfit's) centred
+// references with unequal key scales (1 / |r_k|).
 TEST(BipTensor, ScreenBoundsCoverTf32Products) {
   std::mt19937_64 rng(cs_test::fresh_seed());
   auto truncate_float = [](double v) {  // toward zero
@@ -729,11 +731,13 @@ TEST(BipTensor, ScreenBoundsCoverTf32Products) {
     if (std::fabs(double(f)) > std::fabs(v)) f = std::nextafter(f, 0.0f);
     return f;
   };
+  using Reading = float (*)(float);
   for (Method method : {Method::sam, Method::correlation, Method::bandfit, Method::euclidean})
     for (const auto &[K, bands] : {std::pair<size_t, size_t>{64, 224}, {20, 53}, {9, 425}})
-      for (bool rounded_references : {false, true}) {
+      for (Tf32Reading reading : {Tf32Reading::truncates, Tf32Reading::unknown}) {
+        const bool truncates = reading == Tf32Reading::truncates;
         SCOPED_TRACE(std::string(method_name(method)) + " K=" + std::to_string(K) + " bands=" + std::to_string(bands) +
-                     (rounded_references ? " references rounded" : " references truncated"));
+                     (truncates ? " truncating tensor cores" : " either reading"));
         hsi_test::Scene scene = hsi_test::random_scene(rng, 1, 300, bands, K);
         std::vector<float> &spectra = scene.references.spectra;
         if (method == Method::correlation)  // key scales from 1 / |r| to 1 / (4 |r|)
@@ -747,87 +751,146 @@ TEST(BipTensor, ScreenBoundsCoverTf32Products) {
         config.method = method;
         config.precision = Precision::tensor;
         const SpectralClassifier c(config, scene.references, select_bands(bands, {}));
-        const bt::Tables t = bt::make_tables(c.method(), c.table(), c.table_shape(), bt::Product::wgmma);
+        const bt::Tables t = bt::make_tables(c.method(), c.table(), c.table_shape(), bt::Product::wgmma, reading);
         const PointerTable refs{c.table().data(), c.table_shape()};
         const int padded = bt::screen_padded_bands(int(bands));
+        // (pixel's reading, table's reading)
+        std::vector<std::pair<Reading, Reading>> emulated{{&tf32_truncate, &tf32_truncate}};
+        if (!truncates)
+          emulated.insert(emulated.end(), {{&tf32_truncate, &tf32_round},
+                                           {&tf32_round, &tf32_truncate},
+                                           {&tf32_round, &tf32_round}});
+        // The product's columns, in its order: step c / 8 of slab c / 32.
+        std::vector<int> band_of_column(size_t(padded), 0);
+        for (int u = 0; u < padded; ++u) band_of_column[size_t(u / 32 * 32 + bt::screen_product_column(u % 32))] = u;
+        // Unusable references are never candidates.
+        std::vector<size_t> usable;
+        for (size_t k = 0; k < K; ++k)
+          if (std::isfinite(t.key_scale[k])) usable.push_back(k);
+        ASSERT_FALSE(usable.empty());
+        // The first pixels the worst cases of the reading's error: along a
+        // key difference's direction (f_j t_j - f_k t_k, a near duplicate and a
+        // distant pair) or a reference's distance from the table's mean, each
+        // sample that direction's nearest power of two with its 13 low
+        // fraction bits all set, all clear, or just below or at half a TF32
+        // unit, so that every band's reading errs alike and as far as it can
+        // relative to the sample (the centring's extremes).
+        std::vector<std::vector<float>> worst_cases;
+        {
+          std::vector<double> mean(bands, 0.0);
+          for (size_t k : usable)
+            for (size_t u = 0; u < bands; ++u)
+              mean[u] += double(t.screen_references[bt::screen_index(int(k), int(u))]) / double(usable.size());
+          auto row = [&](size_t k, size_t u) {
+            return double(t.screen_terms[4 * k]) * t.screen_references[bt::screen_index(int(k), int(u))];
+          };
+          std::vector<std::vector<double>> directions;
+          for (size_t k : {usable[1 % usable.size()], usable.back()}) {
+            std::vector<double> pair(bands), alone(bands);
+            for (size_t u = 0; u < bands; ++u) {
+              pair[u] = row(usable[0], u) - row(k, u);
+              alone[u] = double(t.screen_references[bt::screen_index(int(k), int(u))]) - mean[u];
+            }
+            directions.push_back(pair);
+            directions.push_back(alone);
+          }
+          for (const std::vector<double> &direction : directions)
+            for (uint32_t low : {0x1fffu, 0x0000u, 0x0fffu, 0x1000u}) {
+              std::vector<float> x(bands);
+              for (size_t u = 0; u < bands; ++u) {
+                const double d = direction[u];
+                const float power = d == 0 ? 0.0f : float(std::copysign(std::exp2(std::round(std::log2(std::fabs(d)))), d));
+                x[u] = power == 0 ? 0.0f : bits_float(float_bits(power) | low);
+              }
+              worst_cases.push_back(x);
+            }
+        }
         double worst = 0, worst_alone = 0, worst_pair = 0, candidates = 0, pair_candidates = 0;
         for (size_t p = 0; p < 300; ++p) {
           std::vector<float> x(scene.pixels.begin() + p * bands, scene.pixels.begin() + (p + 1) * bands);
           const double magnitude = std::pow(10.0, double(rng() % 21) - 10.0);
           for (float &v : x) v = float(v * magnitude * (rng() % 10 == 0 ? -1 : 1));
+          if (p < worst_cases.size()) {  // scaled by a power of two, which keeps the low bits
+            x = worst_cases[p];
+            const float scale = std::ldexp(1.0f, int(rng() % 41) - 20);
+            for (float &v : x) v *= scale;
+          }
           double norm2 = 0;
           for (float v : x) norm2 += double(v) * v;
           const float norm = std::sqrt(float(norm2));
-          std::vector<double> exact(K), screened(K), bound(K);
-          // The product's columns, in its order: step c / 8 of slab c / 32.
-          std::vector<int> band_of_column(size_t(padded), 0);
-          for (int u = 0; u < padded; ++u)
-            band_of_column[size_t(u / 32 * 32 + bt::screen_product_column(u % 32))] = u;
+          std::vector<double> exact(K), bound(K);
           for (size_t k = 0; k < K; ++k) {
-            double dot = 0, step = 0;
-            float accumulator = 0;
-            for (int c = 0; c < padded; ++c) {
-              const int u = band_of_column[size_t(c)];
-              const float xu = u < int(bands) ? x[u] : 0.0f, r = t.screen_references[bt::screen_index(int(k), u)];
-              if (u < int(bands)) dot += double(xu) * refs.ref(0, int(k), u);
-              step += double(tf32_truncate(xu)) * (rounded_references ? tf32_round(r) : tf32_truncate(r));
-              if (c % 8 == 7) accumulator = truncate_float(step), step = accumulator;
-            }
+            double dot = 0;
+            for (size_t u = 0; u < bands; ++u) dot += double(x[u]) * refs.ref(0, int(k), int(u));
             exact[k] = t.key_scale[k] * dot + t.key_offset[k];
-            screened[k] = std::fma(accumulator, t.screen_terms[4 * k], t.screen_terms[4 * k + 1]);
             bound[k] = std::fma(norm, float(t.screen_weight[k]), float(t.screen_offset_slack[k]));
           }
-          // Unusable references are never candidates.
-          std::vector<size_t> usable;
-          for (size_t k = 0; k < K; ++k)
-            if (std::isfinite(t.key_scale[k])) usable.push_back(k);
-          ASSERT_FALSE(usable.empty());
           size_t best = usable[0];
           for (size_t k : usable) best = exact[k] > exact[best] ? k : best;
-          double lower = -INFINITY;
-          for (size_t k : usable) lower = std::max(lower, screened[k] - bound[k]);
-          for (size_t k : usable) {
-            candidates += screened[k] + bound[k] >= lower;
-            for (size_t j : usable) {
-              const double error = std::fabs((exact[k] - exact[j]) - (screened[k] - screened[j]));
-              ASSERT_LE(error, bound[k] + bound[j]) << "pixel " << p << " references " << k << ", " << j;
-              if (bound[k] + bound[j] > 0) worst = std::max(worst, error / (bound[k] + bound[j]));
+          for (const auto &[read_pixel, read_table] : emulated) {
+            std::vector<double> screened(K);
+            for (size_t k = 0; k < K; ++k) {
+              double step = 0;
+              float accumulator = 0;
+              for (int c = 0; c < padded; ++c) {
+                const int u = band_of_column[size_t(c)];
+                const float xu = u < int(bands) ? x[u] : 0.0f, r = t.screen_references[bt::screen_index(int(k), u)];
+                step += double(read_pixel(xu)) * read_table(r);
+                if (c % 8 == 7) accumulator = truncate_float(step), step = accumulator;
+              }
+              screened[k] = std::fma(accumulator, t.screen_terms[4 * k], t.screen_terms[4 * k + 1]);
             }
-          }
-          ASSERT_GE(screened[best] + bound[best], lower) << "pixel " << p;
-          // The pair bounds (which the kernel applies to rows left with two candidates): every key difference
-          // within its pair's bound; the candidates of the rule they allow (the largest screened key's
-          // reference j, and every k whose key plus the pair's bound reaches j's) hold the exact best.
-          auto pair_bound = [&](size_t j, size_t k) {
-            const float *w = &t.screen_pair_weights[2 * (j * bt::kGroupReferences + k)];
-            return double(std::fma(norm, w[0], w[1]));
-          };
-          size_t pivot = usable[0];
-          for (size_t k : usable) pivot = screened[k] > screened[pivot] ? k : pivot;
-          for (size_t k : usable) {
-            pair_candidates += k == pivot || screened[k] + pair_bound(pivot, k) >= screened[pivot];
-            for (size_t j : usable) {
-              if (j == k) continue;
-              const double error = std::fabs((exact[k] - exact[j]) - (screened[k] - screened[j]));
-              ASSERT_LE(error, pair_bound(j, k)) << "pixel " << p << " references " << j << ", " << k;
-              worst_pair = std::max(worst_pair, error / pair_bound(j, k));
+            double lower = -INFINITY;
+            for (size_t k : usable) lower = std::max(lower, screened[k] - bound[k]);
+            for (size_t k : usable) {
+              candidates += screened[k] + bound[k] >= lower;
+              for (size_t j : usable) {
+                const double error = std::fabs((exact[k] - exact[j]) - (screened[k] - screened[j]));
+                ASSERT_LE(error, bound[k] + bound[j]) << "pixel " << p << " references " << k << ", " << j;
+                if (bound[k] + bound[j] > 0) worst = std::max(worst, error / (bound[k] + bound[j]));
+              }
             }
-          }
-          ASSERT_TRUE(best == pivot || screened[best] + pair_bound(pivot, best) >= screened[pivot]) << "pixel " << p;
-          // Each key on its own: within its bound and |x| screen_common_weight of the exact key (sam's keys
-          // with x . m added, as the kernel adds it), what settles a lone candidate against the threshold.
-          double centre_dot = 0;
-          for (size_t u = 0; u < t.screen_mean.size() && u < bands; ++u) centre_dot += double(x[u]) * t.screen_mean[u];
-          for (size_t k : usable) {
-            const double error = std::fabs(exact[k] - (screened[k] + centre_dot));
-            ASSERT_LE(error, bound[k] + double(norm) * t.screen_common_weight) << "pixel " << p << " reference " << k;
-            if (bound[k] > 0) worst_alone = std::max(worst_alone, error / (bound[k] + norm * t.screen_common_weight));
+            ASSERT_GE(screened[best] + bound[best], lower) << "pixel " << p;
+            // The pair bounds (which the kernel applies to rows left with two candidates): every key
+            // difference within its pair's bound; the candidates of the rule they allow (the largest
+            // screened key's reference j, and every k whose key plus the pair's bound reaches j's) hold
+            // the exact best.
+            auto pair_bound = [&](size_t j, size_t k) {
+              const float *w = &t.screen_pair_weights[2 * (j * bt::kGroupReferences + k)];
+              return double(std::fma(norm, w[0], w[1]));
+            };
+            size_t pivot = usable[0];
+            for (size_t k : usable) pivot = screened[k] > screened[pivot] ? k : pivot;
+            for (size_t k : usable) {
+              pair_candidates += k == pivot || screened[k] + pair_bound(pivot, k) >= screened[pivot];
+              for (size_t j : usable) {
+                if (j == k) continue;
+                const double error = std::fabs((exact[k] - exact[j]) - (screened[k] - screened[j]));
+                ASSERT_LE(error, pair_bound(j, k)) << "pixel " << p << " references " << j << ", " << k;
+                worst_pair = std::max(worst_pair, error / pair_bound(j, k));
+              }
+            }
+            ASSERT_TRUE(best == pivot || screened[best] + pair_bound(pivot, best) >= screened[pivot])
+                << "pixel " << p;
+            // Each key on its own: within its bound and |x| screen_common_weight of the exact key (sam's
+            // keys with x . m added, as the kernel adds it), what settles a lone candidate against the
+            // threshold.
+            double centre_dot = 0;
+            for (size_t u = 0; u < t.screen_mean.size() && u < bands; ++u)
+              centre_dot += double(x[u]) * t.screen_mean[u];
+            for (size_t k : usable) {
+              const double error = std::fabs(exact[k] - (screened[k] + centre_dot));
+              ASSERT_LE(error, bound[k] + double(norm) * t.screen_common_weight) << "pixel " << p << " reference " << k;
+              if (bound[k] > 0)
+                worst_alone = std::max(worst_alone, error / (bound[k] + norm * t.screen_common_weight));
+            }
           }
         }
+        const double screened_pixels = 300.0 * double(emulated.size());
         std::printf("[ info     ] %s K=%zu bands=%zu%s: worst error %.3g of its bound (%.3g alone, %.3g of a pair's), "
                     "%.2f candidates per pixel (%.2f by the pair bounds)\n",
-                    method_name(method), K, bands, rounded_references ? " (rounded)" : "", worst, worst_alone,
-                    worst_pair, candidates / 300, pair_candidates / 300);
+                    method_name(method), K, bands, truncates ? " (truncating)" : " (either reading)", worst,
+                    worst_alone, worst_pair, candidates / screened_pixels, pair_candidates / screened_pixels);
       }
 }
 

@@ -620,6 +620,18 @@ TEST(GpuClassify, TensorBipKernelWideDynamicRange) {
 // from 1e-30 to 1e30 (scaled sums), and a band range with a partial slab
 // (bands padded to 32), as f32 and as i16 samples (both also in the other
 // byte order). Class maps within the tensor bounds of the exact CPU ones.
+// The screen's bounds assume the tensor cores' reading of float operands
+// that the probe finds (bip_tensor.h, tf32_reading); Hopper's drop the low
+// bits, which halves the pixel's part of the bound against a device that
+// might round. A device that reads otherwise still classifies exactly (with
+// the wider bound), but this test says so.
+TEST(GpuClassify, TensorCoresTruncateTf32Operands) {
+  CS_REQUIRE_GPU();
+  if (!bip_tensor::wgmma_available(kDevice)) GTEST_SKIP() << "no wgmma on this device or build";
+  EXPECT_EQ(bip_tensor::tf32_reading(kDevice), Tf32Reading::truncates);
+  EXPECT_EQ(bip_tensor::tf32_reading(kDevice), Tf32Reading::truncates);  // the cached answer
+}
+
 TEST(GpuClassify, TensorBipScreenCandidates) {
   CS_REQUIRE_GPU();
   std::mt19937_64 rng(cs_test::fresh_seed());
