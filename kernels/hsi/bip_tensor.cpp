@@ -195,16 +195,19 @@ void make_screen_references(Tables &t, const PointerTable &refs, const Reference
     t.screen_largest_norm2 = std::max(t.screen_largest_norm2, norm2);
   }
   // Per reference and reading of the table (truncated; rounded too unless
-  // the device is known to truncate): E |t_hk - c| + |d_k - e|; and the
-  // common term's bound per |x|, E |c| + |e|. Per pair j, k and reading, the
-  // same for the difference of their keys, whose shared parts cancel:
-  // E |f_j t_hj - f_k t_hk| + |f_j d_j - f_k d_k|.
+  // the device is known to truncate), with t_hk the reading times 1 + a (the
+  // table's reading centred as the pixel's) and d_k the table's float minus
+  // that: E |t_hk - c| + |d_k - e|; and the common term's bound per |x|,
+  // E |c| + |e|. Per pair j, k and reading, the same for the difference of
+  // their keys, whose shared parts cancel: E |f_j t_hj - f_k t_hk| +
+  // |f_j d_j - f_k d_k|.
   std::vector<double> operand(size_t(shape.references), 0.0);
   std::vector<double> pair_operand(size_t(kGroupReferences) * kGroupReferences, 0.0);
   double common = 0;
   std::vector<float (*)(float)> readings{&tf32_truncate};
   if (reading == Tf32Reading::unknown) readings.push_back(&tf32_round);
-  for (float (*read)(float) : readings) {
+  for (float (*reading_of)(float) : readings) {
+    auto read = [&](float v) { return (1 + centring) * double(reading_of(v)); };
     for (int j : usable)
       for (int k : usable) {
         double spread2 = 0, residual2 = 0;
@@ -294,7 +297,8 @@ void make_screen_references(Tables &t, const PointerTable &refs, const Reference
   for (int k = 0; k < kGroupReferences; ++k) {
     const bool use = is_usable[size_t(k)];
     float *terms = &t.screen_terms[4 * size_t(k)];
-    terms[0] = use ? float(factor(k) * (1 + centring)) : 0.0f;  // the product centred on the reading's range
+    // The product centred on both operands' readings (classify_math.h).
+    terms[0] = use ? float(factor(k) * (1 + centring) * (1 + centring)) : 0.0f;
     terms[1] = use ? float(t.key_offset[k]) : -std::numeric_limits<float>::infinity();
     terms[2] = float(t.screen_weight[k]);
     terms[3] = float(t.screen_offset_slack[k]);

@@ -428,7 +428,10 @@ CS_HD float tf32_low(float x, float hi) { return tf32_round(x - hi); }
 // with |dx_b - a x_b| <= E |x_b| (screen_operand_error: 2^-11 where the
 // device is known to truncate, 3 2^-12 where either reading may occur,
 // against 2^-10 without the centring); then the rest is at most
-// |x| (E |r_hk - c| + |d_k - e| + a 2^-10 |r_hk|); and each 8-band step's
+// |x| (E |r_hk - c| + |d_k - e| + a 2^-10 |r_hk|). The table's reading is
+// centred alike (the product times (1 + a)^2): r_hk is then 1 + a times the
+// reading and d_k = r_k - r_hk, computed exactly on the host, which halves
+// |d_k - e| where the reading truncates. Each 8-band step's
 // sum into the float accumulator errs by at most kScreenStepError
 // sum |x_h r_h| (products exact, additions truncating: counted generously).
 // For similar references both norms are small fractions of |r_k|: the
