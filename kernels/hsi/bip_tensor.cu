@@ -1279,7 +1279,6 @@ constexpr int kWgmmaThreads = kWarpgroupsPerBlock * kWarpgroupThreads;
 constexpr int kWgmmaAccumulators = kWarpgroupPixels * kGroupReferences / kWarpgroupThreads;  // 32 per thread
 
 #if defined(CS_HSI_WGMMA_BUILT)
-
 // Asks L2 for a tile's kRows rows ahead of their reads (one bulk prefetch
 // of the rows' whole span; 16-byte multiples, as 16-byte staging copies imply).
 template <DataType T, int kRows>

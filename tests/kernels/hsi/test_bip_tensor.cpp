@@ -799,7 +799,8 @@ TEST(BipTensor, ScreenBoundsCoverTf32Products) {
               std::vector<float> x(bands);
               for (size_t u = 0; u < bands; ++u) {
                 const double d = direction[u];
-                const float power = d == 0 ? 0.0f : float(std::copysign(std::exp2(std::round(std::log2(std::fabs(d)))), d));
+                const double power_of_two = std::exp2(std::round(std::log2(std::fabs(d))));
+                const float power = d == 0 ? 0.0f : float(std::copysign(power_of_two, d));
                 x[u] = power == 0 ? 0.0f : bits_float(float_bits(power) | low);
               }
               worst_cases.push_back(x);
