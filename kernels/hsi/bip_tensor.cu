@@ -1939,12 +1939,14 @@ __global__ void __launch_bounds__(kScreenMostWarpgroups * kWarpgroupThreads, 1)
   // (f32: 2% faster than a pass over the staged rows).
   constexpr bool kShiftedInRegisters = M == Method::correlation;
   // Pixels left with two candidates tested against their pair's bound: sam
-  // and correlation of f32 blocks (H200, 2026-12-03, three rounds: f32 sam
-  // 2793-2826 -> 2877-2886 GB/s; then correlation too, two rounds: f32
-  // correlation 2680-2685 -> 2754-2759). With the test euclidean lost 3-4 %
-  // and i16 sam 1.4 %, their candidates' step then longer than what it
-  // saves (kernels/hsi/README.md).
-  constexpr bool kPairTest = (M == Method::sam || M == Method::correlation) && T == DataType::f32;
+  // of f32 blocks and correlation (H200, 2026-12-03, three rounds: f32 sam
+  // 2793-2826 -> 2877-2886 GB/s; then f32 correlation too, two rounds:
+  // 2680-2685 -> 2754-2759; with the bound centred on the TF32 reading,
+  // 16-bit correlation too: i16 1317-1325 -> 1340-1359). With the test f32
+  // euclidean lost 3-4 % (again with the centred bound) and i16 sam 1.4 %
+  // (4 % with the centred bound), their candidates' step then longer than
+  // what it saves (kernels/hsi/README.md).
+  constexpr bool kPairTest = (M == Method::sam && T == DataType::f32) || M == Method::correlation;
   using TileSample = std::conditional_t<kRawTiles, uint16_t, float>;
   constexpr int kSlabFloats = kScreenSlabBytes / sizeof(float);  // a tile's 32 bands: 8 KB (16-bit tiles: 4 KB)
   const int slabs = screen_padded_bands(a.bands) / 32;
