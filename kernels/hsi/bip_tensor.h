@@ -323,8 +323,8 @@ struct Tables {
   // |x| w_jk + s_jk, stored as (w_jk, s_jk) rounded up. The errors that the
   // two keys share cancel in it, so it is far tighter than their own
   // bounds' sum where the references are similar, which is where pixels
-  // have two candidates (the screen tests such pixels with it for sam and
-  // correlation of f32 blocks: bip_tensor.cu, kPairTest).
+  // have two candidates (the screen tests such pixels with it for sam of
+  // f32 blocks and for correlation: bip_tensor.cu, kPairTest).
   std::vector<float> screen_pair_weights;
   double screen_largest_norm2 = 0;  // the largest |t_k|^2 of the usable references' table rows
   // Per |x|, what the bounds above leave out because it is the same for
