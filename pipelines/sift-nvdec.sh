@@ -49,6 +49,6 @@ fi
 gst-launch-1.0 -q filesrc location="$input" ! qtdemux ! h264parse ! nvh264dec ! "$decoded" ! \
   sift backend=cuda ! tee name=t \
   t. ! queue ! featuresink location="$out/features.bin" \
-  t. ! queue ! $to_system videoconvert ! video/x-raw,format=BGRx ! siftoverlay ! videoconvert ! jpegenc ! \
+  t. ! queue ! $to_system siftoverlay ! jpegenc ! \
   matroskamux ! filesink location="$out/sift-overlay.mkv"
 echo "wrote $out/features.bin and $out/sift-overlay.mkv"

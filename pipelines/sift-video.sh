@@ -25,13 +25,14 @@ if [ -z "$input" ]; then
 fi
 
 if gst-inspect-1.0 x264enc >/dev/null 2>&1 && gst-inspect-1.0 mp4mux >/dev/null 2>&1; then
-  encode="videoconvert ! video/x-raw,format=I420 ! x264enc ! mp4mux"
+  encode="x264enc ! mp4mux"
   result=$out/sift-overlay.mp4
 else
-  encode="videoconvert ! jpegenc ! matroskamux"
+  encode="jpegenc ! matroskamux"
   result=$out/sift-overlay.mkv
 fi
-# RGBA: sift takes its luma (on the device on CUDA), siftoverlay draws in colour.
-gst-launch-1.0 -q filesrc location="$input" ! decodebin ! videoconvert ! video/x-raw,format=RGBA ! \
+# I420, what decoders give and encoders take: sift reads its luma plane (on the device on CUDA),
+# siftoverlay draws in colour into luma and chroma; no conversion on either side.
+gst-launch-1.0 -q filesrc location="$input" ! decodebin ! videoconvert ! video/x-raw,format=I420 ! \
   sift n-features=1000 ! siftoverlay color=0x00ff00 ! $encode ! filesink location="$result"
 echo "wrote $result"

@@ -1,7 +1,10 @@
 /* siftoverlay: draws each frame's SIFT keypoints (GstSiftFeaturesMeta) into
  * the frame, in place: a circle of the keypoint's size (diameter) around it
  * and a radius along its angle, as OpenCV's DRAW_RICH_KEYPOINTS does; frames
- * without keypoints pass untouched (not even mapped).
+ * without keypoints pass untouched (not even mapped). NV12 and I420 frames
+ * (what decoders and cameras give) get the colour as Y'CbCr in the frame's
+ * colorimetry: luma on the marks' pixels, chroma on every 2 x 2 sample that
+ * one of them falls in.
  *
  * Where it draws: on the CUDA backend, a frame in the project's device memory
  * (memory:CudaSensing) is drawn on the device, on the element's stream, and
@@ -15,7 +18,9 @@
 #include <gst/video/video.h>
 #include <opencv2/imgproc.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <memory>
 #include <vector>
 
@@ -29,7 +34,7 @@
 GST_DEBUG_CATEGORY_STATIC(gst_sift_overlay_debug);
 #define GST_CAT_DEFAULT gst_sift_overlay_debug
 
-#define OVERLAY_FORMATS "{ RGBA, BGRA, BGRx, GRAY8 }"
+#define OVERLAY_FORMATS "{ RGBA, BGRA, BGRx, GRAY8, NV12, I420 }"
 
 namespace {
 // The CUDA side: a stream, and the marks' upload.
@@ -63,15 +68,42 @@ static GstStaticPadTemplate pad_caps_sink =
 static GstStaticPadTemplate pad_caps_src =
     GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(OVERLAY_CAPS));
 
-// The bytes of one pixel of `format` in the colour 0xRRGGBB (GRAY8: its BT.601 luma).
-static void pixel_bytes(GstVideoFormat format, guint rgb, uint8_t out[4]) {
+// The colour 0xRRGGBB as a frame of `info` stores it: the bytes of one pixel
+// of its first plane (GRAY8: the BT.601 luma; NV12, I420: Y' in the frame's
+// matrix and range), and for NV12 and I420 the chroma bytes Cb, Cr.
+struct FrameColour {
+  uint8_t first[4];
+  uint8_t chroma[2];
+};
+
+static bool is_420(GstVideoFormat format) {
+  return format == GST_VIDEO_FORMAT_NV12 || format == GST_VIDEO_FORMAT_I420;
+}
+
+static FrameColour frame_colour(const GstVideoInfo &info, guint rgb) {
   const uint8_t r = (rgb >> 16) & 0xff, g = (rgb >> 8) & 0xff, b = rgb & 0xff;
-  switch (format) {
-    case GST_VIDEO_FORMAT_RGBA: out[0] = r, out[1] = g, out[2] = b, out[3] = 255; break;
+  FrameColour c{};
+  switch (GST_VIDEO_INFO_FORMAT(&info)) {
+    case GST_VIDEO_FORMAT_RGBA: c.first[0] = r, c.first[1] = g, c.first[2] = b, c.first[3] = 255; return c;
     case GST_VIDEO_FORMAT_BGRA:
-    case GST_VIDEO_FORMAT_BGRx: out[0] = b, out[1] = g, out[2] = r, out[3] = 255; break;
-    default: out[0] = out[1] = out[2] = out[3] = uint8_t(std::lround(0.299 * r + 0.587 * g + 0.114 * b)); break;
+    case GST_VIDEO_FORMAT_BGRx: c.first[0] = b, c.first[1] = g, c.first[2] = r, c.first[3] = 255; return c;
+    case GST_VIDEO_FORMAT_GRAY8:
+      c.first[0] = c.first[1] = c.first[2] = c.first[3] = uint8_t(std::lround(0.299 * r + 0.587 * g + 0.114 * b));
+      return c;
+    default: break;
   }
+  gdouble kr = 0.299, kb = 0.114;  // BT.601 where the caps name no Y'CbCr matrix
+  gst_video_color_matrix_get_Kr_Kb(info.colorimetry.matrix, &kr, &kb);
+  gint offset[GST_VIDEO_MAX_COMPONENTS], scale[GST_VIDEO_MAX_COMPONENTS];
+  gst_video_color_range_offsets(info.colorimetry.range, info.finfo, offset, scale);
+  const double rn = r / 255.0, gn = g / 255.0, bn = b / 255.0;
+  const double luma = kr * rn + (1.0 - kr - kb) * gn + kb * bn;
+  const double cb = (bn - luma) / (2.0 * (1.0 - kb)), cr = (rn - luma) / (2.0 * (1.0 - kr));
+  auto byte = [](double v) { return uint8_t(std::clamp(std::lround(v), 0l, 255l)); };
+  c.first[0] = byte(offset[0] + scale[0] * luma);
+  c.chroma[0] = byte(offset[1] + scale[1] * cb);
+  c.chroma[1] = byte(offset[2] + scale[2] * cr);
+  return c;
 }
 
 // The marks of the meta's keypoints in a width x height frame (keypoints
@@ -88,6 +120,39 @@ static std::vector<gstsift::KeypointMark> marks_of(const GstSiftFeaturesMeta *me
   return marks;
 }
 
+// The marks rasterised by OpenCV into `mask` (255 on a mark), as they are drawn on packed frames.
+static void draw_marks(cv::Mat &image, const std::vector<gstsift::KeypointMark> &marks, const cv::Scalar &colour,
+                       int thickness) {
+  for (const gstsift::KeypointMark &m : marks) {
+    cv::circle(image, cv::Point(m.cx, m.cy), m.radius, colour, thickness, cv::LINE_8);
+    if (m.has_line) cv::line(image, cv::Point(m.cx, m.cy), cv::Point(m.tip_x, m.tip_y), colour, thickness, cv::LINE_8);
+  }
+}
+
+// NV12 and I420 on the CPU: the marks' pixels from one rasterisation into
+// a mask, luma where it is set, chroma on each 2 x 2 sample with a pixel set.
+static void paint_420(GstVideoFrame &frame, const cv::Mat &mask, const FrameColour &c) {
+  const int width = GST_VIDEO_FRAME_WIDTH(&frame), height = GST_VIDEO_FRAME_HEIGHT(&frame);
+  auto component = [&](int k, int x, int y) {
+    return static_cast<uint8_t *>(GST_VIDEO_FRAME_COMP_DATA(&frame, k)) + y * GST_VIDEO_FRAME_COMP_STRIDE(&frame, k) +
+           x * GST_VIDEO_FRAME_COMP_PSTRIDE(&frame, k);
+  };
+  for (int y = 0; y < height; ++y) {
+    const uint8_t *on = mask.ptr<uint8_t>(y);
+    for (int x = 0; x < width; ++x)
+      if (on[x]) *component(0, x, y) = c.first[0];
+  }
+  for (int cy = 0; 2 * cy < height; ++cy)
+    for (int cx = 0; 2 * cx < width; ++cx) {
+      bool on = false;
+      for (int y = 2 * cy; y < std::min(2 * cy + 2, height); ++y)
+        for (int x = 2 * cx; x < std::min(2 * cx + 2, width); ++x) on = on || mask.at<uint8_t>(y, x) != 0;
+      if (!on) continue;
+      *component(1, cx, cy) = c.chroma[0];
+      *component(2, cx, cy) = c.chroma[1];
+    }
+}
+
 static GstFlowReturn draw_on_cpu(GstSiftOverlay *self, GstBuffer *buf, const std::vector<gstsift::KeypointMark> &marks,
                                  guint rgb, int thickness) {
   GstVideoFrame frame;
@@ -98,15 +163,19 @@ static GstFlowReturn draw_on_cpu(GstSiftOverlay *self, GstBuffer *buf, const std
                        GST_VIDEO_INFO_NAME(&self->info)));
     return GST_FLOW_ERROR;
   }
-  const bool gray = GST_VIDEO_FRAME_FORMAT(&frame) == GST_VIDEO_FORMAT_GRAY8;
-  cv::Mat image(GST_VIDEO_FRAME_HEIGHT(&frame), GST_VIDEO_FRAME_WIDTH(&frame), gray ? CV_8UC1 : CV_8UC4,
-                GST_VIDEO_FRAME_PLANE_DATA(&frame, 0), size_t(GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0)));
-  uint8_t c[4];
-  pixel_bytes(GST_VIDEO_FRAME_FORMAT(&frame), rgb, c);
-  const cv::Scalar colour = gray ? cv::Scalar(c[0]) : cv::Scalar(c[0], c[1], c[2], c[3]);
-  for (const gstsift::KeypointMark &m : marks) {
-    cv::circle(image, cv::Point(m.cx, m.cy), m.radius, colour, thickness, cv::LINE_8);
-    if (m.has_line) cv::line(image, cv::Point(m.cx, m.cy), cv::Point(m.tip_x, m.tip_y), colour, thickness, cv::LINE_8);
+  const GstVideoFormat format = GST_VIDEO_FRAME_FORMAT(&frame);
+  const FrameColour c = frame_colour(self->info, rgb);
+  const int width = GST_VIDEO_FRAME_WIDTH(&frame), height = GST_VIDEO_FRAME_HEIGHT(&frame);
+  if (is_420(format)) {
+    cv::Mat mask = cv::Mat::zeros(height, width, CV_8UC1);
+    draw_marks(mask, marks, cv::Scalar(255), thickness);
+    paint_420(frame, mask, c);
+  } else {
+    const bool gray = format == GST_VIDEO_FORMAT_GRAY8;
+    cv::Mat image(height, width, gray ? CV_8UC1 : CV_8UC4, GST_VIDEO_FRAME_PLANE_DATA(&frame, 0),
+                  size_t(GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0)));
+    draw_marks(image, marks, gray ? cv::Scalar(c.first[0]) : cv::Scalar(c.first[0], c.first[1], c.first[2], c.first[3]),
+               thickness);
   }
   gst_video_frame_unmap(&frame);
   return GST_FLOW_OK;
@@ -124,24 +193,50 @@ static GstFlowReturn draw_on_device(GstSiftOverlay *self, GstBuffer *buf, const 
     gst_buffer_replace_memory(buf, 0, copy);
     mem = copy;
   }
-  gsize offset = GST_VIDEO_INFO_PLANE_OFFSET(&self->info, 0);
-  gint stride = GST_VIDEO_INFO_PLANE_STRIDE(&self->info, 0);
-  if (const GstVideoMeta *vm = gst_buffer_get_video_meta(buf)) offset = vm->offset[0], stride = vm->stride[0];
+  // Where the first plane (k = 0) or a chroma component (k = 1, 2: Cb, Cr)
+  // starts in the memory, and its row stride (a video meta's where there is one).
+  const GstVideoFormat format = GST_VIDEO_INFO_FORMAT(&self->info);
+  const GstVideoMeta *vm = gst_buffer_get_video_meta(buf);
+  auto locate = [&](int k, gsize *offset, gint *stride) {
+    const guint plane = GST_VIDEO_INFO_COMP_PLANE(&self->info, k);
+    *offset = (vm ? vm->offset[plane] : GST_VIDEO_INFO_PLANE_OFFSET(&self->info, plane)) +
+              (k > 0 ? GST_VIDEO_INFO_COMP_POFFSET(&self->info, k) : 0);
+    *stride = vm ? vm->stride[plane] : GST_VIDEO_INFO_PLANE_STRIDE(&self->info, plane);
+  };
+  const FrameColour c = frame_colour(self->info, rgb);
   gstsift::DrawTarget target{};
   target.width = GST_VIDEO_INFO_WIDTH(&self->info);
   target.height = GST_VIDEO_INFO_HEIGHT(&self->info);
-  target.pixel_bytes = GST_VIDEO_INFO_FORMAT(&self->info) == GST_VIDEO_FORMAT_GRAY8 ? 1 : 4;
-  target.pitch = size_t(stride);
+  target.pixel_bytes = GST_VIDEO_INFO_COMP_PSTRIDE(&self->info, 0);  // 4 packed, 1 GRAY8 and luma
   target.thickness = thickness;
-  pixel_bytes(GST_VIDEO_INFO_FORMAT(&self->info), rgb, target.colour);
-  if (offset + target.pitch * size_t(target.height - 1) + size_t(target.width * target.pixel_bytes) > mem->size)
-    throw std::runtime_error("the frame's buffer is smaller than its caps say");
+  std::copy(std::begin(c.first), std::end(c.first), target.colour);
+  gsize offset[3] = {};
+  gint stride[3] = {};
+  const int components = is_420(format) ? 3 : 1;
+  for (int k = 0; k < components; ++k) {
+    locate(k, &offset[k], &stride[k]);
+    const int rows = GST_VIDEO_INFO_COMP_HEIGHT(&self->info, k), samples = GST_VIDEO_INFO_COMP_WIDTH(&self->info, k);
+    const int step = k > 0 ? GST_VIDEO_INFO_COMP_PSTRIDE(&self->info, k) : target.pixel_bytes;
+    const gsize end = offset[k] + gsize(stride[k]) * gsize(rows - 1) + gsize(samples - 1) * gsize(step) +
+                      gsize(k > 0 ? 1 : target.pixel_bytes);
+    if (stride[k] <= 0 || end > mem->size) throw std::runtime_error("the frame's buffer is smaller than its caps say");
+  }
+  target.pitch = size_t(stride[0]);
   const cs::StreamHandle stream = g.gpu.stream();
   const auto *d_marks = static_cast<const gstsift::KeypointMark *>(
       g.marks.upload(marks.data(), marks.size() * sizeof(gstsift::KeypointMark), stream));
   cs::MirroredBuffer &frame = gstcs::mirrored(mem);
   // Not discarded: the marks go over the frame's pixels (a newer host copy is uploaded first).
-  target.data = static_cast<uint8_t *>(frame.begin_device_write(stream, false)) + mem->offset + offset;
+  auto *base = static_cast<uint8_t *>(frame.begin_device_write(stream, false)) + mem->offset;
+  target.data = base + offset[0];
+  if (components == 3) {
+    target.u = base + offset[1];
+    target.v = base + offset[2];
+    target.u_pitch = size_t(stride[1]);
+    target.v_pitch = size_t(stride[2]);
+    target.chroma_step = GST_VIDEO_INFO_COMP_PSTRIDE(&self->info, 1);
+    std::copy(std::begin(c.chroma), std::end(c.chroma), target.chroma);
+  }
   gstsift::draw_marks_async(target, d_marks, int(marks.size()), stream);
   frame.end_device_write(stream);
   return GST_FLOW_OK;
@@ -228,7 +323,8 @@ static void gst_sift_overlay_class_init(GstSiftOverlayClass *klass) {
   g_object_class_install_property(
       gobject_class, PROP_COLOR,
       g_param_spec_uint("color", "Colour",
-                        "Colour of the circles and angle lines as 0xRRGGBB (GRAY8 frames get its BT.601 luma)", 0,
+                        "Colour of the circles and angle lines as 0xRRGGBB (GRAY8 frames get its BT.601 luma, "
+                        "NV12 and I420 frames its Y'CbCr in their colorimetry)", 0,
                         0xffffff, 0x00ff00, flags));
   g_object_class_install_property(
       gobject_class, PROP_THICKNESS,
@@ -238,7 +334,8 @@ static void gst_sift_overlay_class_init(GstSiftOverlayClass *klass) {
   gst_element_class_add_static_pad_template(element_class, &pad_caps_src);
   gst_element_class_set_static_metadata(
       element_class, "SIFT keypoint overlay", "Filter/Effect/Video",
-      "Draws the SIFT keypoints of each frame's GstSiftFeaturesMeta into the frame (RGBA, BGRA, BGRx, GRAY8): a "
+      "Draws the SIFT keypoints of each frame's GstSiftFeaturesMeta into the frame (RGBA, BGRA, BGRx, GRAY8, NV12, "
+      "I420): a "
       "circle of the keypoint's size and a line along its angle; on the GPU for frames in device memory (CUDA "
       "backend), with OpenCV on the CPU otherwise",
       "gst-cuda-sensing developers");

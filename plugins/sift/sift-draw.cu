@@ -1,6 +1,7 @@
 // siftoverlay's drawing on device frames: one block per keypoint, its threads
 // spread over the mark's bounding box, each pixel tested with on_mark()
-// (sift-draw.h). Overlapping marks write the same colour, so the order of
+// (sift-draw.h), then, for 4:2:0 frames, over the chroma samples of that box
+// (chroma_on_mark). Overlapping marks write the same colour, so the order of
 // writes does not matter.
 #include "sift-draw.h"
 
@@ -20,6 +21,14 @@ __global__ void draw_marks_kernel(DrawTarget target, const KeypointMark *marks) 
     if (!on_mark(m, x, y, target.thickness)) continue;
     uint8_t *p = target.data + y * target.pitch + size_t(x) * target.pixel_bytes;
     for (int c = 0; c < target.pixel_bytes; ++c) p[c] = target.colour[c];
+  }
+  if (!target.u) return;
+  const int cx0 = x0 / 2, cy0 = y0 / 2, cw = x1 / 2 - cx0 + 1, cn = cw * (y1 / 2 - cy0 + 1);
+  for (int i = threadIdx.x; i < cn; i += blockDim.x) {
+    const int cx = cx0 + i % cw, cy = cy0 + i / cw;
+    if (!chroma_on_mark(m, cx, cy, target.thickness, target.width, target.height)) continue;
+    target.u[cy * target.u_pitch + size_t(cx) * target.chroma_step] = target.chroma[0];
+    target.v[cy * target.v_pitch + size_t(cx) * target.chroma_step] = target.chroma[1];
   }
 }
 

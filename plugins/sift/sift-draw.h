@@ -53,14 +53,35 @@ CS_HD bool on_mark(const KeypointMark &m, int px, int py, int thickness) {
 // Pixels a mark can touch: its centre +- this many.
 CS_HD int mark_reach(const KeypointMark &m, int thickness) { return m.radius + thickness / 2 + 1; }
 
-// A frame's first plane in device memory and the colour to draw with.
+// Whether chroma sample (cx, cy) of a frame subsampled 2 x 2 (NV12, I420)
+// takes the mark's colour: when any of the up to four pixels it covers
+// inside the width x height frame lies on the mark, so that a line one
+// pixel wide keeps its colour wherever it runs.
+CS_HD bool chroma_on_mark(const KeypointMark &m, int cx, int cy, int thickness, int width, int height) {
+  for (int dy = 0; dy < 2; ++dy)
+    for (int dx = 0; dx < 2; ++dx) {
+      const int x = 2 * cx + dx, y = 2 * cy + dy;
+      if (x < width && y < height && on_mark(m, x, y, thickness)) return true;
+    }
+  return false;
+}
+
+// A frame in device memory and the colour to draw with: its first plane
+// (packed pixels or luma), and for 4:2:0 frames the two chroma planes.
 struct DrawTarget {
   uint8_t *data;
   size_t pitch;
   int width, height;
-  int pixel_bytes;     // 4 (RGBA, BGRA, BGRx) or 1 (GRAY8)
-  uint8_t colour[4];   // the bytes of one pixel
+  int pixel_bytes;     // 4 (RGBA, BGRA, BGRx) or 1 (GRAY8, the luma of NV12 and I420)
+  uint8_t colour[4];   // the bytes of one pixel of the first plane
   int thickness;
+  // 4:2:0 chroma (null for the other formats): U at u[cy * u_pitch + cx *
+  // chroma_step], V likewise (NV12: both in the interleaved plane, step 2;
+  // I420: their own planes, step 1).
+  uint8_t *u, *v;
+  size_t u_pitch, v_pitch;
+  int chroma_step;
+  uint8_t chroma[2];   // U, V
 };
 
 // Enqueues the drawing of `count` marks (device memory) into the frame on

@@ -607,47 +607,63 @@ TEST(GpuSiftFramesInFlight, ABadFrameIsAnErrorNotASilentDrop) {
 TEST(GpuSiftOverlay, DeviceFramesAreDrawnLikeSystemFrames) {
   CS_REQUIRE_GPU();
   const cv::Mat bgr = textured_bgr(320, 240, cs_test::fresh_seed());
-  // Pixels the overlay changed (the frame's own pixels never equal the colour
-  // 0xff00ff exactly often enough to matter: they are compared before and after).
+  // Samples the overlay changed: [0] the pixels of the first plane, [1] for
+  // NV12 and I420 the chroma samples (the frame's own pixels never equal the
+  // colour 0xff00ff exactly often enough to matter: they are compared before and after).
   auto changed = [&](const std::string &middle, GstVideoFormat format) {
     RunResult r = run(middle, frame_caps(format, 320, 240), {make_frame(bgr, format)});
     EXPECT_EQ(r.error, "") << middle << ": " << r.everything();
-    cv::Mat mask = cv::Mat::zeros(240, 320, CV_8U);
-    if (r.buffers.empty()) return mask;
+    const bool yuv420 = format == GST_VIDEO_FORMAT_NV12 || format == GST_VIDEO_FORMAT_I420;
+    std::vector<cv::Mat> masks{cv::Mat::zeros(240, 320, CV_8U)};
+    if (yuv420) masks.push_back(cv::Mat::zeros(120, 160, CV_8U));
+    if (r.buffers.empty()) return masks;
     GstBuffer *before = make_frame(bgr, format);
     GstVideoInfo info;
     gst_video_info_set_format(&info, format, 320, 240);
     GstVideoFrame a, b;
     EXPECT_TRUE(gst_video_frame_map(&a, &info, before, GST_MAP_READ));
     EXPECT_TRUE(gst_video_frame_map(&b, &info, r.buffers[0], GST_MAP_READ));
-    const int bytes = format == GST_VIDEO_FORMAT_GRAY8 ? 1 : 4;
-    for (int y = 0; y < 240; ++y) {
-      const uint8_t *pa = static_cast<const uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&a, 0)) + y * GST_VIDEO_FRAME_PLANE_STRIDE(&a, 0);
-      const uint8_t *pb = static_cast<const uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&b, 0)) + y * GST_VIDEO_FRAME_PLANE_STRIDE(&b, 0);
-      for (int x = 0; x < 320; ++x) mask.at<uchar>(y, x) = std::memcmp(pa + x * bytes, pb + x * bytes, size_t(bytes)) ? 255 : 0;
-    }
+    // Component k's sample (x, y) in both frames; the first plane's whole pixel (1 or 4 bytes).
+    auto differs = [&](int k, int x, int y, int bytes) {
+      auto at = [&](GstVideoFrame &f) {
+        const int start = k == 0 ? GST_VIDEO_FRAME_COMP_POFFSET(&f, k) : 0;  // the first plane's whole pixel
+        return static_cast<const uint8_t *>(GST_VIDEO_FRAME_COMP_DATA(&f, k)) - start +
+               y * GST_VIDEO_FRAME_COMP_STRIDE(&f, k) + x * GST_VIDEO_FRAME_COMP_PSTRIDE(&f, k);
+      };
+      return std::memcmp(at(a), at(b), size_t(bytes)) != 0;
+    };
+    const int bytes = GST_VIDEO_INFO_COMP_PSTRIDE(&info, 0);
+    for (int y = 0; y < 240; ++y)
+      for (int x = 0; x < 320; ++x) masks[0].at<uchar>(y, x) = differs(0, x, y, bytes) ? 255 : 0;
+    if (yuv420)
+      for (int y = 0; y < 120; ++y)
+        for (int x = 0; x < 160; ++x) masks[1].at<uchar>(y, x) = differs(1, x, y, 1) || differs(2, x, y, 1) ? 255 : 0;
     gst_video_frame_unmap(&a);
     gst_video_frame_unmap(&b);
     gst_buffer_unref(before);
-    return mask;
+    return masks;
   };
-  for (GstVideoFormat format : {GST_VIDEO_FORMAT_BGRx, GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_GRAY8}) {
+  for (GstVideoFormat format : {GST_VIDEO_FORMAT_BGRx, GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_GRAY8,
+                                GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_I420}) {
     SCOPED_TRACE(gst_video_format_to_string(format));
-    const cv::Mat cpu = changed("sift backend=cpu ! siftoverlay backend=cpu color=0xff00ff", format);
-    const cv::Mat gpu = changed(
+    const std::vector<cv::Mat> cpu = changed("sift backend=cpu ! siftoverlay backend=cpu color=0xff00ff", format);
+    const std::vector<cv::Mat> gpu = changed(
         "sift backend=cpu ! gpuupload ! video/x-raw(memory:CudaSensing) ! siftoverlay backend=cuda color=0xff00ff ! "
         "gpudownload",
         format);
-    ASSERT_GT(cv::countNonZero(cpu), 500) << "the overlay should have drawn something";
-    const auto [cpu_near, gpu_near] = near_fractions(cpu, gpu);
-    EXPECT_GE(cpu_near, 0.97);
-    EXPECT_GE(gpu_near, 0.97);
     // A device frame on the CPU backend is mapped (downloaded), drawn by OpenCV, and stays a device frame.
-    const cv::Mat mapped = changed(
+    const std::vector<cv::Mat> mapped = changed(
         "sift backend=cpu ! gpuupload ! video/x-raw(memory:CudaSensing) ! siftoverlay backend=cpu color=0xff00ff ! "
         "gpudownload",
         format);
-    EXPECT_EQ(cv::countNonZero(mapped != cpu), 0);
+    for (size_t k = 0; k < cpu.size(); ++k) {
+      SCOPED_TRACE(k == 0 ? "first plane" : "chroma");
+      ASSERT_GT(cv::countNonZero(cpu[k]), k == 0 ? 500 : 150) << "the overlay should have drawn something";
+      const auto [cpu_near, gpu_near] = near_fractions(cpu[k], gpu[k]);
+      EXPECT_GE(cpu_near, 0.97);
+      EXPECT_GE(gpu_near, 0.97);
+      EXPECT_EQ(cv::countNonZero(mapped[k] != cpu[k]), 0);
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -223,6 +224,99 @@ TEST(SiftOverlay, DrawsCircleAndAngleLine) {
     EXPECT_TRUE(blank(60, 45));
     EXPECT_TRUE(blank(5, 5));
     EXPECT_TRUE(blank(120, 90));
+  }
+}
+
+// The colour 0xRRGGBB as GStreamer's own converter stores it in a frame of
+// `info`'s format and colorimetry: {Y, U, V} of a 2 x 2 frame of that colour.
+std::array<int, 3> converted_yuv(guint rgb, const GstVideoInfo &info) {
+  GstVideoInfo from, to;
+  gst_video_info_set_format(&from, GST_VIDEO_FORMAT_RGBx, 2, 2);
+  gst_video_info_set_format(&to, GST_VIDEO_INFO_FORMAT(&info), 2, 2);
+  to.colorimetry = info.colorimetry;
+  GstBuffer *in = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&from), nullptr);
+  GstBuffer *out = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&to), nullptr);
+  GstVideoFrame src, dst;
+  gst_video_frame_map(&src, &from, in, GST_MAP_WRITE);
+  for (int y = 0; y < 2; ++y)
+    for (int x = 0; x < 2; ++x) {
+      auto *p = static_cast<uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&src, 0)) +
+                y * GST_VIDEO_FRAME_PLANE_STRIDE(&src, 0) + 4 * x;
+      p[0] = (rgb >> 16) & 0xff, p[1] = (rgb >> 8) & 0xff, p[2] = rgb & 0xff, p[3] = 255;
+    }
+  gst_video_frame_map(&dst, &to, out, GST_MAP_WRITE);
+  GstStructure *options = gst_structure_new("options", GST_VIDEO_CONVERTER_OPT_DITHER_METHOD,
+                                            GST_TYPE_VIDEO_DITHER_METHOD, GST_VIDEO_DITHER_NONE, nullptr);
+  GstVideoConverter *convert = gst_video_converter_new(&from, &to, options);
+  gst_video_converter_frame(convert, &src, &dst);
+  gst_video_converter_free(convert);
+  std::array<int, 3> yuv{};
+  for (int k = 0; k < 3; ++k) yuv[k] = *static_cast<const uint8_t *>(GST_VIDEO_FRAME_COMP_DATA(&dst, k));
+  gst_video_frame_unmap(&src);
+  gst_video_frame_unmap(&dst);
+  gst_buffer_unref(in);
+  gst_buffer_unref(out);
+  return yuv;
+}
+
+TEST(SiftOverlay, DrawsYuvFramesInTheirColorimetry) {
+  // Odd width and height: the last chroma column and row cover one pixel each.
+  const int width = 131, height = 101;
+  const cv::Mat black(height, width, CV_8UC3, cv::Scalar::all(0));
+  struct Case {
+    GstVideoFormat format;
+    GstVideoColorRange range;
+    GstVideoColorMatrix matrix;
+  };
+  for (const Case c : {Case{GST_VIDEO_FORMAT_NV12, GST_VIDEO_COLOR_RANGE_16_235, GST_VIDEO_COLOR_MATRIX_BT601},
+                       Case{GST_VIDEO_FORMAT_I420, GST_VIDEO_COLOR_RANGE_16_235, GST_VIDEO_COLOR_MATRIX_BT709},
+                       Case{GST_VIDEO_FORMAT_NV12, GST_VIDEO_COLOR_RANGE_0_255, GST_VIDEO_COLOR_MATRIX_BT709},
+                       Case{GST_VIDEO_FORMAT_I420, GST_VIDEO_COLOR_RANGE_0_255, GST_VIDEO_COLOR_MATRIX_BT601}}) {
+    GstVideoInfo info;
+    gst_video_info_set_format(&info, c.format, width, height);
+    info.colorimetry.range = c.range;
+    info.colorimetry.matrix = c.matrix;
+    GST_VIDEO_INFO_FPS_N(&info) = 30;
+    GST_VIDEO_INFO_FPS_D(&info) = 1;
+    gchar *name = gst_video_colorimetry_to_string(&info.colorimetry);
+    SCOPED_TRACE(std::string(gst_video_format_to_string(c.format)) + " " + name);
+    g_free(name);
+    const guint colour = 0xff8000;
+    const std::array<int, 3> want = converted_yuv(colour, info);
+    // Keypoint at (60, 50), size 40 (radius 20), angle 90 degrees: the line points down (y grows).
+    RunResult r = run("siftoverlay color=0xff8000", gst_video_info_to_caps(&info),
+                      {frame_with_keypoint(c.format, black, 60.f, 50.f, 40.f, 90.f)});
+    ASSERT_EQ(r.error, "") << r.everything();
+    ASSERT_EQ(r.buffers.size(), 1u);
+    const std::array<int, 3> blank{0, 128, 128};  // what make_frame stored (black luma, neutral chroma)
+    GstVideoFrame frame;
+    ASSERT_TRUE(gst_video_frame_map(&frame, &info, r.buffers[0], GST_MAP_READ));
+    auto sample = [&](int k, int x, int y) {
+      return int(static_cast<const uint8_t *>(GST_VIDEO_FRAME_COMP_DATA(&frame, k))[
+          y * GST_VIDEO_FRAME_COMP_STRIDE(&frame, k) + x * GST_VIDEO_FRAME_COMP_PSTRIDE(&frame, k)]);
+    };
+    // Pixel (x, y) and its chroma sample hold `yuv` (within one step of the converter's rounding).
+    auto holds = [&](int x, int y, const std::array<int, 3> &yuv) {
+      return std::abs(sample(0, x, y) - yuv[0]) <= 1 && std::abs(sample(1, x / 2, y / 2) - yuv[1]) <= 1 &&
+             std::abs(sample(2, x / 2, y / 2) - yuv[2]) <= 1;
+    };
+    EXPECT_TRUE(holds(40, 50, want));  // on the circle: left, right, top
+    EXPECT_TRUE(holds(80, 50, want));
+    EXPECT_TRUE(holds(60, 30, want));
+    EXPECT_TRUE(holds(60, 65, want));  // the angle line, downwards
+    EXPECT_TRUE(holds(60, 45, blank));  // not upwards, not far away
+    EXPECT_TRUE(holds(5, 5, blank));
+    EXPECT_TRUE(holds(width - 1, height - 1, blank));
+    // A chroma sample takes the colour when one of its pixels is on a mark, and only then.
+    for (int cy = 0; 2 * cy < height; ++cy)
+      for (int cx = 0; 2 * cx < width; ++cx) {
+        bool on = false;
+        for (int y = 2 * cy; y < std::min(2 * cy + 2, height); ++y)
+          for (int x = 2 * cx; x < std::min(2 * cx + 2, width); ++x) on = on || sample(0, x, y) != 0;
+        ASSERT_EQ(sample(1, cx, cy), on ? sample(1, 20, 25) : 128) << "chroma sample " << cx << ", " << cy;
+        ASSERT_EQ(sample(2, cx, cy), on ? sample(2, 20, 25) : 128) << "chroma sample " << cx << ", " << cy;
+      }
+    gst_video_frame_unmap(&frame);
   }
 }
 
