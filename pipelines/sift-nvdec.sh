@@ -4,13 +4,14 @@
 # Writes every frame's keypoints and descriptors to OUT_DIR/features.bin
 # (featuresink's binary records, numpy-readable: plugins/sift/README.md) and
 # the overlay to OUT_DIR/sift-overlay.mkv. Without INPUT.mp4, a 5-second
-# 1280x720 H.264 clip is made first (nvh264enc, else x264enc).
+# 1280x720 H.264 clip is made first (nvh264enc, x264enc or openh264enc).
 #
 # nvh264dec hands its NV12 frames to sift in memory:CUDAMemory (nvcodec's CUDA
 # memory): no copy through the host. sift copies the Y plane on the device
 # into its own memory (nvcodec's memory is in nvcodec's own CUDA context) and
-# passes the frame on unchanged; the overlay branch downloads it with
-# cudadownload. A build of the plugin without gstreamer-cuda-1.0 does not take
+# passes the frame on unchanged; siftoverlay draws into it on the device, and
+# only then is it downloaded (cudadownload) for the JPEG encoder. A build of
+# the plugin without gstreamer-cuda-1.0 does not take
 # memory:CUDAMemory: then the decoder downloads and sift uploads (one copy
 # through the host per frame).
 set -euo pipefail
@@ -27,14 +28,16 @@ if [ -z "$input" ]; then
     encoder=nvh264enc
   elif gst-inspect-1.0 x264enc >/dev/null 2>&1; then
     encoder=x264enc
+  elif gst-inspect-1.0 openh264enc >/dev/null 2>&1; then
+    encoder=openh264enc
   else
-    echo "no INPUT.mp4 given and no H.264 encoder (nvh264enc, x264enc) to make one" >&2
+    echo "no INPUT.mp4 given and no H.264 encoder (nvh264enc, x264enc, openh264enc) to make one" >&2
     exit 1
   fi
   input=$out/input.mp4
   gst-launch-1.0 -q videotestsrc num-buffers=150 pattern=pinwheel ! \
-    video/x-raw,width=1280,height=720,framerate=30/1 ! videoconvert ! $encoder ! h264parse ! mp4mux ! \
-    filesink location="$input"
+    video/x-raw,width=1280,height=720,framerate=30/1 ! videoconvert ! video/x-raw,format=I420 ! $encoder ! \
+    h264parse ! mp4mux ! filesink location="$input"
 fi
 
 if gst-inspect-1.0 sift | grep -c 'memory:CUDAMemory' >/dev/null; then  # -c reads all: no SIGPIPE under pipefail
@@ -49,6 +52,6 @@ fi
 gst-launch-1.0 -q filesrc location="$input" ! qtdemux ! h264parse ! nvh264dec ! "$decoded" ! \
   sift backend=cuda ! tee name=t \
   t. ! queue ! featuresink location="$out/features.bin" \
-  t. ! queue ! $to_system siftoverlay ! jpegenc ! \
+  t. ! queue ! siftoverlay ! $to_system jpegenc ! \
   matroskamux ! filesink location="$out/sift-overlay.mkv"
 echo "wrote $out/features.bin and $out/sift-overlay.mkv"

@@ -21,6 +21,26 @@ ElementGpu::ElementGpu(int device) : device_(device), stream_(device) {
   }
 }
 
+DeviceScratch::~DeviceScratch() {
+  if (!ptr_) return;
+  try {
+    gpu_.synchronize();  // nothing may still use the block when it is freed
+  } catch (const std::exception &) {
+  }
+  cs::device_free(ptr_, gpu_.device());
+}
+
+void *DeviceScratch::reserve(size_t bytes) {
+  if (bytes_ >= bytes) return ptr_;
+  gpu_.synchronize();  // the previous buffers' work may still use it
+  cs::device_free(ptr_, gpu_.device());
+  ptr_ = nullptr;
+  bytes_ = 0;
+  ptr_ = cs::device_alloc(bytes, gpu_.device());
+  bytes_ = bytes;
+  return ptr_;
+}
+
 ElementGpu::~ElementGpu() {
   try {
     stream_.synchronize();

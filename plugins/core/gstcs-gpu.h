@@ -87,6 +87,25 @@ class ElementGpu {
   std::unique_ptr<cs::StagedUploader> stager_;  // created on first system-memory input
 };
 
+// A device block an element reuses from buffer to buffer for work on its
+// stream, grown when a buffer needs more (after the stream's earlier work,
+// which may still use it). Declare it after the ElementGpu it serves: it is
+// freed once that stream has finished with it.
+class DeviceScratch {
+ public:
+  explicit DeviceScratch(ElementGpu &gpu) : gpu_(gpu) {}
+  ~DeviceScratch();
+  DeviceScratch(const DeviceScratch &) = delete;
+  DeviceScratch &operator=(const DeviceScratch &) = delete;
+  // At least `bytes` of device memory (contents undefined when it grows).
+  void *reserve(size_t bytes);
+
+ private:
+  ElementGpu &gpu_;
+  void *ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
 // Start and stop of an element's CUDA side, the same in every element:
 // start_gpu makes `gpu` for the element's device-id (posting the driver's
 // reason on the element and returning FALSE when it cannot); finish_gpu

@@ -8,7 +8,10 @@
  *
  * Where it draws: on the CUDA backend, a frame in the project's device memory
  * (memory:CudaSensing) is drawn on the device, on the element's stream, and
- * stays there; every other frame is drawn on the CPU with OpenCV's
+ * stays there, and so is one in nvcodec's memory:CUDAMemory (NVDEC decoders,
+ * cudaupload; through a device copy in our context, sift-nvcodec.h), so that
+ * decode -> sift -> siftoverlay -> encode stays on the GPU; every other frame
+ * is drawn on the CPU with OpenCV's
  * cv::circle / cv::line (a device frame on the CPU backend is downloaded by
  * mapping it, and uploaded again at its next device use). Both paths draw
  * the same marks (sift-draw.h); the device rasterises them by distance to
@@ -30,6 +33,7 @@
 #include "gstcs-cxx.h"
 #include "gstcs-gpu.h"
 #include "sift-draw.h"
+#include "sift-nvcodec.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_sift_overlay_debug);
 #define GST_CAT_DEFAULT gst_sift_overlay_debug
@@ -37,11 +41,12 @@ GST_DEBUG_CATEGORY_STATIC(gst_sift_overlay_debug);
 #define OVERLAY_FORMATS "{ RGBA, BGRA, BGRx, GRAY8, NV12, I420 }"
 
 namespace {
-// The CUDA side: a stream, and the marks' upload.
+// The CUDA side: a stream, the marks' upload, and a copy of frames in nvcodec's memory.
 struct OverlayGpu {
   explicit OverlayGpu(int device) : gpu(device), marks(device) {}
   gstcs::ElementGpu gpu;
   cs::ParameterUploader marks;
+  gstcs::DeviceScratch nvcodec_copy{gpu};
 };
 }  // namespace
 
@@ -59,9 +64,11 @@ GST_ELEMENT_REGISTER_DEFINE(siftoverlay, "siftoverlay", GST_RANK_NONE, GST_TYPE_
 
 enum { PROP_0, PROP_COLOR, PROP_THICKNESS };
 
-// Both memories on both backends: the CPU backend maps device frames.
+// Every memory on both backends: the CPU backend maps device frames (ours
+// or, in builds with gstreamer-cuda, nvcodec's memory:CUDAMemory).
 #define OVERLAY_CAPS                                                                            \
   GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_CS_DEVICE, OVERLAY_FORMATS) "; " \
+  SIFT_NVCODEC_CAPS(OVERLAY_FORMATS)                                                         \
   GST_VIDEO_CAPS_MAKE(OVERLAY_FORMATS)
 static GstStaticPadTemplate pad_caps_sink =
     GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(OVERLAY_CAPS));
@@ -181,64 +188,126 @@ static GstFlowReturn draw_on_cpu(GstSiftOverlay *self, GstBuffer *buf, const std
   return GST_FLOW_OK;
 }
 
-static GstFlowReturn draw_on_device(GstSiftOverlay *self, GstBuffer *buf, const std::vector<gstsift::KeypointMark> &marks,
-                                    guint rgb, int thickness) {
-  OverlayGpu &g = *self->cuda;
-  cs::DeviceGuard guard(g.gpu.device());
-  GstMemory *mem = gst_buffer_peek_memory(buf, 0);
-  if (!gst_memory_is_writable(mem)) {
-    // Shared with another buffer (after a tee): draw into a device copy, as a CPU mapping for writing would.
-    GstMemory *copy = gst_memory_copy(mem, 0, -1);
-    if (!copy) throw std::runtime_error("cannot copy a shared device frame to draw into");
-    gst_buffer_replace_memory(buf, 0, copy);
-    mem = copy;
-  }
-  // Where the first plane (k = 0) or a chroma component (k = 1, 2: Cb, Cr)
-  // starts in the memory, and its row stride (a video meta's where there is one).
-  const GstVideoFormat format = GST_VIDEO_INFO_FORMAT(&self->info);
-  const GstVideoMeta *vm = gst_buffer_get_video_meta(buf);
-  auto locate = [&](int k, gsize *offset, gint *stride) {
-    const guint plane = GST_VIDEO_INFO_COMP_PLANE(&self->info, k);
-    *offset = (vm ? vm->offset[plane] : GST_VIDEO_INFO_PLANE_OFFSET(&self->info, plane)) +
-              (k > 0 ? GST_VIDEO_INFO_COMP_POFFSET(&self->info, k) : 0);
-    *stride = vm ? vm->stride[plane] : GST_VIDEO_INFO_PLANE_STRIDE(&self->info, plane);
-  };
-  const FrameColour c = frame_colour(self->info, rgb);
+// Where component k of a frame laid out as `info` starts in its memory and
+// its row stride: the first plane for k = 0, the chroma components Cb, Cr
+// of NV12 and I420 for k = 1, 2 (a video meta's planes where there is one).
+static void locate_component(const GstVideoInfo &info, const GstVideoMeta *vm, int k, gsize *offset, gint *stride) {
+  const guint plane = GST_VIDEO_INFO_COMP_PLANE(&info, k);
+  *offset = (vm ? vm->offset[plane] : GST_VIDEO_INFO_PLANE_OFFSET(&info, plane)) +
+            (k > 0 ? GST_VIDEO_INFO_COMP_POFFSET(&info, k) : 0);
+  *stride = vm ? vm->stride[plane] : GST_VIDEO_INFO_PLANE_STRIDE(&info, plane);
+}
+
+// The drawing target of a frame of `info` at device address `base`, `bytes`
+// long, laid out as `info` (or `vm`) says. Throws when it does not fit.
+static gstsift::DrawTarget device_target(const GstVideoInfo &info, const GstVideoMeta *vm, uint8_t *base, gsize bytes,
+                                         guint rgb, int thickness) {
+  const FrameColour c = frame_colour(info, rgb);
   gstsift::DrawTarget target{};
-  target.width = GST_VIDEO_INFO_WIDTH(&self->info);
-  target.height = GST_VIDEO_INFO_HEIGHT(&self->info);
-  target.pixel_bytes = GST_VIDEO_INFO_COMP_PSTRIDE(&self->info, 0);  // 4 packed, 1 GRAY8 and luma
+  target.width = GST_VIDEO_INFO_WIDTH(&info);
+  target.height = GST_VIDEO_INFO_HEIGHT(&info);
+  target.pixel_bytes = GST_VIDEO_INFO_COMP_PSTRIDE(&info, 0);  // 4 packed, 1 GRAY8 and luma
   target.thickness = thickness;
   std::copy(std::begin(c.first), std::end(c.first), target.colour);
+  const bool yuv420 = is_420(GST_VIDEO_INFO_FORMAT(&info));
   gsize offset[3] = {};
   gint stride[3] = {};
-  const int components = is_420(format) ? 3 : 1;
-  for (int k = 0; k < components; ++k) {
-    locate(k, &offset[k], &stride[k]);
-    const int rows = GST_VIDEO_INFO_COMP_HEIGHT(&self->info, k), samples = GST_VIDEO_INFO_COMP_WIDTH(&self->info, k);
-    const int step = k > 0 ? GST_VIDEO_INFO_COMP_PSTRIDE(&self->info, k) : target.pixel_bytes;
+  for (int k = 0; k < (yuv420 ? 3 : 1); ++k) {
+    locate_component(info, vm, k, &offset[k], &stride[k]);
+    const int rows = GST_VIDEO_INFO_COMP_HEIGHT(&info, k), samples = GST_VIDEO_INFO_COMP_WIDTH(&info, k);
+    const int step = k > 0 ? GST_VIDEO_INFO_COMP_PSTRIDE(&info, k) : target.pixel_bytes;
     const gsize end = offset[k] + gsize(stride[k]) * gsize(rows - 1) + gsize(samples - 1) * gsize(step) +
                       gsize(k > 0 ? 1 : target.pixel_bytes);
-    if (stride[k] <= 0 || end > mem->size) throw std::runtime_error("the frame's buffer is smaller than its caps say");
+    if (stride[k] <= 0 || end > bytes) throw std::runtime_error("the frame's buffer is smaller than its caps say");
   }
-  target.pitch = size_t(stride[0]);
-  const cs::StreamHandle stream = g.gpu.stream();
-  const auto *d_marks = static_cast<const gstsift::KeypointMark *>(
-      g.marks.upload(marks.data(), marks.size() * sizeof(gstsift::KeypointMark), stream));
-  cs::MirroredBuffer &frame = gstcs::mirrored(mem);
-  // Not discarded: the marks go over the frame's pixels (a newer host copy is uploaded first).
-  auto *base = static_cast<uint8_t *>(frame.begin_device_write(stream, false)) + mem->offset;
   target.data = base + offset[0];
-  if (components == 3) {
+  target.pitch = size_t(stride[0]);
+  if (yuv420) {
     target.u = base + offset[1];
     target.v = base + offset[2];
     target.u_pitch = size_t(stride[1]);
     target.v_pitch = size_t(stride[2]);
-    target.chroma_step = GST_VIDEO_INFO_COMP_PSTRIDE(&self->info, 1);
+    target.chroma_step = GST_VIDEO_INFO_COMP_PSTRIDE(&info, 1);
     std::copy(std::begin(c.chroma), std::end(c.chroma), target.chroma);
   }
-  gstsift::draw_marks_async(target, d_marks, int(marks.size()), stream);
+  return target;
+}
+
+static const gstsift::KeypointMark *upload_marks(OverlayGpu &g, const std::vector<gstsift::KeypointMark> &marks) {
+  return static_cast<const gstsift::KeypointMark *>(
+      g.marks.upload(marks.data(), marks.size() * sizeof(gstsift::KeypointMark), g.gpu.stream()));
+}
+
+// The frame's one memory, to draw into: a device copy of its own where it
+// is shared with another buffer (after a tee), as a CPU mapping for writing would make.
+static GstMemory *writable_frame_memory(GstBuffer *buf) {
+  GstMemory *mem = gst_buffer_peek_memory(buf, 0);
+  if (gst_memory_is_writable(mem)) return mem;
+  GstMemory *copy = gst_memory_copy(mem, 0, -1);
+  if (!copy) throw std::runtime_error("cannot copy a shared device frame to draw into");
+  gst_buffer_replace_memory(buf, 0, copy);
+  return copy;
+}
+
+// A frame in our device memory, drawn in place on the element's stream.
+using Marks = std::vector<gstsift::KeypointMark>;
+
+static GstFlowReturn draw_on_device(GstSiftOverlay *self, GstBuffer *buf, const Marks &marks, guint rgb, int thickness) {
+  OverlayGpu &g = *self->cuda;
+  cs::DeviceGuard guard(g.gpu.device());
+  GstMemory *mem = writable_frame_memory(buf);
+  const cs::StreamHandle stream = g.gpu.stream();
+  const gstsift::KeypointMark *d_marks = upload_marks(g, marks);
+  cs::MirroredBuffer &frame = gstcs::mirrored(mem);
+  // Not discarded: the marks go over the frame's pixels (a newer host copy is uploaded first).
+  auto *base = static_cast<uint8_t *>(frame.begin_device_write(stream, false)) + mem->offset;
+  gstsift::draw_marks_async(device_target(self->info, gst_buffer_get_video_meta(buf), base, mem->size, rgb, thickness),
+                            d_marks, int(marks.size()), stream);
   frame.end_device_write(stream);
+  return GST_FLOW_OK;
+}
+
+// A frame in nvcodec's memory (another CUDA context, which our kernels may
+// not touch): copied into our memory on the device, drawn there and copied
+// back, in its own layout; the stream is waited for, since 1.22's memory
+// has no fence for the next element to wait on.
+static GstFlowReturn draw_on_nvcodec(GstSiftOverlay *self, GstBuffer *buf, const Marks &marks, guint rgb,
+                                     int thickness) {
+  OverlayGpu &g = *self->cuda;
+  cs::DeviceGuard guard(g.gpu.device());
+  gstsift::NvcodecFrame frame(writable_frame_memory(buf), g.gpu.device(), GST_MAP_READWRITE);
+  const GstVideoInfo &layout = frame.info();
+  if (GST_VIDEO_INFO_FORMAT(&layout) != GST_VIDEO_INFO_FORMAT(&self->info) ||
+      GST_VIDEO_INFO_WIDTH(&layout) != GST_VIDEO_INFO_WIDTH(&self->info) ||
+      GST_VIDEO_INFO_HEIGHT(&layout) != GST_VIDEO_INFO_HEIGHT(&self->info))
+    throw std::runtime_error(std::string("nvcodec's memory holds a ") + GST_VIDEO_INFO_NAME(&layout) + " frame of " +
+                             std::to_string(GST_VIDEO_INFO_WIDTH(&layout)) + "x" +
+                             std::to_string(GST_VIDEO_INFO_HEIGHT(&layout)) + ", not what the caps say");
+  const cs::StreamHandle stream = g.gpu.stream();
+  auto *copy = static_cast<uint8_t *>(g.nvcodec_copy.reserve(frame.size()));
+  // Each plane's rows, whole strides, in both directions.
+  auto copy_planes = [&](bool back) {
+    for (guint p = 0; p < GST_VIDEO_INFO_N_PLANES(&layout); ++p) {
+      const gsize offset = GST_VIDEO_INFO_PLANE_OFFSET(&layout, p);
+      const size_t stride = size_t(GST_VIDEO_INFO_PLANE_STRIDE(&layout, p));
+      int rows = 0;  // those of the plane's components
+      for (guint k = 0; k < GST_VIDEO_INFO_N_COMPONENTS(&layout); ++k)
+        if (GST_VIDEO_INFO_COMP_PLANE(&layout, k) == p) rows = GST_VIDEO_INFO_COMP_HEIGHT(&layout, k);
+      if (offset + stride * size_t(rows) > frame.size())
+        throw std::runtime_error("nvcodec's memory is smaller than its frame's layout");
+      if (back)
+        gstsift::copy_rows_between_contexts_async(frame.data() + offset, stride, frame.context(), copy + offset, stride,
+                                                  nullptr, stride, rows, stream);
+      else
+        gstsift::copy_rows_between_contexts_async(copy + offset, stride, nullptr, frame.data() + offset, stride,
+                                                  frame.context(), stride, rows, stream);
+    }
+  };
+  copy_planes(false);
+  gstsift::draw_marks_async(device_target(layout, nullptr, copy, frame.size(), rgb, thickness), upload_marks(g, marks),
+                            int(marks.size()), stream);
+  copy_planes(true);
+  g.gpu.synchronize();
   return GST_FLOW_OK;
 }
 
@@ -258,6 +327,7 @@ static GstFlowReturn overlay_transform_ip(GstBaseTransform *trans, GstBuffer *bu
     const std::vector<gstsift::KeypointMark> marks =
         marks_of(meta, GST_VIDEO_INFO_WIDTH(&self->info), GST_VIDEO_INFO_HEIGHT(&self->info));
     GstMemory *first = gst_buffer_n_memory(buf) == 1 ? gst_buffer_peek_memory(buf, 0) : nullptr;
+    if (self->cuda && gstsift::is_nvcodec_memory(first)) return draw_on_nvcodec(self, buf, marks, rgb, thickness);
     const bool on_device = self->cuda && first && gst_is_cs_memory(first) &&
                            gst_cs_memory_get_device_id(first) == self->cuda->gpu.device();
     return on_device ? draw_on_device(self, buf, marks, rgb, thickness) : draw_on_cpu(self, buf, marks, rgb, thickness);

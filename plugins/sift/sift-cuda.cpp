@@ -28,24 +28,7 @@ static_assert(int(cs::sift::DescriptorFormat::opencv) == GST_SIFT_DESCRIPTOR_OPE
 
 CudaEngine::CudaEngine(const cs::sift::Params &params, int device) : gpu_(device), sift_(params, device) {}
 
-CudaEngine::~CudaEngine() {
-  try {
-    gpu_.synchronize();  // nothing may still write the luma plane when it is freed
-  } catch (const std::exception &) {
-  }
-  cs::device_free(luma_.ptr, gpu_.device());
-  cs::device_free(nvcodec_plane_.ptr, gpu_.device());
-}
-
-void *CudaEngine::reserve(Scratch &scratch, size_t bytes) {
-  if (scratch.bytes >= bytes) return scratch.ptr;
-  gpu_.synchronize();  // the previous frame's work may still read it
-  cs::device_free(scratch.ptr, gpu_.device());
-  scratch = Scratch{};
-  scratch.ptr = cs::device_alloc(bytes, gpu_.device());
-  scratch.bytes = bytes;
-  return scratch.ptr;
-}
+CudaEngine::~CudaEngine() = default;  // the scratch blocks wait for the stream as they go
 
 static bool is_packed_rgb(GstVideoFormat format) {
   return format == GST_VIDEO_FORMAT_RGBA || format == GST_VIDEO_FORMAT_BGRA || format == GST_VIDEO_FORMAT_BGRx;
@@ -93,7 +76,7 @@ static PlaneLayout nvcodec_copy_layout(const GstVideoInfo &info) {
 cs::sift::DeviceImage CudaEngine::luma_of(const uint8_t *plane, const PlaneLayout &layout, const GstVideoInfo &info) {
   const int w = GST_VIDEO_INFO_WIDTH(&info), h = GST_VIDEO_INFO_HEIGHT(&info);
   if (!layout.packed) return {plane, layout.stride, w, h, cs::sift::PixelType::u8};
-  void *luma = reserve(luma_, size_t(w) * size_t(h));
+  void *luma = luma_.reserve(size_t(w) * size_t(h));
   packed_luma_async(plane, layout.stride, luma, size_t(w), w, h,
                     GST_VIDEO_INFO_FORMAT(&info) == GST_VIDEO_FORMAT_RGBA ? kRgbaOrder : kBgraOrder, gpu_.stream());
   return {luma, size_t(w), w, h, cs::sift::PixelType::u8};
@@ -102,14 +85,16 @@ cs::sift::DeviceImage CudaEngine::luma_of(const uint8_t *plane, const PlaneLayou
 const uint8_t *CudaEngine::copy_nvcodec_plane(GstMemory *mem, const PlaneLayout &layout, const GstVideoInfo &info) {
   const int w = GST_VIDEO_INFO_WIDTH(&info), h = GST_VIDEO_INFO_HEIGHT(&info);
   const size_t row = layout.stride;  // rows packed: the pixels' bytes
-  NvcodecPlane source(mem, gpu_.device());
-  if (source.stride() < row || source.height() < h)
-    throw std::runtime_error("nvcodec's CUDA memory holds a plane of " + std::to_string(source.height()) +
-                             " rows of " + std::to_string(source.stride()) + " bytes, too small for a " +
-                             std::to_string(w) + "x" + std::to_string(h) + " " + GST_VIDEO_INFO_NAME(&info) +
-                             " frame");
-  void *plane = reserve(nvcodec_plane_, layout.bytes);
-  copy_plane_async(plane, row, source.data(), source.stride(), source.context(), row, h, gpu_.stream());
+  NvcodecFrame source(mem, gpu_.device(), GST_MAP_READ);
+  const size_t stride = size_t(GST_VIDEO_INFO_PLANE_STRIDE(&source.info(), 0));
+  const int height = GST_VIDEO_INFO_HEIGHT(&source.info());
+  if (stride < row || height < h)
+    throw std::runtime_error("nvcodec's CUDA memory holds a plane of " + std::to_string(height) + " rows of " +
+                             std::to_string(stride) + " bytes, too small for a " + std::to_string(w) + "x" +
+                             std::to_string(h) + " " + GST_VIDEO_INFO_NAME(&info) + " frame");
+  void *plane = nvcodec_plane_.reserve(layout.bytes);
+  copy_rows_between_contexts_async(plane, row, nullptr, source.data() + GST_VIDEO_INFO_PLANE_OFFSET(&source.info(), 0),
+                                   stride, source.context(), row, h, gpu_.stream());
   // nvcodec may reuse its memory once the frame is unmapped and freed, and
   // 1.22's memory has no fence to hold it with: wait for the copy here.
   gpu_.synchronize();

@@ -61,17 +61,10 @@ class CudaEngine {
   // Plane 0 of a frame in nvcodec's memory, copied into nvcodec_plane_.
   const uint8_t *copy_nvcodec_plane(GstMemory *mem, const PlaneLayout &layout, const GstVideoInfo &info);
 
-  // A device block reused from frame to frame, grown when a frame needs more.
-  struct Scratch {
-    void *ptr = nullptr;
-    size_t bytes = 0;
-  };
-  void *reserve(Scratch &scratch, size_t bytes);
-
   gstcs::ElementGpu gpu_;
   cs::sift::CudaSift sift_;
-  Scratch luma_;           // luma of packed RGB frames
-  Scratch nvcodec_plane_;  // plane 0 of frames in nvcodec's memory
+  gstcs::DeviceScratch luma_{gpu_};           // luma of packed RGB frames
+  gstcs::DeviceScratch nvcodec_plane_{gpu_};  // plane 0 of frames in nvcodec's memory
 };
 
 // The CUDA backend of `sift`: frames_in_flight engines, each on its own

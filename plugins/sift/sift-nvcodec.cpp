@@ -26,7 +26,7 @@ bool is_device_memory_feature(const GstCapsFeatures *features) {
 
 bool is_nvcodec_memory(GstMemory *mem) { return mem && gst_is_cuda_memory(mem); }
 
-NvcodecPlane::NvcodecPlane(GstMemory *mem, int device) : mem_(mem) {
+NvcodecFrame::NvcodecFrame(GstMemory *mem, int device, GstMapFlags access) : mem_(mem) {
   auto *cuda_mem = GST_CUDA_MEMORY_CAST(mem);
   guint nvcodec_device = 0;
   g_object_get(cuda_mem->context, "cuda-device-id", &nvcodec_device, nullptr);
@@ -34,15 +34,15 @@ NvcodecPlane::NvcodecPlane(GstMemory *mem, int device) : mem_(mem) {
     throw std::runtime_error("the frame is in nvcodec's CUDA memory on device " + std::to_string(nvcodec_device) +
                              ", but this element runs on device " + std::to_string(device) + "; set device-id=" +
                              std::to_string(nvcodec_device) + " (or the decoder's cuda-device-id) so both use one GPU");
-  if (!gst_memory_map(mem, &map_, GstMapFlags(GST_MAP_READ | GST_MAP_CUDA)))
-    throw std::runtime_error("cannot map nvcodec's CUDA memory for reading on the device");
+  if (!gst_memory_map(mem, &map_, GstMapFlags(access | GST_MAP_CUDA)))
+    throw std::runtime_error(std::string("cannot map nvcodec's CUDA memory for ") +
+                             (access & GST_MAP_WRITE ? "writing" : "reading") + " on the device");
   context_ = gst_cuda_context_get_handle(cuda_mem->context);
-  data_ = static_cast<const uint8_t *>(map_.data) + GST_VIDEO_INFO_PLANE_OFFSET(&cuda_mem->info, 0);
-  stride_ = size_t(GST_VIDEO_INFO_PLANE_STRIDE(&cuda_mem->info, 0));
-  height_ = GST_VIDEO_INFO_HEIGHT(&cuda_mem->info);
+  data_ = static_cast<uint8_t *>(map_.data);
+  info_ = cuda_mem->info;
 }
 
-NvcodecPlane::~NvcodecPlane() { gst_memory_unmap(mem_, &map_); }
+NvcodecFrame::~NvcodecFrame() { gst_memory_unmap(mem_, &map_); }
 
 namespace {
 
@@ -79,41 +79,43 @@ CUdeviceptr device_address(const void *p) { return CUdeviceptr(reinterpret_cast<
 
 }  // namespace
 
-void copy_plane_async(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, void *src_context,
-                      size_t row_bytes, int rows, cs::StreamHandle stream) {
-  // The copy between two contexts the driver documents: source in nvcodec's,
-  // destination in the current one (the runtime's primary context of our device).
+void copy_rows_between_contexts_async(void *dst, size_t dst_pitch, void *dst_context, const void *src,
+                                      size_t src_pitch, void *src_context, size_t row_bytes, int rows,
+                                      cs::StreamHandle stream) {
+  // The copy between two contexts the driver documents (nvcodec's and the
+  // runtime's primary context of our device).
   CUcontext ours = nullptr;
   check_driver(driver().get_current_context(&ours), "cuCtxGetCurrent");
   CUDA_MEMCPY3D_PEER copy{};
   copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
   copy.srcDevice = device_address(src);
-  copy.srcContext = static_cast<CUcontext>(src_context);
+  copy.srcContext = src_context ? static_cast<CUcontext>(src_context) : ours;
   copy.srcPitch = src_pitch;
   copy.srcHeight = size_t(rows);
   copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
   copy.dstDevice = device_address(dst);
-  copy.dstContext = ours;
+  copy.dstContext = dst_context ? static_cast<CUcontext>(dst_context) : ours;
   copy.dstPitch = dst_pitch;
   copy.dstHeight = size_t(rows);
   copy.WidthInBytes = row_bytes;
   copy.Height = size_t(rows);
   copy.Depth = 1;
   check_driver(driver().copy_between_contexts_async(&copy, stream),
-               "cuMemcpy3DPeerAsync (plane 0 of nvcodec's CUDA memory)");
+               "cuMemcpy3DPeerAsync (between nvcodec's CUDA memory and ours)");
 }
 
 #else  // no gstcuda: nothing is nvcodec's memory
 
 bool is_nvcodec_memory(GstMemory *) { return false; }
 
-NvcodecPlane::NvcodecPlane(GstMemory *mem, int) : mem_(mem) {
+NvcodecFrame::NvcodecFrame(GstMemory *mem, int, GstMapFlags) : mem_(mem) {
   throw std::logic_error("this build of the SIFT elements does not take nvcodec's memory:CUDAMemory");
 }
 
-NvcodecPlane::~NvcodecPlane() = default;
+NvcodecFrame::~NvcodecFrame() = default;
 
-void copy_plane_async(void *, size_t, const void *, size_t, void *, size_t, int, cs::StreamHandle) {
+void copy_rows_between_contexts_async(void *, size_t, void *, const void *, size_t, void *, size_t, int,
+                                      cs::StreamHandle) {
   throw std::logic_error("this build of the SIFT elements does not take nvcodec's memory:CUDAMemory");
 }
 

@@ -18,6 +18,7 @@
 #include <gst/video/video.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "common/cuda_runtime.h"
 
@@ -53,33 +54,35 @@ bool is_device_memory_feature(const GstCapsFeatures *features);
 // Whether `mem` is nvcodec's GstCudaMemory (always false without gstcuda).
 bool is_nvcodec_memory(GstMemory *mem);
 
-// Plane 0 of nvcodec's memory, mapped for CUDA reads while this lives.
-class NvcodecPlane {
+// nvcodec's memory mapped for CUDA access while this lives: its device
+// address, its own video layout (plane offsets and strides) and CUDA context.
+class NvcodecFrame {
  public:
-  // Throws std::runtime_error when the memory is on another device than
-  // `device` (naming both) or cannot be mapped.
-  NvcodecPlane(GstMemory *mem, int device);
-  ~NvcodecPlane();
-  NvcodecPlane(const NvcodecPlane &) = delete;
-  NvcodecPlane &operator=(const NvcodecPlane &) = delete;
-  const void *data() const { return data_; }
-  size_t stride() const { return stride_; }
-  int height() const { return height_; }
+  // `access`: GST_MAP_READ, or GST_MAP_READWRITE to write into it on the
+  // device. Throws std::runtime_error when the memory is on another device
+  // than `device` (naming both) or cannot be mapped.
+  NvcodecFrame(GstMemory *mem, int device, GstMapFlags access);
+  ~NvcodecFrame();
+  NvcodecFrame(const NvcodecFrame &) = delete;
+  NvcodecFrame &operator=(const NvcodecFrame &) = delete;
+  uint8_t *data() const { return data_; }
+  size_t size() const { return map_.size; }
+  const GstVideoInfo &info() const { return info_; }
   void *context() const { return context_; }  // nvcodec's CUcontext
 
  private:
   GstMemory *mem_;
   GstMapInfo map_{};
+  GstVideoInfo info_{};
   void *context_ = nullptr;
-  const void *data_ = nullptr;
-  size_t stride_ = 0;
-  int height_ = 0;
+  uint8_t *data_ = nullptr;
 };
 
 // Enqueues on `stream` (of the current context) a copy of `rows` rows of
-// `row_bytes` from `src`, device memory of the CUcontext `src_context`, to
-// `dst`, device memory of the current context.
-void copy_plane_async(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, void *src_context,
-                      size_t row_bytes, int rows, cs::StreamHandle stream);
+// `row_bytes` from `src` to `dst`, device memory of the CUcontexts
+// `src_context` and `dst_context` (null: the current one).
+void copy_rows_between_contexts_async(void *dst, size_t dst_pitch, void *dst_context, const void *src,
+                                      size_t src_pitch, void *src_context, size_t row_bytes, int rows,
+                                      cs::StreamHandle stream);
 
 }  // namespace gstsift

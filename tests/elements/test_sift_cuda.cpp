@@ -66,20 +66,6 @@ TEST(SiftLuma, EqualsOpenCVsColourToGrayForEveryColour) {
   }
 }
 
-// Fractions of `a`'s set pixels with a set pixel of `b` within one pixel
-// (8-neighbourhood), and the other way round.
-std::pair<double, double> near_fractions(const cv::Mat &a, const cv::Mat &b) {
-  cv::Mat grown_a, grown_b;
-  const cv::Mat kernel = cv::Mat::ones(3, 3, CV_8U);
-  cv::dilate(a, grown_a, kernel);
-  cv::dilate(b, grown_b, kernel);
-  const double na = cv::countNonZero(a), nb = cv::countNonZero(b);
-  cv::Mat a_near_b, b_near_a;
-  cv::bitwise_and(a, grown_b, a_near_b);
-  cv::bitwise_and(b, grown_a, b_near_a);
-  return {na ? cv::countNonZero(a_near_b) / na : 1.0, nb ? cv::countNonZero(b_near_a) / nb : 1.0};
-}
-
 TEST(SiftDraw, DevicePixelTestFollowsOpenCVsDrawing) {
   // The device overlay sets the pixels on_mark() accepts; OpenCV's cv::circle
   // and cv::line (the CPU overlay) rasterise the same marks. They must agree
@@ -607,41 +593,8 @@ TEST(GpuSiftFramesInFlight, ABadFrameIsAnErrorNotASilentDrop) {
 TEST(GpuSiftOverlay, DeviceFramesAreDrawnLikeSystemFrames) {
   CS_REQUIRE_GPU();
   const cv::Mat bgr = textured_bgr(320, 240, cs_test::fresh_seed());
-  // Samples the overlay changed: [0] the pixels of the first plane, [1] for
-  // NV12 and I420 the chroma samples (the frame's own pixels never equal the
-  // colour 0xff00ff exactly often enough to matter: they are compared before and after).
   auto changed = [&](const std::string &middle, GstVideoFormat format) {
-    RunResult r = run(middle, frame_caps(format, 320, 240), {make_frame(bgr, format)});
-    EXPECT_EQ(r.error, "") << middle << ": " << r.everything();
-    const bool yuv420 = format == GST_VIDEO_FORMAT_NV12 || format == GST_VIDEO_FORMAT_I420;
-    std::vector<cv::Mat> masks{cv::Mat::zeros(240, 320, CV_8U)};
-    if (yuv420) masks.push_back(cv::Mat::zeros(120, 160, CV_8U));
-    if (r.buffers.empty()) return masks;
-    GstBuffer *before = make_frame(bgr, format);
-    GstVideoInfo info;
-    gst_video_info_set_format(&info, format, 320, 240);
-    GstVideoFrame a, b;
-    EXPECT_TRUE(gst_video_frame_map(&a, &info, before, GST_MAP_READ));
-    EXPECT_TRUE(gst_video_frame_map(&b, &info, r.buffers[0], GST_MAP_READ));
-    // Component k's sample (x, y) in both frames; the first plane's whole pixel (1 or 4 bytes).
-    auto differs = [&](int k, int x, int y, int bytes) {
-      auto at = [&](GstVideoFrame &f) {
-        const int start = k == 0 ? GST_VIDEO_FRAME_COMP_POFFSET(&f, k) : 0;  // the first plane's whole pixel
-        return static_cast<const uint8_t *>(GST_VIDEO_FRAME_COMP_DATA(&f, k)) - start +
-               y * GST_VIDEO_FRAME_COMP_STRIDE(&f, k) + x * GST_VIDEO_FRAME_COMP_PSTRIDE(&f, k);
-      };
-      return std::memcmp(at(a), at(b), size_t(bytes)) != 0;
-    };
-    const int bytes = GST_VIDEO_INFO_COMP_PSTRIDE(&info, 0);
-    for (int y = 0; y < 240; ++y)
-      for (int x = 0; x < 320; ++x) masks[0].at<uchar>(y, x) = differs(0, x, y, bytes) ? 255 : 0;
-    if (yuv420)
-      for (int y = 0; y < 120; ++y)
-        for (int x = 0; x < 160; ++x) masks[1].at<uchar>(y, x) = differs(1, x, y, 1) || differs(2, x, y, 1) ? 255 : 0;
-    gst_video_frame_unmap(&a);
-    gst_video_frame_unmap(&b);
-    gst_buffer_unref(before);
-    return masks;
+    return overlay_changes(middle, format, bgr);
   };
   for (GstVideoFormat format : {GST_VIDEO_FORMAT_BGRx, GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_GRAY8,
                                 GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_I420}) {

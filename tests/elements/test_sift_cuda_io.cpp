@@ -1,6 +1,7 @@
 // What the SIFT elements take from and give to other GPU work: nvcodec's
 // memory:CUDAMemory as input of sift and siftpyramid (offered only on the
-// CUDA backend, in a build with gstreamer-cuda-1.0), and siftmatch's CUDA
+// CUDA backend, in a build with gstreamer-cuda-1.0) and of siftoverlay
+// (both backends), and siftmatch's CUDA
 // matcher (the same matches as its CPU backend). CPU tests check the caps and
 // the refusals without a device; Gpu* suites skip without one (and the
 // nvcodec ones without nvcodec's cudaupload).
@@ -162,6 +163,50 @@ TEST(GpuSiftNvcodecInput, ManyFramesThroughAQueueKeepTheirOwnFeatures) {
     SCOPED_TRACE("frame " + std::to_string(i));
     expect_same_keypoints(nvcodec[i], system[i]);
   }
+}
+
+// siftoverlay on nvcodec's memory: on the CUDA backend drawn on the device
+// (through a copy in our context) and left in nvcodec's memory, so that
+// decode -> sift -> siftoverlay -> encode stays there; on the CPU backend
+// drawn by OpenCV through a CPU mapping. Both against the same keypoints
+// drawn by OpenCV into a system frame.
+TEST(GpuSiftNvcodecInput, OverlayDrawsIntoNvcodecMemory) {
+  CS_REQUIRE_GPU();
+  if (!template_offers_nvcodec_memory("siftoverlay")) GTEST_SKIP() << "built without gstreamer-cuda-1.0";
+  GstElementFactory *upload = gst_element_factory_find("cudaupload");
+  if (!upload) GTEST_SKIP() << "nvcodec's cudaupload is missing (gst-plugins-bad's nvcodec plugin)";
+  const cv::Mat bgr = textured_bgr(318, 240, cs_test::fresh_seed());  // 318: rows pitched by nvcodec
+  int tested = 0;
+  for (GstVideoFormat format : {GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_I420, GST_VIDEO_FORMAT_GRAY8,
+                                GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_BGRx}) {
+    const std::string name = gst_video_format_to_string(format);
+    SCOPED_TRACE(name);
+    const std::string in_nvcodec = "cudaupload ! video/x-raw(memory:CUDAMemory),format=" + name;
+    GstCaps *wanted = gst_caps_from_string(("video/x-raw(memory:CUDAMemory), format=" + name).c_str());
+    const bool uploadable = gst_element_factory_can_src_any_caps(upload, wanted);
+    gst_caps_unref(wanted);
+    if (!uploadable) {
+      std::printf("cudaupload does not output %s: not tested\n", name.c_str());
+      continue;
+    }
+    ++tested;
+    auto drawn = [&](const std::string &middle) { return overlay_changes(middle, format, bgr); };
+    const std::string marks = " ! sift backend=cuda ! siftoverlay color=0xff00ff backend=";
+    const std::string to_system = " ! cudadownload ! video/x-raw";
+    const std::vector<cv::Mat> opencv = drawn("sift backend=cuda ! siftoverlay backend=cpu color=0xff00ff");
+    const std::vector<cv::Mat> device = drawn(in_nvcodec + marks + "cuda" + to_system);
+    const std::vector<cv::Mat> mapped = drawn(in_nvcodec + marks + "cpu" + to_system);
+    for (size_t k = 0; k < opencv.size(); ++k) {
+      SCOPED_TRACE(k == 0 ? "first plane" : "chroma");
+      ASSERT_GT(cv::countNonZero(opencv[k]), k == 0 ? 500 : 150) << "the overlay should have drawn something";
+      const auto [opencv_near, device_near] = near_fractions(opencv[k], device[k]);
+      EXPECT_GE(opencv_near, 0.97);
+      EXPECT_GE(device_near, 0.97);
+      EXPECT_EQ(cv::countNonZero(mapped[k] != opencv[k]), 0);
+    }
+  }
+  EXPECT_GT(tested, 0) << "cudaupload gave none of the formats";
+  gst_object_unref(upload);
 }
 
 TEST(GpuSiftMatchElement, CudaBackendGivesTheCpuBackendsMatches) {

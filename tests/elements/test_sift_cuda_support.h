@@ -1,8 +1,12 @@
 // Helpers of the tests of the SIFT elements' CUDA side (test_sift_cuda.cpp,
 // test_sift_cuda_io.cpp): features of frames run through a pipeline,
-// keypoint comparisons with the engine's descriptor tolerance, and caps
-// acceptance by an element's sink pad.
+// keypoint comparisons with the engine's descriptor tolerance, caps
+// acceptance by an element's sink pad, and what an overlay changed.
 #pragma once
+
+#include <cstring>
+#include <utility>
+#include <vector>
 
 #include "test_sift_support.h"
 
@@ -60,6 +64,60 @@ inline bool accepts(const char *factory, const char *caps_string, const char *pr
   gst_object_unref(sink);
   gst_object_unref(e);
   return ok;
+}
+
+// Fractions of `a`'s set pixels with a set pixel of `b` within one pixel
+// (8-neighbourhood), and the other way round.
+inline std::pair<double, double> near_fractions(const cv::Mat &a, const cv::Mat &b) {
+  cv::Mat grown_a, grown_b;
+  const cv::Mat kernel = cv::Mat::ones(3, 3, CV_8U);
+  cv::dilate(a, grown_a, kernel);
+  cv::dilate(b, grown_b, kernel);
+  const double na = cv::countNonZero(a), nb = cv::countNonZero(b);
+  cv::Mat a_near_b, b_near_a;
+  cv::bitwise_and(a, grown_b, a_near_b);
+  cv::bitwise_and(b, grown_a, b_near_a);
+  return {na ? cv::countNonZero(a_near_b) / na : 1.0, nb ? cv::countNonZero(b_near_a) / nb : 1.0};
+}
+
+// What "appsrc ! <middle> ! appsink" changed in a `format` frame of `bgr`
+// (an overlay's marks): [0] the pixels of the first plane, [1] for NV12 and
+// I420 the chroma samples (255 where changed). The frame's own pixels seldom
+// equal a mark's colour (a test picks an unusual one), so the marks show.
+inline std::vector<cv::Mat> overlay_changes(const std::string &middle, GstVideoFormat format, const cv::Mat &bgr) {
+  const int width = bgr.cols, height = bgr.rows;
+  RunResult r = run(middle, frame_caps(format, width, height), {make_frame(bgr, format)});
+  EXPECT_EQ(r.error, "") << middle << ": " << r.everything();
+  const bool yuv420 = format == GST_VIDEO_FORMAT_NV12 || format == GST_VIDEO_FORMAT_I420;
+  std::vector<cv::Mat> masks{cv::Mat::zeros(height, width, CV_8U)};
+  if (yuv420) masks.push_back(cv::Mat::zeros((height + 1) / 2, (width + 1) / 2, CV_8U));
+  if (r.buffers.empty()) return masks;
+  GstBuffer *before = make_frame(bgr, format);
+  GstVideoInfo info;
+  gst_video_info_set_format(&info, format, guint(width), guint(height));
+  GstVideoFrame a, b;
+  EXPECT_TRUE(gst_video_frame_map(&a, &info, before, GST_MAP_READ));
+  EXPECT_TRUE(gst_video_frame_map(&b, &info, r.buffers[0], GST_MAP_READ));
+  // Component k's sample (x, y) in both frames, `bytes` of it.
+  auto differs = [&](int k, int x, int y, int bytes) {
+    auto at = [&](GstVideoFrame &f) {
+      const int start = k == 0 ? GST_VIDEO_FRAME_COMP_POFFSET(&f, k) : 0;  // the first plane's whole pixel
+      return static_cast<const uint8_t *>(GST_VIDEO_FRAME_COMP_DATA(&f, k)) - start +
+             y * GST_VIDEO_FRAME_COMP_STRIDE(&f, k) + x * GST_VIDEO_FRAME_COMP_PSTRIDE(&f, k);
+    };
+    return std::memcmp(at(a), at(b), size_t(bytes)) != 0;
+  };
+  const int bytes = GST_VIDEO_INFO_COMP_PSTRIDE(&info, 0);
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x) masks[0].at<uchar>(y, x) = differs(0, x, y, bytes) ? 255 : 0;
+  if (yuv420)
+    for (int y = 0; y < masks[1].rows; ++y)
+      for (int x = 0; x < masks[1].cols; ++x)
+        masks[1].at<uchar>(y, x) = differs(1, x, y, 1) || differs(2, x, y, 1) ? 255 : 0;
+  gst_video_frame_unmap(&a);
+  gst_video_frame_unmap(&b);
+  gst_buffer_unref(before);
+  return masks;
 }
 
 inline constexpr const char *kDeviceGray =
