@@ -113,6 +113,8 @@ static FrameColour frame_colour(const GstVideoInfo &info, guint rgb) {
   return c;
 }
 
+using Marks = std::vector<gstsift::KeypointMark>;
+
 // The marks of the meta's keypoints in a width x height frame (keypoints
 // found in a frame of another size are scaled to this one).
 static std::vector<gstsift::KeypointMark> marks_of(const GstSiftFeaturesMeta *meta, int width, int height) {
@@ -128,8 +130,7 @@ static std::vector<gstsift::KeypointMark> marks_of(const GstSiftFeaturesMeta *me
 }
 
 // The marks rasterised by OpenCV into `mask` (255 on a mark), as they are drawn on packed frames.
-static void draw_marks(cv::Mat &image, const std::vector<gstsift::KeypointMark> &marks, const cv::Scalar &colour,
-                       int thickness) {
+static void draw_marks(cv::Mat &image, const Marks &marks, const cv::Scalar &colour, int thickness) {
   for (const gstsift::KeypointMark &m : marks) {
     cv::circle(image, cv::Point(m.cx, m.cy), m.radius, colour, thickness, cv::LINE_8);
     if (m.has_line) cv::line(image, cv::Point(m.cx, m.cy), cv::Point(m.tip_x, m.tip_y), colour, thickness, cv::LINE_8);
@@ -137,31 +138,38 @@ static void draw_marks(cv::Mat &image, const std::vector<gstsift::KeypointMark> 
 }
 
 // NV12 and I420 on the CPU: the marks' pixels from one rasterisation into
-// a mask, luma where it is set, chroma on each 2 x 2 sample with a pixel set.
-static void paint_420(GstVideoFrame &frame, const cv::Mat &mask, const FrameColour &c) {
+// a mask, luma where it is set, chroma on each 2 x 2 sample with a pixel set;
+// only the marks' boxes are scanned (OpenCV's thick marks stay within
+// mark_reach of the centre; one pixel more for its rounding).
+static void paint_420(GstVideoFrame &frame, const cv::Mat &mask, const Marks &marks, int thickness,
+                      const FrameColour &c) {
   const int width = GST_VIDEO_FRAME_WIDTH(&frame), height = GST_VIDEO_FRAME_HEIGHT(&frame);
   auto component = [&](int k, int x, int y) {
     return static_cast<uint8_t *>(GST_VIDEO_FRAME_COMP_DATA(&frame, k)) + y * GST_VIDEO_FRAME_COMP_STRIDE(&frame, k) +
            x * GST_VIDEO_FRAME_COMP_PSTRIDE(&frame, k);
   };
-  for (int y = 0; y < height; ++y) {
-    const uint8_t *on = mask.ptr<uint8_t>(y);
-    for (int x = 0; x < width; ++x)
-      if (on[x]) *component(0, x, y) = c.first[0];
+  for (const gstsift::KeypointMark &m : marks) {
+    const int reach = gstsift::mark_reach(m, thickness) + 1;
+    // The box in whole chroma samples (even first pixel), clipped to the frame.
+    const int x0 = std::max(0, m.cx - reach) & ~1, x1 = std::min(width - 1, m.cx + reach);
+    const int y0 = std::max(0, m.cy - reach) & ~1, y1 = std::min(height - 1, m.cy + reach);
+    for (int y = y0; y <= y1; y += 2)
+      for (int x = x0; x <= x1; x += 2) {
+        bool any = false;
+        for (int yy = y; yy < std::min(y + 2, height); ++yy)
+          for (int xx = x; xx < std::min(x + 2, width); ++xx)
+            if (mask.at<uint8_t>(yy, xx)) {
+              *component(0, xx, yy) = c.first[0];
+              any = true;
+            }
+        if (!any) continue;
+        *component(1, x / 2, y / 2) = c.chroma[0];
+        *component(2, x / 2, y / 2) = c.chroma[1];
+      }
   }
-  for (int cy = 0; 2 * cy < height; ++cy)
-    for (int cx = 0; 2 * cx < width; ++cx) {
-      bool on = false;
-      for (int y = 2 * cy; y < std::min(2 * cy + 2, height); ++y)
-        for (int x = 2 * cx; x < std::min(2 * cx + 2, width); ++x) on = on || mask.at<uint8_t>(y, x) != 0;
-      if (!on) continue;
-      *component(1, cx, cy) = c.chroma[0];
-      *component(2, cx, cy) = c.chroma[1];
-    }
 }
 
-static GstFlowReturn draw_on_cpu(GstSiftOverlay *self, GstBuffer *buf, const std::vector<gstsift::KeypointMark> &marks,
-                                 guint rgb, int thickness) {
+static GstFlowReturn draw_on_cpu(GstSiftOverlay *self, GstBuffer *buf, const Marks &marks, guint rgb, int thickness) {
   GstVideoFrame frame;
   if (!gst_video_frame_map(&frame, &self->info, buf, GstMapFlags(GST_MAP_READWRITE))) {
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot map the frame for drawing"),
@@ -176,7 +184,7 @@ static GstFlowReturn draw_on_cpu(GstSiftOverlay *self, GstBuffer *buf, const std
   if (is_420(format)) {
     cv::Mat mask = cv::Mat::zeros(height, width, CV_8UC1);
     draw_marks(mask, marks, cv::Scalar(255), thickness);
-    paint_420(frame, mask, c);
+    paint_420(frame, mask, marks, thickness, c);
   } else {
     const bool gray = format == GST_VIDEO_FORMAT_GRAY8;
     cv::Mat image(height, width, gray ? CV_8UC1 : CV_8UC4, GST_VIDEO_FRAME_PLANE_DATA(&frame, 0),
@@ -233,7 +241,7 @@ static gstsift::DrawTarget device_target(const GstVideoInfo &info, const GstVide
   return target;
 }
 
-static const gstsift::KeypointMark *upload_marks(OverlayGpu &g, const std::vector<gstsift::KeypointMark> &marks) {
+static const gstsift::KeypointMark *upload_marks(OverlayGpu &g, const Marks &marks) {
   return static_cast<const gstsift::KeypointMark *>(
       g.marks.upload(marks.data(), marks.size() * sizeof(gstsift::KeypointMark), g.gpu.stream()));
 }
@@ -250,8 +258,6 @@ static GstMemory *writable_frame_memory(GstBuffer *buf) {
 }
 
 // A frame in our device memory, drawn in place on the element's stream.
-using Marks = std::vector<gstsift::KeypointMark>;
-
 static GstFlowReturn draw_on_device(GstSiftOverlay *self, GstBuffer *buf, const Marks &marks, guint rgb, int thickness) {
   OverlayGpu &g = *self->cuda;
   cs::DeviceGuard guard(g.gpu.device());

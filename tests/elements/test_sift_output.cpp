@@ -267,11 +267,15 @@ TEST(SiftOverlay, DrawsYuvFramesInTheirColorimetry) {
     GstVideoFormat format;
     GstVideoColorRange range;
     GstVideoColorMatrix matrix;
+    int thickness;
+    float x, y, size;  // the keypoint (angle 90 degrees: its line points down)
   };
-  for (const Case c : {Case{GST_VIDEO_FORMAT_NV12, GST_VIDEO_COLOR_RANGE_16_235, GST_VIDEO_COLOR_MATRIX_BT601},
-                       Case{GST_VIDEO_FORMAT_I420, GST_VIDEO_COLOR_RANGE_16_235, GST_VIDEO_COLOR_MATRIX_BT709},
-                       Case{GST_VIDEO_FORMAT_NV12, GST_VIDEO_COLOR_RANGE_0_255, GST_VIDEO_COLOR_MATRIX_BT709},
-                       Case{GST_VIDEO_FORMAT_I420, GST_VIDEO_COLOR_RANGE_0_255, GST_VIDEO_COLOR_MATRIX_BT601}}) {
+  const Case cases[] = {
+      {GST_VIDEO_FORMAT_NV12, GST_VIDEO_COLOR_RANGE_16_235, GST_VIDEO_COLOR_MATRIX_BT601, 1, 60.f, 50.f, 40.f},
+      {GST_VIDEO_FORMAT_I420, GST_VIDEO_COLOR_RANGE_16_235, GST_VIDEO_COLOR_MATRIX_BT709, 1, 60.f, 50.f, 40.f},
+      {GST_VIDEO_FORMAT_NV12, GST_VIDEO_COLOR_RANGE_0_255, GST_VIDEO_COLOR_MATRIX_BT709, 3, 120.f, 92.f, 36.f},
+      {GST_VIDEO_FORMAT_I420, GST_VIDEO_COLOR_RANGE_0_255, GST_VIDEO_COLOR_MATRIX_BT601, 5, 3.f, 97.f, 30.f}};
+  for (const Case &c : cases) {
     GstVideoInfo info;
     gst_video_info_set_format(&info, c.format, width, height);
     info.colorimetry.range = c.range;
@@ -279,42 +283,46 @@ TEST(SiftOverlay, DrawsYuvFramesInTheirColorimetry) {
     GST_VIDEO_INFO_FPS_N(&info) = 30;
     GST_VIDEO_INFO_FPS_D(&info) = 1;
     gchar *name = gst_video_colorimetry_to_string(&info.colorimetry);
-    SCOPED_TRACE(std::string(gst_video_format_to_string(c.format)) + " " + name);
+    SCOPED_TRACE(std::string(gst_video_format_to_string(c.format)) + " " + name + " thickness " +
+                 std::to_string(c.thickness));
     g_free(name);
     const guint colour = 0xff8000;
     const std::array<int, 3> want = converted_yuv(colour, info);
-    // Keypoint at (60, 50), size 40 (radius 20), angle 90 degrees: the line points down (y grows).
-    RunResult r = run("siftoverlay color=0xff8000", gst_video_info_to_caps(&info),
-                      {frame_with_keypoint(c.format, black, 60.f, 50.f, 40.f, 90.f)});
+    RunResult r = run("siftoverlay color=0xff8000 thickness=" + std::to_string(c.thickness),
+                      gst_video_info_to_caps(&info), {frame_with_keypoint(c.format, black, c.x, c.y, c.size, 90.f)});
     ASSERT_EQ(r.error, "") << r.everything();
     ASSERT_EQ(r.buffers.size(), 1u);
-    const std::array<int, 3> blank{0, 128, 128};  // what make_frame stored (black luma, neutral chroma)
     GstVideoFrame frame;
     ASSERT_TRUE(gst_video_frame_map(&frame, &info, r.buffers[0], GST_MAP_READ));
     auto sample = [&](int k, int x, int y) {
       return int(static_cast<const uint8_t *>(GST_VIDEO_FRAME_COMP_DATA(&frame, k))[
           y * GST_VIDEO_FRAME_COMP_STRIDE(&frame, k) + x * GST_VIDEO_FRAME_COMP_PSTRIDE(&frame, k)]);
     };
-    // Pixel (x, y) and its chroma sample hold `yuv` (within one step of the converter's rounding).
-    auto holds = [&](int x, int y, const std::array<int, 3> &yuv) {
-      return std::abs(sample(0, x, y) - yuv[0]) <= 1 && std::abs(sample(1, x / 2, y / 2) - yuv[1]) <= 1 &&
-             std::abs(sample(2, x / 2, y / 2) - yuv[2]) <= 1;
-    };
-    EXPECT_TRUE(holds(40, 50, want));  // on the circle: left, right, top
-    EXPECT_TRUE(holds(80, 50, want));
-    EXPECT_TRUE(holds(60, 30, want));
-    EXPECT_TRUE(holds(60, 65, want));  // the angle line, downwards
-    EXPECT_TRUE(holds(60, 45, blank));  // not upwards, not far away
-    EXPECT_TRUE(holds(5, 5, blank));
-    EXPECT_TRUE(holds(width - 1, height - 1, blank));
+    // Component k's sample (x, y) is the colour's (within one step of the converter's rounding) or blank.
+    auto coloured = [&](int k, int x, int y) { return std::abs(sample(k, x, y) - want[size_t(k)]) <= 1; };
+    auto blank = [&](int k, int x, int y) { return sample(k, x, y) == (k == 0 ? 0 : 128); };  // as make_frame stored
+    // The marks' pixels are OpenCV's rasterisation of the keypoint's circle
+    // (diameter = size) and of its radius along the angle, exactly.
+    const int radius = int(std::lround(c.size / 2)), cx = int(std::lround(c.x)), cy = int(std::lround(c.y));
+    cv::Mat mark = cv::Mat::zeros(height, width, CV_8UC1);
+    cv::circle(mark, cv::Point(cx, cy), radius, cv::Scalar(255), c.thickness, cv::LINE_8);
+    cv::line(mark, cv::Point(cx, cy), cv::Point(cx, cy + radius), cv::Scalar(255), c.thickness, cv::LINE_8);
+    int marked = 0;
+    for (int y = 0; y < height; ++y)
+      for (int x = 0; x < width; ++x) {
+        const bool on = mark.at<uint8_t>(y, x) != 0;
+        marked += on;
+        ASSERT_TRUE(on ? coloured(0, x, y) : blank(0, x, y)) << "pixel " << x << ", " << y;
+      }
+    EXPECT_GT(marked, 50);
     // A chroma sample takes the colour when one of its pixels is on a mark, and only then.
-    for (int cy = 0; 2 * cy < height; ++cy)
-      for (int cx = 0; 2 * cx < width; ++cx) {
+    for (int y = 0; 2 * y < height; ++y)
+      for (int x = 0; 2 * x < width; ++x) {
         bool on = false;
-        for (int y = 2 * cy; y < std::min(2 * cy + 2, height); ++y)
-          for (int x = 2 * cx; x < std::min(2 * cx + 2, width); ++x) on = on || sample(0, x, y) != 0;
-        ASSERT_EQ(sample(1, cx, cy), on ? sample(1, 20, 25) : 128) << "chroma sample " << cx << ", " << cy;
-        ASSERT_EQ(sample(2, cx, cy), on ? sample(2, 20, 25) : 128) << "chroma sample " << cx << ", " << cy;
+        for (int yy = 2 * y; yy < std::min(2 * y + 2, height); ++yy)
+          for (int xx = 2 * x; xx < std::min(2 * x + 2, width); ++xx) on = on || mark.at<uint8_t>(yy, xx) != 0;
+        for (int k = 1; k <= 2; ++k)
+          ASSERT_TRUE(on ? coloured(k, x, y) : blank(k, x, y)) << "chroma " << k << " sample " << x << ", " << y;
       }
     gst_video_frame_unmap(&frame);
   }
