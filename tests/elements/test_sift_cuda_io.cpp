@@ -201,6 +201,13 @@ TEST(GpuSiftNvcodecInput, OverlayDrawsIntoNvcodecMemory) {
   }
 }
 
+TEST(GpuSiftNvcodecInput, OverlayOnOneBranchOfATeeLeavesTheOtherAlone) {
+  CS_REQUIRE_GPU();
+  if (const std::string why = nvcodec_untestable("siftoverlay"); !why.empty()) GTEST_SKIP() << why;
+  expect_other_tee_branch_undrawn("cudaupload ! video/x-raw(memory:CUDAMemory),format=BGRx",
+                                  "cudadownload ! video/x-raw");
+}
+
 TEST(GpuSiftMatchElement, CudaBackendGivesTheCpuBackendsMatches) {
   CS_REQUIRE_GPU();
   const cv::Mat first = textured_bgr(320, 240, cs_test::fresh_seed());

@@ -139,6 +139,33 @@ inline void expect_drawn_alike(const std::vector<cv::Mat> &reference, const std:
   }
 }
 
+// Frames uploaded by `upload` (into device memory), their features found
+// on the device, then a tee: siftoverlay draws on one branch, the other
+// downloads (`download`) and must get the frames undrawn, since both share
+// the device frame and the overlay must draw into a copy of its own.
+inline void expect_other_tee_branch_undrawn(const std::string &upload, const std::string &download) {
+  const cv::Mat bgr = textured_bgr(320, 240, cs_test::fresh_seed());
+  RunResult r = run(upload + " ! sift backend=cuda ! tee name=t "
+                    "t. ! queue ! siftoverlay backend=cuda color=0xff0000 ! fakesink sync=false "
+                    "t. ! queue ! " + download,
+                    frame_caps(GST_VIDEO_FORMAT_BGRx, 320, 240),
+                    {make_frame(bgr, GST_VIDEO_FORMAT_BGRx), make_frame(bgr, GST_VIDEO_FORMAT_BGRx)});
+  ASSERT_EQ(r.error, "") << r.everything();
+  ASSERT_EQ(r.buffers.size(), 2u);
+  GstBuffer *expected = make_frame(bgr, GST_VIDEO_FORMAT_BGRx);
+  GstMapInfo want;
+  ASSERT_TRUE(gst_buffer_map(expected, &want, GST_MAP_READ));
+  for (GstBuffer *b : r.buffers) {
+    GstMapInfo got;
+    ASSERT_TRUE(gst_buffer_map(b, &got, GST_MAP_READ));
+    ASSERT_EQ(got.size, want.size);
+    EXPECT_EQ(std::memcmp(got.data, want.data, want.size), 0) << "the other branch's frame was drawn on";
+    gst_buffer_unmap(b, &got);
+  }
+  gst_buffer_unmap(expected, &want);
+  gst_buffer_unref(expected);
+}
+
 inline constexpr const char *kDeviceGray =
     "video/x-raw(memory:CudaSensing), format=GRAY8, width=64, height=48, framerate=30/1";
 inline constexpr const char *kSystemGray = "video/x-raw, format=GRAY8, width=64, height=48, framerate=30/1";
