@@ -117,15 +117,19 @@ using Marks = std::vector<gstsift::KeypointMark>;
 
 // The marks of the meta's keypoints in a width x height frame (keypoints
 // found in a frame of another size are scaled to this one).
-static std::vector<gstsift::KeypointMark> marks_of(const GstSiftFeaturesMeta *meta, int width, int height) {
+static Marks marks_of(const GstSiftFeaturesMeta *meta, int width, int height) {
   const double sx = meta->image_width ? double(width) / meta->image_width : 1.0;
   const double sy = meta->image_height ? double(height) / meta->image_height : 1.0;
   std::vector<gstsift::KeypointMark> marks;
   marks.reserve(meta->count);
   for (guint i = 0; i < meta->count; ++i) {
     const GstSiftKeypoint &k = meta->keypoints[i];
-    marks.push_back(gstsift::keypoint_mark(k.x, k.y, k.size, k.angle, sx, sy));
+    if (gstsift::keypoint_drawable(k.x, k.y, k.size, sx, sy))
+      marks.push_back(gstsift::keypoint_mark(k.x, k.y, k.size, k.angle, sx, sy));
   }
+  if (marks.size() < meta->count)
+    GST_DEBUG("%zu of %u keypoints have no drawable mark (not finite, or far out of any frame)",
+              size_t(meta->count) - marks.size(), meta->count);
   return marks;
 }
 
@@ -330,8 +334,8 @@ static GstFlowReturn overlay_transform_ip(GstBaseTransform *trans, GstBuffer *bu
   const int thickness = self->thickness;
   GST_OBJECT_UNLOCK(self);
   return gstcs::guard_flow(GST_ELEMENT(self), "Drawing SIFT keypoints", [&] {
-    const std::vector<gstsift::KeypointMark> marks =
-        marks_of(meta, GST_VIDEO_INFO_WIDTH(&self->info), GST_VIDEO_INFO_HEIGHT(&self->info));
+    const Marks marks = marks_of(meta, GST_VIDEO_INFO_WIDTH(&self->info), GST_VIDEO_INFO_HEIGHT(&self->info));
+    if (marks.empty()) return GST_FLOW_OK;  // nothing to draw: the frame is not even mapped
     GstMemory *first = gst_buffer_n_memory(buf) == 1 ? gst_buffer_peek_memory(buf, 0) : nullptr;
     if (self->cuda && gstsift::is_nvcodec_memory(first)) return draw_on_nvcodec(self, buf, marks, rgb, thickness);
     const bool on_device = self->cuda && first && gst_is_cs_memory(first) &&

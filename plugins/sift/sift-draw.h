@@ -22,6 +22,16 @@ struct KeypointMark {
   int has_line;  // 0 when the keypoint has no angle (-1)
 };
 
+// Whether a keypoint (of a frame scaled by (sx, sy) from this one) has a
+// mark to draw: finite, of a size and place that integer pixel arithmetic
+// holds (a meta attached by other code may carry anything).
+inline bool keypoint_drawable(float x, float y, float size, double sx, double sy) {
+  constexpr double kLimit = 1 << 24;  // pixels, far past any frame
+  const double px = x * sx, py = y * sy, radius = 0.5 * size * std::sqrt(sx * sy);
+  return std::isfinite(px) && std::isfinite(py) && std::isfinite(radius) && std::fabs(px) < kLimit &&
+         std::fabs(py) < kLimit && radius < kLimit;
+}
+
 // The mark of a keypoint found in a frame scaled by (sx, sy) from this one.
 inline KeypointMark keypoint_mark(float x, float y, float size, float angle, double sx, double sy) {
   const double px = x * sx, py = y * sy;

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -325,6 +326,43 @@ TEST(SiftOverlay, DrawsYuvFramesInTheirColorimetry) {
           ASSERT_TRUE(on ? coloured(k, x, y) : blank(k, x, y)) << "chroma " << k << " sample " << x << ", " << y;
       }
     gst_video_frame_unmap(&frame);
+  }
+}
+
+// A meta attached by other code may hold keypoints that are not finite or
+// lie far beyond any frame: they are skipped, the others drawn.
+TEST(SiftOverlay, KeypointsWithoutAMarkAreSkipped) {
+  const cv::Mat black(48, 64, CV_8UC3, cv::Scalar::all(0));
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const GstSiftKeypoint unusable[] = {{nan, 10.f, 8.f, 0.f, 0.1f, 0, -1}, {10.f, inf, 8.f, 0.f, 0.1f, 0, -1},
+                                      {10.f, 10.f, 1e30f, 0.f, 0.1f, 0, -1}, {-3e9f, 10.f, 8.f, 0.f, 0.1f, 0, -1},
+                                      {20.f, 20.f, 8.f, nan, 0.1f, 0, -1}};
+  for (GstVideoFormat format : {GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_NV12}) {
+    SCOPED_TRACE(gst_video_format_to_string(format));
+    GstBuffer *buf = make_frame(black, format);
+    GstSiftFeaturesMeta *m = gst_buffer_add_sift_features_meta(buf, 64, 48, G_N_ELEMENTS(unusable),
+                                                               GST_SIFT_DESCRIPTOR_OPENCV, 128);
+    std::copy(std::begin(unusable), std::end(unusable), m->keypoints);
+    RunResult r = run("siftoverlay", frame_caps(format, 64, 48), {buf});
+    ASSERT_EQ(r.error, "") << r.everything();
+    ASSERT_EQ(r.buffers.size(), 1u);
+    // Only the last keypoint (NaN angle: a circle without a line) is drawn: around (20, 20), radius 4.
+    GstVideoFrame frame;
+    GstVideoInfo info;
+    gst_video_info_set_format(&info, format, 64, 48);
+    ASSERT_TRUE(gst_video_frame_map(&frame, &info, r.buffers[0], GST_MAP_READ));
+    int drawn = 0, far = 0;
+    for (int y = 0; y < 48; ++y)
+      for (int x = 0; x < 64; ++x) {
+        const uint8_t *p = static_cast<const uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&frame, 0)) +
+                           y * GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0) + x * GST_VIDEO_FRAME_COMP_PSTRIDE(&frame, 0);
+        const bool on = p[0] != 0 || (format == GST_VIDEO_FORMAT_RGBA && p[1] != 0);  // luma, or red and green
+        drawn += on;
+        far += on && std::hypot(x - 20, y - 20) > 6.0;
+      }
+    gst_video_frame_unmap(&frame);
+    EXPECT_GT(drawn, 10);
+    EXPECT_EQ(far, 0);
   }
 }
 
