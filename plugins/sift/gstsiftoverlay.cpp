@@ -262,7 +262,8 @@ static GstMemory *writable_frame_memory(GstBuffer *buf) {
 }
 
 // A frame in our device memory, drawn in place on the element's stream.
-static GstFlowReturn draw_on_device(GstSiftOverlay *self, GstBuffer *buf, const Marks &marks, guint rgb, int thickness) {
+static GstFlowReturn draw_on_device(GstSiftOverlay *self, GstBuffer *buf, const Marks &marks, guint rgb,
+                                    int thickness) {
   OverlayGpu &g = *self->cuda;
   cs::DeviceGuard guard(g.gpu.device());
   GstMemory *mem = writable_frame_memory(buf);
