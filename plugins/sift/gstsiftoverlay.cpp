@@ -57,6 +57,7 @@ struct _GstSiftOverlay {
   GstVideoInfo info;
   gboolean have_info;
   OverlayGpu *cuda;  // NULL on the CPU backend
+  cv::Mat *nv_mask;  // NV12/I420 on the CPU: the marks' mask, kept from frame to frame (all zero between frames)
 };
 
 G_DEFINE_TYPE(GstSiftOverlay, gst_sift_overlay, GST_TYPE_CS_BASE_TRANSFORM)
@@ -120,7 +121,7 @@ using Marks = std::vector<gstsift::KeypointMark>;
 static Marks marks_of(const GstSiftFeaturesMeta *meta, int width, int height) {
   const double sx = meta->image_width ? double(width) / meta->image_width : 1.0;
   const double sy = meta->image_height ? double(height) / meta->image_height : 1.0;
-  std::vector<gstsift::KeypointMark> marks;
+  Marks marks;
   marks.reserve(meta->count);
   for (guint i = 0; i < meta->count; ++i) {
     const GstSiftKeypoint &k = meta->keypoints[i];
@@ -133,7 +134,8 @@ static Marks marks_of(const GstSiftFeaturesMeta *meta, int width, int height) {
   return marks;
 }
 
-// The marks rasterised by OpenCV into `mask` (255 on a mark), as they are drawn on packed frames.
+// The marks rasterised by OpenCV into `image` in `colour`: a packed frame
+// itself, or the mask of an NV12 or I420 frame.
 static void draw_marks(cv::Mat &image, const Marks &marks, const cv::Scalar &colour, int thickness) {
   for (const gstsift::KeypointMark &m : marks) {
     cv::circle(image, cv::Point(m.cx, m.cy), m.radius, colour, thickness, cv::LINE_8);
@@ -144,9 +146,9 @@ static void draw_marks(cv::Mat &image, const Marks &marks, const cv::Scalar &col
 // NV12 and I420 on the CPU: the marks' pixels from one rasterisation into
 // a mask, luma where it is set, chroma on each 2 x 2 sample with a pixel set;
 // only the marks' boxes are scanned (OpenCV's thick marks stay within
-// mark_reach of the centre; one pixel more for its rounding).
-static void paint_420(GstVideoFrame &frame, const cv::Mat &mask, const Marks &marks, int thickness,
-                      const FrameColour &c) {
+// mark_reach of the centre; one pixel more for its rounding), and cleared
+// again for the next frame.
+static void paint_420(GstVideoFrame &frame, cv::Mat &mask, const Marks &marks, int thickness, const FrameColour &c) {
   const int width = GST_VIDEO_FRAME_WIDTH(&frame), height = GST_VIDEO_FRAME_HEIGHT(&frame);
   auto component = [&](int k, int x, int y) {
     return static_cast<uint8_t *>(GST_VIDEO_FRAME_COMP_DATA(&frame, k)) + y * GST_VIDEO_FRAME_COMP_STRIDE(&frame, k) +
@@ -171,6 +173,12 @@ static void paint_420(GstVideoFrame &frame, const cv::Mat &mask, const Marks &ma
         *component(2, x / 2, y / 2) = c.chroma[1];
       }
   }
+  for (const gstsift::KeypointMark &m : marks) {
+    const int reach = gstsift::mark_reach(m, thickness) + 1;
+    const int x0 = std::max(0, m.cx - reach), x1 = std::min(width - 1, m.cx + reach);
+    const int y0 = std::max(0, m.cy - reach), y1 = std::min(height - 1, m.cy + reach);
+    if (x0 <= x1 && y0 <= y1) mask(cv::Rect(x0, y0, x1 - x0 + 1, y1 - y0 + 1)).setTo(0);
+  }
 }
 
 static GstFlowReturn draw_on_cpu(GstSiftOverlay *self, GstBuffer *buf, const Marks &marks, guint rgb, int thickness) {
@@ -186,7 +194,8 @@ static GstFlowReturn draw_on_cpu(GstSiftOverlay *self, GstBuffer *buf, const Mar
   const FrameColour c = frame_colour(self->info, rgb);
   const int width = GST_VIDEO_FRAME_WIDTH(&frame), height = GST_VIDEO_FRAME_HEIGHT(&frame);
   if (is_420(format)) {
-    cv::Mat mask = cv::Mat::zeros(height, width, CV_8UC1);
+    cv::Mat &mask = *self->nv_mask;
+    if (mask.rows != height || mask.cols != width) mask = cv::Mat::zeros(height, width, CV_8UC1);
     draw_marks(mask, marks, cv::Scalar(255), thickness);
     paint_420(frame, mask, marks, thickness, c);
   } else {
@@ -369,6 +378,7 @@ static gboolean overlay_stop(GstCsBaseTransform *base) {
   delete self->cuda;  // waits for its stream
   self->cuda = nullptr;
   self->have_info = FALSE;
+  *self->nv_mask = cv::Mat();
   return TRUE;
 }
 
@@ -396,8 +406,14 @@ static void overlay_get_property(GObject *object, guint prop_id, GValue *value, 
   GST_OBJECT_UNLOCK(self);
 }
 
+static void overlay_finalize(GObject *object) {
+  delete GST_SIFT_OVERLAY(object)->nv_mask;
+  G_OBJECT_CLASS(gst_sift_overlay_parent_class)->finalize(object);
+}
+
 static void gst_sift_overlay_class_init(GstSiftOverlayClass *klass) {
   GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  gobject_class->finalize = overlay_finalize;
   gobject_class->set_property = overlay_set_property;
   gobject_class->get_property = overlay_get_property;
   const auto flags = GParamFlags(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);
@@ -435,5 +451,6 @@ static void gst_sift_overlay_init(GstSiftOverlay *self) {
   self->thickness = 1;
   self->have_info = FALSE;
   self->cuda = nullptr;
+  self->nv_mask = new cv::Mat();
   gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
 }

@@ -366,6 +366,36 @@ TEST(SiftOverlay, KeypointsWithoutAMarkAreSkipped) {
   }
 }
 
+// The NV12/I420 CPU path keeps its mask from frame to frame: each frame
+// must show its own marks only, also where the next frame's marks' boxes
+// cover the last frame's marks.
+TEST(SiftOverlay, EachYuvFrameGetsOnlyItsOwnMarks) {
+  const cv::Mat black(96, 128, CV_8UC3, cv::Scalar::all(0));
+  struct Mark {
+    int x, y, radius;
+  };
+  const Mark marks[] = {{30, 24, 10}, {36, 30, 24}, {96, 70, 10}};  // the second's box covers the first
+  for (GstVideoFormat format : {GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_I420}) {
+    SCOPED_TRACE(gst_video_format_to_string(format));
+    std::vector<GstBuffer *> frames;
+    for (const Mark &m : marks)
+      frames.push_back(frame_with_keypoint(format, black, float(m.x), float(m.y), 2.f * m.radius, 90.f));
+    RunResult r = run("siftoverlay thickness=3", frame_caps(format, 128, 96), frames);
+    ASSERT_EQ(r.error, "") << r.everything();
+    ASSERT_EQ(r.buffers.size(), 3u);
+    for (size_t f = 0; f < 3; ++f) {
+      SCOPED_TRACE("frame " + std::to_string(f));
+      const cv::Mat luma = pixels(r.buffers[f], GST_VIDEO_FORMAT_GRAY8, 128, 96) != 0;  // plane 0
+      cv::Mat want = cv::Mat::zeros(96, 128, CV_8UC1);
+      const cv::Point centre(marks[f].x, marks[f].y);
+      cv::circle(want, centre, marks[f].radius, cv::Scalar(255), 3, cv::LINE_8);
+      cv::line(want, centre, centre + cv::Point(0, marks[f].radius), cv::Scalar(255), 3, cv::LINE_8);
+      EXPECT_GT(cv::countNonZero(want), 30);
+      EXPECT_EQ(cv::countNonZero(luma != want), 0) << "pixels not of this frame's mark";
+    }
+  }
+}
+
 TEST(SiftOverlay, FramesWithoutMetaPassUnchanged) {
   const cv::Mat bgr = textured_bgr(64, 48, 5);
   RunResult r = run("siftoverlay", frame_caps(GST_VIDEO_FORMAT_RGBA, 64, 48), {make_frame(bgr, GST_VIDEO_FORMAT_RGBA)});
