@@ -7,8 +7,8 @@
 # 1280x720 H.264 clip is made first (nvh264enc, x264enc or openh264enc).
 #
 # nvh264dec hands its NV12 frames to sift in memory:CUDAMemory (nvcodec's CUDA
-# memory): no copy through the host. sift copies the Y plane on the device
-# into its own memory (nvcodec's memory is in nvcodec's own CUDA context) and
+# memory, allocated in the CUDA context sift offers it): no copy through the
+# host. sift copies the Y plane on the device into its own memory and
 # passes the frame on unchanged; siftoverlay draws into it on the device, and
 # only then is it downloaded (cudadownload) for the JPEG encoder. A build of
 # the plugin without gstreamer-cuda-1.0 does not take

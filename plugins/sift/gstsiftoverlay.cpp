@@ -354,6 +354,14 @@ static GstFlowReturn overlay_transform_ip(GstBaseTransform *trans, GstBuffer *bu
   });
 }
 
+// nvcodec's elements next to it are offered our CUDA context (sift-nvcodec.h).
+static gboolean overlay_query(GstBaseTransform *trans, GstPadDirection direction, GstQuery *query) {
+  auto *self = GST_SIFT_OVERLAY(trans);
+  if (self->cuda && gstsift::answer_cuda_context_query(GST_ELEMENT(self), query, self->cuda->gpu.device()))
+    return TRUE;
+  return GST_BASE_TRANSFORM_CLASS(gst_sift_overlay_parent_class)->query(trans, direction, query);
+}
+
 static gboolean overlay_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *) {
   auto *self = GST_SIFT_OVERLAY(trans);
   self->have_info = gst_video_info_from_caps(&self->info, incaps);
@@ -439,6 +447,7 @@ static void gst_sift_overlay_class_init(GstSiftOverlayClass *klass) {
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
   trans_class->transform_ip = overlay_transform_ip;
   trans_class->set_caps = overlay_set_caps;
+  trans_class->query = overlay_query;
   trans_class->passthrough_on_same_caps = FALSE;
   GstCsBaseTransformClass *cs_class = GST_CS_BASE_TRANSFORM_CLASS(klass);
   cs_class->start_backend = overlay_start;

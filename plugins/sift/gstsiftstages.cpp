@@ -228,6 +228,19 @@ static gboolean pyramid_stop(GstCsBaseTransform *base) {
   return TRUE;
 }
 
+// nvcodec's elements before it (decoders, cudaupload) are offered our CUDA
+// context (sift-nvcodec.h).
+static gboolean pyramid_query(GstBaseTransform *trans, GstPadDirection direction, GstQuery *query) {
+  auto *self = GST_SIFT_PYRAMID(trans);
+  GST_OBJECT_LOCK(self);
+  const bool started = self->pool != nullptr;
+  GST_OBJECT_UNLOCK(self);
+  if (started && gstsift::answer_cuda_context_query(GST_ELEMENT(self), query,
+                                                    gst_cs_base_transform_get_device_id(GST_CS_BASE_TRANSFORM(self))))
+    return TRUE;
+  return GST_BASE_TRANSFORM_CLASS(gst_sift_pyramid_parent_class)->query(trans, direction, query);
+}
+
 static gboolean pyramid_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *) {
   auto *self = GST_SIFT_PYRAMID(trans);
   if (!gst_video_info_from_caps(&self->info, incaps) || GST_VIDEO_INFO_WIDTH(&self->info) <= 0 ||
@@ -323,6 +336,7 @@ static void gst_sift_pyramid_class_init(GstSiftPyramidClass *klass) {
   trans_class->set_caps = pyramid_set_caps;
   trans_class->transform_ip = pyramid_transform_ip;
   trans_class->sink_event = pyramid_sink_event;
+  trans_class->query = pyramid_query;
   trans_class->passthrough_on_same_caps = FALSE;
   GstCsBaseTransformClass *cs_class = GST_CS_BASE_TRANSFORM_CLASS(klass);
   cs_class->start_backend = pyramid_start;

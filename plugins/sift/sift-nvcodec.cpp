@@ -8,9 +8,14 @@
 #if CS_SIFT_NVCODEC
 #include <cuda.h>  // driver API types only: the functions come through the runtime's entry points
 #include <cuda_runtime_api.h>
+#include <gst/cuda/gstcudacontext.h>
+#include <gst/cuda/gstcudaloader.h>
 #include <gst/cuda/gstcudamemory.h>
+#include <gst/cuda/gstcudautils.h>
 
 #include <cstdint>
+#include <map>
+#include <mutex>
 
 #include "common/cuda_check.h"
 #endif
@@ -61,12 +66,14 @@ Function driver_function(const char *symbol) {
 struct DriverCalls {
   CUresult (*get_current_context)(CUcontext *);
   CUresult (*copy_between_contexts_async)(const CUDA_MEMCPY3D_PEER *, CUstream);
+  CUresult (*get_device)(CUdevice *, int);
 };
 
 const DriverCalls &driver() {
   static const DriverCalls calls{
       driver_function<CUresult (*)(CUcontext *)>("cuCtxGetCurrent"),
-      driver_function<CUresult (*)(const CUDA_MEMCPY3D_PEER *, CUstream)>("cuMemcpy3DPeerAsync")};
+      driver_function<CUresult (*)(const CUDA_MEMCPY3D_PEER *, CUstream)>("cuMemcpy3DPeerAsync"),
+      driver_function<CUresult (*)(CUdevice *, int)>("cuDeviceGet")};
   return calls;
 }
 
@@ -77,7 +84,40 @@ void check_driver(CUresult result, const char *what) {
 
 CUdeviceptr device_address(const void *p) { return CUdeviceptr(reinterpret_cast<uintptr_t>(p)); }
 
+// Our primary context of `device` as a GstCudaContext, made once per device
+// and kept for the process (the primary context outlives every element).
+GstCudaContext *primary_context(int device) {
+  static std::mutex made_lock;
+  static std::map<int, GstCudaContext *> made;
+  std::lock_guard<std::mutex> lock(made_lock);
+  if (GstCudaContext *known = made[device]) return known;
+  if (!gst_cuda_load_library()) throw std::runtime_error("gstreamer-cuda cannot load the CUDA driver library");
+  cs::DeviceGuard guard(device);
+  cs::check_cuda(cudaFree(nullptr), "cudaFree (making the primary context current)");
+  CUcontext context = nullptr;
+  check_driver(driver().get_current_context(&context), "cuCtxGetCurrent");
+  CUdevice handle = 0;
+  check_driver(driver().get_device(&handle, device), "cuDeviceGet");
+  GstCudaContext *wrapped = gst_cuda_context_new_wrapped(context, handle);
+  if (!wrapped)
+    throw std::runtime_error("gstreamer-cuda cannot wrap the CUDA context of device " + std::to_string(device));
+  made[device] = wrapped;
+  return wrapped;
+}
+
 }  // namespace
+
+bool answer_cuda_context_query(GstElement *element, GstQuery *query, int device) {
+  if (GST_QUERY_TYPE(query) != GST_QUERY_CONTEXT) return false;
+  const gchar *type = nullptr;
+  if (!gst_query_parse_context_type(query, &type) || g_strcmp0(type, GST_CUDA_CONTEXT_TYPE) != 0) return false;
+  try {
+    return gst_cuda_handle_context_query(element, query, primary_context(device));
+  } catch (const std::exception &e) {
+    GST_WARNING_OBJECT(element, "not offering a CUDA context to nvcodec: %s", e.what());
+    return false;
+  }
+}
 
 void copy_rows_between_contexts_async(void *dst, size_t dst_pitch, void *dst_context, const void *src,
                                       size_t src_pitch, void *src_context, size_t row_bytes, int rows,
@@ -113,6 +153,8 @@ NvcodecFrame::NvcodecFrame(GstMemory *mem, int, GstMapFlags) : mem_(mem) {
 }
 
 NvcodecFrame::~NvcodecFrame() = default;
+
+bool answer_cuda_context_query(GstElement *, GstQuery *, int) { return false; }
 
 void copy_rows_between_contexts_async(void *, size_t, void *, const void *, size_t, void *, size_t, int,
                                       cs::StreamHandle) {

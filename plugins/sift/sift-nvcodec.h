@@ -3,13 +3,14 @@
 // (CS_SIFT_NVCODEC=1); otherwise the caps are not offered and no memory is
 // nvcodec's.
 //
-// GStreamer 1.22's GstCudaMemory lives in nvcodec's own CUDA context (made
-// with cuCtxCreate), not the CUDA runtime's primary context our engine runs
-// in, and a kernel may not read another context's allocation. A copy
-// between contexts may (cuMemcpy3DPeerAsync): the elements copy plane 0
-// device-to-device into their own memory on their stream (no trip through
-// the host; a 1080p luma plane is 2 MB), then run as on their own device
-// memory. 1.22's memory has
+// GStreamer 1.22's GstCudaMemory lives in the CUDA context its element
+// holds: nvcodec's own (made with cuCtxCreate) unless a neighbour offered
+// one (answer_cuda_context_query: ours, the CUDA runtime's primary context
+// our engine runs in). A kernel may not read another context's allocation;
+// a copy between contexts may (cuMemcpy3DPeerAsync). The elements copy
+// plane 0 device-to-device into their own memory on their stream (no trip
+// through the host; a 1080p luma plane is 2 MB), then run as on their own
+// device memory; in one context that copy costs no context switch. 1.22's memory has
 // no stream or fence to wait on: nvcodec finishes its writes before it
 // pushes a frame, and mapping it for CUDA reads uploads any pending host
 // writes synchronously.
@@ -77,6 +78,16 @@ class NvcodecFrame {
   void *context_ = nullptr;
   uint8_t *data_ = nullptr;
 };
+
+// Answers `query` (true) when it asks for a GST_CUDA_CONTEXT_TYPE context:
+// with our CUDA runtime's primary context of `device`, wrapped for
+// nvcodec. nvcodec's elements ask their neighbours for one before they make
+// their own (decoders, cudaupload); given ours, they allocate their memory
+// in it, and reading or drawing into their frames then needs no switch
+// between two contexts on the GPU (about half a millisecond a frame when
+// each side has work queued). False for other queries and in builds
+// without gstcuda.
+bool answer_cuda_context_query(GstElement *element, GstQuery *query, int device);
 
 // Enqueues on `stream` (of the current context) a copy of `rows` rows of
 // `row_bytes` from `src` to `dst`, device memory of the CUcontexts

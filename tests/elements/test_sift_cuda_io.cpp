@@ -5,6 +5,7 @@
 // matcher (the same matches as its CPU backend). CPU tests check the caps and
 // the refusals without a device; Gpu* suites skip without one (and the
 // nvcodec ones without nvcodec's cudaupload).
+#include <gst/check/gstharness.h>
 #include <gtest/gtest.h>
 
 #include <opencv2/imgproc.hpp>
@@ -206,6 +207,35 @@ TEST(GpuSiftNvcodecInput, OverlayOnOneBranchOfATeeLeavesTheOtherAlone) {
   if (const std::string why = nvcodec_untestable("siftoverlay"); !why.empty()) GTEST_SKIP() << why;
   expect_other_tee_branch_undrawn("cudaupload ! video/x-raw(memory:CUDAMemory),format=BGRx",
                                   "cudadownload ! video/x-raw");
+}
+
+// sift, siftpyramid and siftoverlay on the CUDA backend answer nvcodec's
+// question for a CUDA context (a decoder's or cudaupload's, before they make
+// their own) with their device's, so that nvcodec allocates its frames in
+// the context our kernels run in; on the CPU backend they leave it unanswered.
+TEST(GpuSiftNvcodecInput, ElementsOfferTheirCudaContext) {
+  CS_REQUIRE_GPU();
+  if (const std::string why = nvcodec_untestable("sift"); !why.empty()) GTEST_SKIP() << why;
+  for (const char *element : {"sift backend=cuda", "siftpyramid", "siftoverlay backend=cuda", "sift backend=cpu",
+                              "siftoverlay backend=cpu"}) {
+    SCOPED_TRACE(element);
+    const bool cuda = std::string(element).find("cpu") == std::string::npos;
+    GstHarness *h = gst_harness_new_parse(element);
+    gst_harness_play(h);
+    GstQuery *query = gst_query_new_context("gst.cuda.context");
+    EXPECT_EQ(bool(gst_pad_peer_query(h->srcpad, query)), cuda);
+    GstContext *context = nullptr;
+    gst_query_parse_context(query, &context);
+    if (cuda) {
+      ASSERT_NE(context, nullptr);
+      EXPECT_STREQ(gst_context_get_context_type(context), "gst.cuda.context");
+      guint device = 99;
+      EXPECT_TRUE(gst_structure_get_uint(gst_context_get_structure(context), "cuda-device-id", &device));
+      EXPECT_EQ(device, 0u);
+    }
+    gst_query_unref(query);
+    gst_harness_teardown(h);
+  }
 }
 
 TEST(GpuSiftMatchElement, CudaBackendGivesTheCpuBackendsMatches) {
