@@ -154,13 +154,17 @@ static void paint_420(GstVideoFrame &frame, cv::Mat &mask, const Marks &marks, i
     return static_cast<uint8_t *>(GST_VIDEO_FRAME_COMP_DATA(&frame, k)) + y * GST_VIDEO_FRAME_COMP_STRIDE(&frame, k) +
            x * GST_VIDEO_FRAME_COMP_PSTRIDE(&frame, k);
   };
-  for (const gstsift::KeypointMark &m : marks) {
+  // A mark's box in whole chroma samples (even first pixel), clipped to the frame (empty: none).
+  auto box = [&](const gstsift::KeypointMark &m) {
     const int reach = gstsift::mark_reach(m, thickness) + 1;
-    // The box in whole chroma samples (even first pixel), clipped to the frame.
     const int x0 = std::max(0, m.cx - reach) & ~1, x1 = std::min(width - 1, m.cx + reach);
     const int y0 = std::max(0, m.cy - reach) & ~1, y1 = std::min(height - 1, m.cy + reach);
-    for (int y = y0; y <= y1; y += 2)
-      for (int x = x0; x <= x1; x += 2) {
+    return cv::Rect(x0, y0, std::max(0, x1 - x0 + 1), std::max(0, y1 - y0 + 1));
+  };
+  for (const gstsift::KeypointMark &m : marks) {
+    const cv::Rect b = box(m);
+    for (int y = b.y; y < b.y + b.height; y += 2)
+      for (int x = b.x; x < b.x + b.width; x += 2) {
         bool any = false;
         for (int yy = y; yy < std::min(y + 2, height); ++yy)
           for (int xx = x; xx < std::min(x + 2, width); ++xx)
@@ -173,12 +177,8 @@ static void paint_420(GstVideoFrame &frame, cv::Mat &mask, const Marks &marks, i
         *component(2, x / 2, y / 2) = c.chroma[1];
       }
   }
-  for (const gstsift::KeypointMark &m : marks) {
-    const int reach = gstsift::mark_reach(m, thickness) + 1;
-    const int x0 = std::max(0, m.cx - reach), x1 = std::min(width - 1, m.cx + reach);
-    const int y0 = std::max(0, m.cy - reach), y1 = std::min(height - 1, m.cy + reach);
-    if (x0 <= x1 && y0 <= y1) mask(cv::Rect(x0, y0, x1 - x0 + 1, y1 - y0 + 1)).setTo(0);
-  }
+  for (const gstsift::KeypointMark &m : marks)
+    if (const cv::Rect b = box(m); !b.empty()) mask(b).setTo(0);
 }
 
 static GstFlowReturn draw_on_cpu(GstSiftOverlay *self, GstBuffer *buf, const Marks &marks, guint rgb, int thickness) {
