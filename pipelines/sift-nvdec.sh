@@ -8,9 +8,9 @@
 #
 # nvh264dec hands its NV12 frames to sift in memory:CUDAMemory (nvcodec's CUDA
 # memory, allocated in the CUDA context sift offers it): no copy through the
-# host. sift copies the Y plane on the device into its own memory and
-# passes the frame on unchanged; siftoverlay draws into it on the device, and
-# only then is it downloaded (cudadownload) for the JPEG encoder. A build of
+# host. sift reads the Y plane where it is and passes the frame on
+# unchanged; siftoverlay draws into it on the device, and only then is it
+# downloaded (cudadownload) for the JPEG encoder. A build of
 # the plugin without gstreamer-cuda-1.0 does not take
 # memory:CUDAMemory: then the decoder downloads and sift uploads (one copy
 # through the host per frame).

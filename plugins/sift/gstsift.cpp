@@ -4,7 +4,8 @@
  * Backends: CUDA runs cs::sift::CudaSift (pyramid, detection, description)
  * on the element's stream, reading the frame where it is (system memory is
  * uploaded, the project's device memory read in place, nvcodec's
- * memory:CUDAMemory copied on the device: sift-nvcodec.h) and downloading the
+ * memory:CUDAMemory read in place when nvcodec took our CUDA context, else
+ * copied on the device: sift-nvcodec.h) and downloading the
  * results once per frame; the CPU backend runs OpenCV's cv::SIFT. Both take
  * the luma: the Y plane of NV12/I420, GRAY8 as is, OpenCV's BT.601
  * RGB-to-gray for RGBA/BGRA/BGRx (on the device for CUDA, sift-luma.h). The

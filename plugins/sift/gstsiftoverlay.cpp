@@ -9,7 +9,8 @@
  * Where it draws: on the CUDA backend, a frame in the project's device memory
  * (memory:CudaSensing) is drawn on the device, on the element's stream, and
  * stays there, and so is one in nvcodec's memory:CUDAMemory (NVDEC decoders,
- * cudaupload; through a device copy in our context, sift-nvcodec.h), so that
+ * cudaupload; in place when nvcodec took our CUDA context, else through a
+ * device copy in ours, sift-nvcodec.h), so that
  * decode -> sift -> siftoverlay -> encode stays on the GPU; every other frame
  * is drawn on the CPU with OpenCV's
  * cv::circle / cv::line (a device frame on the CPU backend is downloaded by
@@ -47,6 +48,7 @@ struct OverlayGpu {
   gstcs::ElementGpu gpu;
   cs::ParameterUploader marks;
   gstcs::DeviceScratch nvcodec_copy{gpu};
+  int nvcodec_in_place = -1;  // whether the last frame in nvcodec's memory was drawn in place (logged on change)
 };
 }  // namespace
 
@@ -287,10 +289,11 @@ static GstFlowReturn draw_on_device(GstSiftOverlay *self, GstBuffer *buf, const 
   return GST_FLOW_OK;
 }
 
-// A frame in nvcodec's memory (another CUDA context, which our kernels may
-// not touch): copied into our memory on the device, drawn there and copied
-// back, in its own layout; the stream is waited for, since 1.22's memory
-// has no fence for the next element to wait on.
+// A frame in nvcodec's memory: drawn where it is when nvcodec allocated it
+// in our CUDA context; in another context (which our kernels may not touch)
+// copied into our memory on the device, drawn there and copied back, in its
+// own layout. The stream is waited for, since 1.22's memory has no fence for
+// the next element to wait on.
 static GstFlowReturn draw_on_nvcodec(GstSiftOverlay *self, GstBuffer *buf, const Marks &marks, guint rgb,
                                      int thickness) {
   OverlayGpu &g = *self->cuda;
@@ -304,6 +307,18 @@ static GstFlowReturn draw_on_nvcodec(GstSiftOverlay *self, GstBuffer *buf, const
                              std::to_string(GST_VIDEO_INFO_WIDTH(&layout)) + "x" +
                              std::to_string(GST_VIDEO_INFO_HEIGHT(&layout)) + ", not what the caps say");
   const cs::StreamHandle stream = g.gpu.stream();
+  const bool in_place = frame.in_our_context();
+  if (g.nvcodec_in_place != int(in_place)) {
+    g.nvcodec_in_place = int(in_place);
+    GST_INFO_OBJECT(self, "frames in nvcodec's memory: %s",
+                    in_place ? "drawn in place (our CUDA context)" : "drawn in a copy (another CUDA context)");
+  }
+  if (in_place) {
+    gstsift::draw_marks_async(device_target(layout, nullptr, frame.data(), frame.size(), rgb, thickness),
+                              upload_marks(g, marks), int(marks.size()), stream);
+    g.gpu.synchronize();
+    return GST_FLOW_OK;
+  }
   auto *copy = static_cast<uint8_t *>(g.nvcodec_copy.reserve(frame.size()));
   // Each plane's rows, whole strides, in both directions.
   auto copy_planes = [&](bool back) {

@@ -17,6 +17,14 @@ GST_DEBUG_CATEGORY_STATIC(gst_sift_cuda_debug);
 
 namespace gstsift {
 
+static void init_debug_category() {
+  static gsize category_once = 0;
+  if (g_once_init_enter(&category_once)) {
+    GST_DEBUG_CATEGORY_INIT(gst_sift_cuda_debug, "siftcuda", 0, "CUDA SIFT engines and results");
+    g_once_init_leave(&category_once, 1);
+  }
+}
+
 static_assert(int(sift_cpu::DescriptorFormat::opencv) == GST_SIFT_DESCRIPTOR_OPENCV &&
                   int(sift_cpu::DescriptorFormat::float32) == GST_SIFT_DESCRIPTOR_FLOAT &&
                   int(sift_cpu::DescriptorFormat::rootsift) == GST_SIFT_DESCRIPTOR_ROOTSIFT,
@@ -64,6 +72,24 @@ static PlaneLayout plane0_layout(GstBuffer *frame, const GstVideoInfo &info) {
   return l;
 }
 
+// Plane 0 of a frame in nvcodec's memory, in that memory's own layout;
+// throws when it holds less than a frame of `info`.
+static PlaneLayout nvcodec_plane0_layout(const NvcodecFrame &source, const GstVideoInfo &info) {
+  const int w = GST_VIDEO_INFO_WIDTH(&info), h = GST_VIDEO_INFO_HEIGHT(&info);
+  PlaneLayout l{};
+  l.packed = is_packed_rgb(GST_VIDEO_INFO_FORMAT(&info));
+  l.offset = GST_VIDEO_INFO_PLANE_OFFSET(&source.info(), 0);
+  l.stride = size_t(GST_VIDEO_INFO_PLANE_STRIDE(&source.info(), 0));
+  const size_t row = (l.packed ? 4 : 1) * size_t(w);
+  l.bytes = l.stride * size_t(h - 1) + row;
+  const int height = GST_VIDEO_INFO_HEIGHT(&source.info());
+  if (l.stride < row || height < h || l.offset + l.bytes > source.size())
+    throw std::runtime_error("nvcodec's CUDA memory holds a plane of " + std::to_string(height) + " rows of " +
+                             std::to_string(l.stride) + " bytes, too small for a " + std::to_string(w) + "x" +
+                             std::to_string(h) + " " + GST_VIDEO_INFO_NAME(&info) + " frame");
+  return l;
+}
+
 // Plane 0 of a frame copied out of nvcodec's memory: rows packed, at offset 0.
 static PlaneLayout nvcodec_copy_layout(const GstVideoInfo &info) {
   PlaneLayout l{};
@@ -82,33 +108,50 @@ cs::sift::DeviceImage CudaEngine::luma_of(const uint8_t *plane, const PlaneLayou
   return {luma, size_t(w), w, h, cs::sift::PixelType::u8};
 }
 
-const uint8_t *CudaEngine::copy_nvcodec_plane(GstMemory *mem, const PlaneLayout &layout, const GstVideoInfo &info) {
-  const int w = GST_VIDEO_INFO_WIDTH(&info), h = GST_VIDEO_INFO_HEIGHT(&info);
-  const size_t row = layout.stride;  // rows packed: the pixels' bytes
-  NvcodecFrame source(mem, gpu_.device(), GST_MAP_READ);
-  const size_t stride = size_t(GST_VIDEO_INFO_PLANE_STRIDE(&source.info(), 0));
-  const int height = GST_VIDEO_INFO_HEIGHT(&source.info());
-  if (stride < row || height < h)
-    throw std::runtime_error("nvcodec's CUDA memory holds a plane of " + std::to_string(height) + " rows of " +
-                             std::to_string(stride) + " bytes, too small for a " + std::to_string(w) + "x" +
-                             std::to_string(h) + " " + GST_VIDEO_INFO_NAME(&info) + " frame");
-  void *plane = nvcodec_plane_.reserve(layout.bytes);
-  copy_rows_between_contexts_async(plane, row, nullptr, source.data() + GST_VIDEO_INFO_PLANE_OFFSET(&source.info(), 0),
-                                   stride, source.context(), row, h, gpu_.stream());
+const uint8_t *CudaEngine::copy_nvcodec_plane(const NvcodecFrame &source, const PlaneLayout &from,
+                                              const PlaneLayout &to, int rows) {
+  void *plane = nvcodec_plane_.reserve(to.bytes);
+  copy_rows_between_contexts_async(plane, to.stride, nullptr, source.data() + from.offset, from.stride,
+                                   source.context(), to.stride, rows, gpu_.stream());
   // nvcodec may reuse its memory once the frame is unmapped and freed, and
   // 1.22's memory has no fence to hold it with: wait for the copy here.
   gpu_.synchronize();
   return static_cast<const uint8_t *>(plane);
 }
 
+void CudaEngine::wait_for_reads() noexcept {
+  try {
+    cs::DeviceGuard guard(gpu_.device());
+    gpu_.synchronize();
+  } catch (const std::exception &e) {
+    init_debug_category();
+    GST_WARNING("waiting for a SIFT stream: %s", e.what());
+  }
+}
+
 template <class Stage>
-void CudaEngine::with_luma(GstBuffer *frame, const GstVideoInfo &info, Stage &&stage) {
+void CudaEngine::with_luma(GstBuffer *frame, const GstVideoInfo &info, FrameHold hold, Stage &&stage) {
   cs::DeviceGuard guard(gpu_.device());
   GstMemory *first = gst_buffer_n_memory(frame) == 1 ? gst_buffer_peek_memory(frame, 0) : nullptr;
   if (is_nvcodec_memory(first)) {
-    // Plane 0 copied into our own memory, in the layout of a tightly packed frame.
-    const PlaneLayout layout = nvcodec_copy_layout(info);
-    stage(luma_of(copy_nvcodec_plane(first, layout, info), layout, info));
+    NvcodecFrame source(first, gpu_.device(), GST_MAP_READ);
+    const PlaneLayout layout = nvcodec_plane0_layout(source, info);
+    const bool ours = source.in_our_context(), in_place = ours && hold == FrameHold::until_download;
+    if (nvcodec_read_ != (in_place ? NvcodecRead::in_place : NvcodecRead::copied)) {
+      nvcodec_read_ = in_place ? NvcodecRead::in_place : NvcodecRead::copied;
+      init_debug_category();
+      GST_INFO("frames in nvcodec's memory: %s", in_place ? "read in place (our CUDA context)"
+                                                 : ours   ? "plane 0 copied on the device (the frame leaves first)"
+                                                          : "plane 0 copied on the device (another CUDA context)");
+    }
+    if (in_place) {
+      // In our context: read where it is, the frame held until the stream is past it.
+      stage(luma_of(source.data() + layout.offset, layout, info));
+    } else {
+      // Plane 0 copied into our own memory, in the layout of a tightly packed frame.
+      const PlaneLayout packed = nvcodec_copy_layout(info);
+      stage(luma_of(copy_nvcodec_plane(source, layout, packed, GST_VIDEO_INFO_HEIGHT(&info)), packed, info));
+    }
     return;
   }
   const PlaneLayout layout = plane0_layout(frame, info);
@@ -125,11 +168,13 @@ void CudaEngine::with_luma(GstBuffer *frame, const GstVideoInfo &info, Stage &&s
 }
 
 void CudaEngine::build_pyramid(GstBuffer *frame, const GstVideoInfo &info) {
-  with_luma(frame, info, [&](const cs::sift::DeviceImage &luma) { sift_.build_pyramid(luma, gpu_.stream()); });
+  with_luma(frame, info, FrameHold::none,
+            [&](const cs::sift::DeviceImage &luma) { sift_.build_pyramid(luma, gpu_.stream()); });
 }
 
 void CudaEngine::run(GstBuffer *frame, const GstVideoInfo &info, cs::sift::DescriptorFormat format) {
-  with_luma(frame, info, [&](const cs::sift::DeviceImage &luma) { sift_.run(luma, format, gpu_.stream()); });
+  with_luma(frame, info, FrameHold::until_download,
+            [&](const cs::sift::DeviceImage &luma) { sift_.run(luma, format, gpu_.stream()); });
 }
 
 CudaFramePipeline::CudaFramePipeline(const cs::sift::Params &params, int device, int frames_in_flight) {
@@ -146,7 +191,12 @@ void CudaFramePipeline::enqueue(GstBuffer *frame, const GstVideoInfo &info, cs::
   // Engines are taken in turn and frames finished oldest first, so the next
   // engine's previous frame has left by now.
   CudaEngine &engine = *engines_[next_engine_];
-  engine.run(frame, info, format);
+  try {
+    engine.run(frame, info, format);
+  } catch (...) {
+    engine.wait_for_reads();  // of the frame about to be dropped
+    throw;
+  }
   next_engine_ = (next_engine_ + 1) % engines_.size();
   held_.push_back({owned.release(), &engine, guint(GST_VIDEO_INFO_WIDTH(&info)), guint(GST_VIDEO_INFO_HEIGHT(&info)),
                    grid});
@@ -162,17 +212,16 @@ GstBuffer *CudaFramePipeline::finish_oldest(GstElement *element) {
 }
 
 void CudaFramePipeline::drop_held() {
-  for (const HeldFrame &h : held_) gst_buffer_unref(h.frame);
+  for (const HeldFrame &h : held_) {
+    h.engine->wait_for_reads();
+    gst_buffer_unref(h.frame);
+  }
   held_.clear();
 }
 
 size_t attach_features(GstElement *element, GstBuffer *frame, guint width, guint height,
                        const cs::sift::Result &result, const GridFilter &grid) {
-  static gsize category_once = 0;
-  if (g_once_init_enter(&category_once)) {
-    GST_DEBUG_CATEGORY_INIT(gst_sift_cuda_debug, "siftcuda", 0, "CUDA SIFT results");
-    g_once_init_leave(&category_once, 1);
-  }
+  init_debug_category();
   if (result.overflowed)
     GST_WARNING_OBJECT(element, "keypoint lists full: %d candidates, %d oriented keypoints found; what did not fit "
                        "was dropped", result.counts.candidates, result.counts.oriented);

@@ -19,6 +19,7 @@
 namespace gstsift {
 
 struct PlaneLayout;
+class NvcodecFrame;
 
 // The grid filter's properties (off when any is 0).
 struct GridFilter {
@@ -42,25 +43,36 @@ class CudaEngine {
   // in place; RGBA, BGRA, BGRx: luma computed on the device first). The
   // buffer may be in system memory (plane 0 only is uploaded), in the
   // project's device memory (read where it is) or in nvcodec's
-  // memory:CUDAMemory (plane 0 copied on the device, sift-nvcodec.h). Throws
-  // std::runtime_error for a buffer too small for `info`, or nvcodec memory
-  // on another device.
+  // memory:CUDAMemory (plane 0 copied on the device, sift-nvcodec.h; the
+  // frame may leave as soon as this returns). Throws std::runtime_error for
+  // a buffer too small for `info`, or nvcodec memory on another device.
   void build_pyramid(GstBuffer *frame, const GstVideoInfo &info);
-  // All three stages on the frame.
+  // All three stages on the frame, which the caller holds until download()
+  // or wait_for_reads() has returned: nvcodec's memory in our CUDA context
+  // is read where it is then (no copy, no wait).
   void run(GstBuffer *frame, const GstVideoInfo &info, cs::sift::DescriptorFormat format);
   // Waits for the stream and copies the results to the host: the one
   // synchronisation of a frame.
   cs::sift::Result download() { return sift_.download(gpu_.stream()); }
+  // Waits until the stream is past the frame given to run() (so that it can
+  // be dropped without its results); errors are left to the next call.
+  void wait_for_reads() noexcept;
 
  private:
+  // Whether the caller holds the frame until the stream is past it.
+  enum class FrameHold { none, until_download };
   // Reads the frame's plane 0 onto the device and calls stage(luma image)
   // while the read is held.
   template <class Stage>
-  void with_luma(GstBuffer *frame, const GstVideoInfo &info, Stage &&stage);
+  void with_luma(GstBuffer *frame, const GstVideoInfo &info, FrameHold hold, Stage &&stage);
   cs::sift::DeviceImage luma_of(const uint8_t *plane, const PlaneLayout &layout, const GstVideoInfo &info);
-  // Plane 0 of a frame in nvcodec's memory, copied into nvcodec_plane_.
-  const uint8_t *copy_nvcodec_plane(GstMemory *mem, const PlaneLayout &layout, const GstVideoInfo &info);
+  // `rows` rows of a plane in nvcodec's memory (`from`, its layout there)
+  // copied into nvcodec_plane_ (`to`); waits for the copy.
+  const uint8_t *copy_nvcodec_plane(const NvcodecFrame &source, const PlaneLayout &from, const PlaneLayout &to,
+                                    int rows);
 
+  enum class NvcodecRead { none, in_place, copied };
+  NvcodecRead nvcodec_read_ = NvcodecRead::none;  // how the last frame in nvcodec's memory was read (logged on change)
   gstcs::ElementGpu gpu_;
   cs::sift::CudaSift sift_;
   gstcs::DeviceScratch luma_{gpu_};           // luma of packed RGB frames
@@ -97,8 +109,8 @@ class CudaFramePipeline {
   // reference); waits for its engine's stream. Throws on a CUDA error (the
   // frame is dropped then); not when held() == 0.
   GstBuffer *finish_oldest(GstElement *element);
-  // Drops the held frames (flush, stop). Their memory is safe to reuse at
-  // once: the engines' reads of it are recorded on it, or held by the engine.
+  // Drops the held frames (flush, stop), each once its engine's stream is
+  // past it (nvcodec's memory has nothing to record our reads on).
   void drop_held();
 
  private:

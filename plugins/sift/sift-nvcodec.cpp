@@ -31,7 +31,7 @@ bool is_device_memory_feature(const GstCapsFeatures *features) {
 
 bool is_nvcodec_memory(GstMemory *mem) { return mem && gst_is_cuda_memory(mem); }
 
-NvcodecFrame::NvcodecFrame(GstMemory *mem, int device, GstMapFlags access) : mem_(mem) {
+NvcodecFrame::NvcodecFrame(GstMemory *mem, int device, GstMapFlags access) : mem_(mem), device_(device) {
   auto *cuda_mem = GST_CUDA_MEMORY_CAST(mem);
   guint nvcodec_device = 0;
   g_object_get(cuda_mem->context, "cuda-device-id", &nvcodec_device, nullptr);
@@ -105,7 +105,15 @@ GstCudaContext *primary_context(int device) {
   return wrapped;
 }
 
+// Ours: the runtime's primary context of `device`. (cuCtxGetCurrent is not
+// it on a streaming thread where no runtime call has made it current yet.)
+CUcontext our_context(int device) {
+  return static_cast<CUcontext>(gst_cuda_context_get_handle(primary_context(device)));
+}
+
 }  // namespace
+
+bool NvcodecFrame::in_our_context() const { return static_cast<CUcontext>(context_) == our_context(device_); }
 
 bool answer_cuda_context_query(GstElement *element, GstQuery *query, int device) {
   if (GST_QUERY_TYPE(query) != GST_QUERY_CONTEXT) return false;
@@ -124,8 +132,9 @@ void copy_rows_between_contexts_async(void *dst, size_t dst_pitch, void *dst_con
                                       cs::StreamHandle stream) {
   // The copy between two contexts the driver documents (nvcodec's and the
   // runtime's primary context of our device).
-  CUcontext ours = nullptr;
-  check_driver(driver().get_current_context(&ours), "cuCtxGetCurrent");
+  int device = 0;
+  cs::check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  const CUcontext ours = our_context(device);
   CUDA_MEMCPY3D_PEER copy{};
   copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
   copy.srcDevice = device_address(src);
@@ -153,6 +162,8 @@ NvcodecFrame::NvcodecFrame(GstMemory *mem, int, GstMapFlags) : mem_(mem) {
 }
 
 NvcodecFrame::~NvcodecFrame() = default;
+
+bool NvcodecFrame::in_our_context() const { return false; }
 
 bool answer_cuda_context_query(GstElement *, GstQuery *, int) { return false; }
 

@@ -7,13 +7,14 @@
 // holds: nvcodec's own (made with cuCtxCreate) unless a neighbour offered
 // one (answer_cuda_context_query: ours, the CUDA runtime's primary context
 // our engine runs in). A kernel may not read another context's allocation;
-// a copy between contexts may (cuMemcpy3DPeerAsync). The elements copy
-// plane 0 device-to-device into their own memory on their stream (no trip
-// through the host; a 1080p luma plane is 2 MB), then run as on their own
-// device memory; in one context that copy costs no context switch. 1.22's memory has
-// no stream or fence to wait on: nvcodec finishes its writes before it
-// pushes a frame, and mapping it for CUDA reads uploads any pending host
-// writes synchronously.
+// a copy between contexts may (cuMemcpy3DPeerAsync). So where nvcodec took
+// our context, the elements read (sift) and draw (siftoverlay) its memory in
+// place; where it kept its own, they copy the planes device-to-device into
+// their own memory on their stream (no trip through the host; a 1080p luma
+// plane is 2 MB). 1.22's memory has no stream or fence to wait on: nvcodec
+// finishes its writes before it pushes a frame, and mapping it for CUDA
+// reads uploads any pending host writes synchronously; in the other
+// direction our stream is waited for before the memory is given back.
 #pragma once
 
 #include <gst/video/video.h>
@@ -70,9 +71,14 @@ class NvcodecFrame {
   size_t size() const { return map_.size; }
   const GstVideoInfo &info() const { return info_; }
   void *context() const { return context_; }  // nvcodec's CUcontext
+  // Whether that context is ours (the runtime's primary context of the
+  // device, which nvcodec takes when we offer it): our kernels may then read
+  // and write the memory where it is.
+  bool in_our_context() const;
 
  private:
   GstMemory *mem_;
+  int device_ = 0;
   GstMapInfo map_{};
   GstVideoInfo info_{};
   void *context_ = nullptr;
@@ -89,9 +95,9 @@ class NvcodecFrame {
 // without gstcuda.
 bool answer_cuda_context_query(GstElement *element, GstQuery *query, int device);
 
-// Enqueues on `stream` (of the current context) a copy of `rows` rows of
-// `row_bytes` from `src` to `dst`, device memory of the CUcontexts
-// `src_context` and `dst_context` (null: the current one).
+// Enqueues on `stream` (of our context on the current device) a copy of
+// `rows` rows of `row_bytes` from `src` to `dst`, device memory of the
+// CUcontexts `src_context` and `dst_context` (null: ours).
 void copy_rows_between_contexts_async(void *dst, size_t dst_pitch, void *dst_context, const void *src,
                                       size_t src_pitch, void *src_context, size_t row_bytes, int rows,
                                       cs::StreamHandle stream);

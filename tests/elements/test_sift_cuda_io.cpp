@@ -10,6 +10,16 @@
 
 #include <opencv2/imgproc.hpp>
 
+#include <algorithm>
+#include <mutex>
+#include <utility>
+
+#if CS_TEST_GSTCUDA
+#include <gst/cuda/gstcudacontext.h>
+#include <gst/cuda/gstcudaloader.h>
+#include <gst/cuda/gstcudautils.h>
+#endif
+
 #include "gst/cudasensing/sift/gstsiftfeaturesmeta.h"
 #include "test_sift_cuda_support.h"
 #include "test_sift_support.h"
@@ -66,6 +76,65 @@ std::vector<GstVideoFormat> nvcodec_formats() {
   gst_object_unref(upload);
   return out;
 }
+
+// Gives nvcodec's elements in `pipeline` a CUDA context of their own (a new
+// one on device 0), as they make when no neighbour offers one: our kernels
+// may not touch their memory then, so our elements copy it.
+void give_nvcodec_its_own_context(GstElement *pipeline) {
+#if CS_TEST_GSTCUDA
+  ASSERT_TRUE(gst_cuda_load_library());
+  GstCudaContext *own = gst_cuda_context_new(0);
+  ASSERT_NE(own, nullptr);
+  GstContext *context = gst_context_new_cuda_context(own);
+  gst_element_set_context(pipeline, context);
+  gst_context_unref(context);
+  gst_object_unref(own);
+#else
+  (void)pipeline;
+  ADD_FAILURE() << "this test build has no gstreamer-cuda-1.0";
+#endif
+}
+
+// Makes the pipeline's streaming threads new ones (GStreamer's task pool
+// reuses idle threads): as in a process's first pipeline, no CUDA call has
+// made our context current on them.
+void on_fresh_threads(GstElement *) { g_thread_pool_stop_unused_threads(); }
+
+// The messages of the debug categories `categories` (INFO and above) while
+// it lives: how the elements say they read nvcodec's memory.
+class CapturedLog {
+ public:
+  explicit CapturedLog(std::vector<std::string> categories) : categories_(std::move(categories)) {
+    for (const std::string &c : categories_) gst_debug_set_threshold_for_name(c.c_str(), GST_LEVEL_INFO);
+    gst_debug_add_log_function(&CapturedLog::add, this, nullptr);
+  }
+  ~CapturedLog() {
+    gst_debug_remove_log_function_by_data(this);
+    for (const std::string &c : categories_) gst_debug_unset_threshold_for_name(c.c_str());
+  }
+  CapturedLog(const CapturedLog &) = delete;
+  CapturedLog &operator=(const CapturedLog &) = delete;
+
+  // What was logged since the last take().
+  std::string take() {
+    std::lock_guard<std::mutex> lock(lock_);
+    return std::exchange(text_, std::string());
+  }
+
+ private:
+  static void add(GstDebugCategory *category, GstDebugLevel level, const gchar *, const gchar *, gint, GObject *,
+                  GstDebugMessage *message, gpointer data) {
+    auto *self = static_cast<CapturedLog *>(data);
+    if (level > GST_LEVEL_INFO) return;
+    const std::string name = gst_debug_category_get_name(category);
+    if (std::find(self->categories_.begin(), self->categories_.end(), name) == self->categories_.end()) return;
+    std::lock_guard<std::mutex> lock(self->lock_);
+    self->text_ += name + ": " + gst_debug_message_get(message) + "\n";
+  }
+  const std::vector<std::string> categories_;
+  std::mutex lock_;
+  std::string text_;
+};
 
 // A frame rotated by `degrees` about its centre (reflected borders).
 cv::Mat rotated(const cv::Mat &image, double degrees) {
@@ -144,43 +213,64 @@ TEST(SiftMatchBackend, CudaWithoutADeviceFailsClearly) {
 
 // ---------------------------------------------------------- GPU tests
 
+// nvcodec's frames in our CUDA context (cudaupload takes the one sift offers)
+// are read in place by sift; in a context of nvcodec's own, and by
+// siftpyramid (whose frames leave before their pyramid is built), plane 0
+// is copied on the device. Every way gives the features of system memory.
 TEST(GpuSiftNvcodecInput, CudaUploadedFramesGiveTheFeaturesOfSystemMemory) {
   CS_REQUIRE_GPU();
   if (const std::string why = nvcodec_untestable("sift"); !why.empty()) GTEST_SKIP() << why;
   const cv::Mat bgr = textured_bgr(318, 240, cs_test::fresh_seed());  // 318: rows pitched by nvcodec
+  CapturedLog log({"siftcuda"});
   for (GstVideoFormat format : nvcodec_formats()) {
     const std::string name = gst_video_format_to_string(format);
     SCOPED_TRACE(name);
     const Features system = run_one("sift backend=cuda", format, bgr);
     ASSERT_GT(system.keypoints.size(), 100u);
+    log.take();
     const std::string nvcodec = "cudaupload ! video/x-raw(memory:CUDAMemory),format=" + name;
-    expect_same_keypoints(run_one(nvcodec + " ! sift backend=cuda", format, bgr), system);
+    expect_same_keypoints(run_one(nvcodec + " ! sift backend=cuda", format, bgr, on_fresh_threads), system);
+    std::string said = log.take();
+    EXPECT_NE(said.find("read in place (our CUDA context)"), std::string::npos) << said;
+    EXPECT_EQ(said.find("copied"), std::string::npos) << said;
+    expect_same_keypoints(run_one(nvcodec + " ! sift backend=cuda", format, bgr, give_nvcodec_its_own_context),
+                          system);
+    said = log.take();
+    EXPECT_NE(said.find("plane 0 copied on the device (another CUDA context)"), std::string::npos) << said;
     expect_same_keypoints(run_one(nvcodec + " ! siftpyramid ! siftdetect ! siftdescribe", format, bgr), system);
+    said = log.take();
+    EXPECT_NE(said.find("plane 0 copied on the device (the frame leaves first)"), std::string::npos) << said;
   }
 }
 
+// nvcodec's pool recycles memory: each frame's features must be its own,
+// with frames read in place and held (sift, three in flight) and copied
+// (the stages, through queues).
 TEST(GpuSiftNvcodecInput, ManyFramesThroughAQueueKeepTheirOwnFeatures) {
-  // nvcodec's pool recycles memory: each frame's features must be its own.
   CS_REQUIRE_GPU();
   if (const std::string why = nvcodec_untestable("sift"); !why.empty()) GTEST_SKIP() << why;
   std::vector<cv::Mat> images;
   const uint32_t seed = cs_test::fresh_seed();
-  for (uint32_t i = 0; i < 6; ++i) images.push_back(textured_bgr(320, 240, seed + i));
+  for (uint32_t i = 0; i < 8; ++i) images.push_back(textured_bgr(320, 240, seed + i));
   const std::vector<Features> system = run_features("sift backend=cuda", GST_VIDEO_FORMAT_NV12, images);
-  const std::vector<Features> nvcodec = run_features(
-      "cudaupload ! video/x-raw(memory:CUDAMemory),format=NV12 ! queue ! siftpyramid ! queue ! siftdetect ! "
-      "siftdescribe ! queue",
-      GST_VIDEO_FORMAT_NV12, images);
   ASSERT_EQ(system.size(), images.size());
-  ASSERT_EQ(nvcodec.size(), images.size());
-  for (size_t i = 0; i < images.size(); ++i) {
-    SCOPED_TRACE("frame " + std::to_string(i));
-    expect_same_keypoints(nvcodec[i], system[i]);
+  for (const char *middle : {"queue ! sift backend=cuda frames-in-flight=3 ! queue",
+                             "queue ! siftpyramid ! queue ! siftdetect ! siftdescribe ! queue"}) {
+    SCOPED_TRACE(middle);
+    const std::vector<Features> nvcodec = run_features(
+        std::string("cudaupload ! video/x-raw(memory:CUDAMemory),format=NV12 ! ") + middle, GST_VIDEO_FORMAT_NV12,
+        images);
+    ASSERT_EQ(nvcodec.size(), images.size());
+    for (size_t i = 0; i < images.size(); ++i) {
+      SCOPED_TRACE("frame " + std::to_string(i));
+      expect_same_keypoints(nvcodec[i], system[i]);
+    }
   }
 }
 
 // siftoverlay on nvcodec's memory: on the CUDA backend drawn on the device
-// (through a copy in our context) and left in nvcodec's memory, so that
+// (in place in our context, through a copy in ours from nvcodec's own) and
+// left in nvcodec's memory, so that
 // decode -> sift -> siftoverlay -> encode stays there; on the CPU backend
 // drawn by OpenCV through a CPU mapping. Both against the same keypoints
 // drawn by OpenCV into a system frame.
@@ -190,6 +280,7 @@ TEST(GpuSiftNvcodecInput, OverlayDrawsIntoNvcodecMemory) {
   const cv::Mat bgr = textured_bgr(318, 240, cs_test::fresh_seed());  // 318: rows pitched by nvcodec
   const std::vector<GstVideoFormat> formats = nvcodec_formats();
   EXPECT_FALSE(formats.empty()) << "cudaupload gave none of the formats";
+  CapturedLog log({"siftoverlay"});
   for (GstVideoFormat format : formats) {
     const std::string name = gst_video_format_to_string(format);
     SCOPED_TRACE(name);
@@ -197,8 +288,17 @@ TEST(GpuSiftNvcodecInput, OverlayDrawsIntoNvcodecMemory) {
     const std::string marks = "cudaupload ! video/x-raw(memory:CUDAMemory),format=" + name +
                               " ! sift backend=cuda ! siftoverlay color=0xff00ff backend=";
     const std::string to_system = " ! cudadownload ! video/x-raw";
-    expect_drawn_alike(drawn("sift backend=cuda ! siftoverlay backend=cpu color=0xff00ff"),
-                       drawn(marks + "cuda" + to_system), drawn(marks + "cpu" + to_system));
+    const std::vector<cv::Mat> reference = drawn("sift backend=cuda ! siftoverlay backend=cpu color=0xff00ff");
+    log.take();
+    expect_drawn_alike(reference, overlay_changes(marks + "cuda" + to_system, format, bgr, on_fresh_threads),
+                       drawn(marks + "cpu" + to_system));
+    std::string said = log.take();
+    EXPECT_NE(said.find("drawn in place (our CUDA context)"), std::string::npos) << said;
+    EXPECT_EQ(said.find("drawn in a copy"), std::string::npos) << said;
+    expect_drawn_alike(reference, overlay_changes(marks + "cuda" + to_system, format, bgr, give_nvcodec_its_own_context),
+                       drawn(marks + "cpu" + to_system));
+    said = log.take();
+    EXPECT_NE(said.find("drawn in a copy (another CUDA context)"), std::string::npos) << said;
   }
 }
 

@@ -22,10 +22,10 @@ inline cv::Mat bgr_of(const cv::Mat &image) {
 
 // The features of each output frame of "appsrc ! <middle> ! appsink".
 inline std::vector<Features> run_features(const std::string &middle, GstVideoFormat format,
-                                   const std::vector<cv::Mat> &images) {
+                                          const std::vector<cv::Mat> &images, const BeforePlay &before_play = {}) {
   std::vector<GstBuffer *> frames;
   for (const cv::Mat &image : images) frames.push_back(make_frame(bgr_of(image), format));
-  RunResult r = run(middle, frame_caps(format, images[0].cols, images[0].rows), frames);
+  RunResult r = run(middle, frame_caps(format, images[0].cols, images[0].rows), frames, true, before_play);
   EXPECT_EQ(r.error, "") << middle << ": " << r.everything();
   EXPECT_EQ(r.buffers.size(), images.size()) << middle;
   std::vector<Features> out;
@@ -40,8 +40,9 @@ inline std::vector<Features> run_features(const std::string &middle, GstVideoFor
   return out;
 }
 
-inline Features run_one(const std::string &middle, GstVideoFormat format, const cv::Mat &image) {
-  std::vector<Features> f = run_features(middle, format, {image});
+inline Features run_one(const std::string &middle, GstVideoFormat format, const cv::Mat &image,
+                        const BeforePlay &before_play = {}) {
+  std::vector<Features> f = run_features(middle, format, {image}, before_play);
   return f.empty() ? Features{} : f[0];
 }
 
@@ -84,9 +85,10 @@ inline std::pair<double, double> near_fractions(const cv::Mat &a, const cv::Mat 
 // (an overlay's marks): [0] the pixels of the first plane, [1] for NV12 and
 // I420 the chroma samples (255 where changed). The frame's own pixels seldom
 // equal a mark's colour (a test picks an unusual one), so the marks show.
-inline std::vector<cv::Mat> overlay_changes(const std::string &middle, GstVideoFormat format, const cv::Mat &bgr) {
+inline std::vector<cv::Mat> overlay_changes(const std::string &middle, GstVideoFormat format, const cv::Mat &bgr,
+                                            const BeforePlay &before_play = {}) {
   const int width = bgr.cols, height = bgr.rows;
-  RunResult r = run(middle, frame_caps(format, width, height), {make_frame(bgr, format)});
+  RunResult r = run(middle, frame_caps(format, width, height), {make_frame(bgr, format)}, true, before_play);
   EXPECT_EQ(r.error, "") << middle << ": " << r.everything();
   const bool yuv420 = format == GST_VIDEO_FORMAT_NV12 || format == GST_VIDEO_FORMAT_I420;
   std::vector<cv::Mat> masks{cv::Mat::zeros(height, width, CV_8U)};

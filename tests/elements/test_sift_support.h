@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <random>
 #include <string>
@@ -105,11 +106,14 @@ struct RunResult {
   std::string everything() const { return error + " | " + error_debug; }
 };
 
+// Called with the pipeline before it plays (to set a context on it, say).
+using BeforePlay = std::function<void(GstElement *pipeline)>;
+
 // Runs "appsrc name=src ! <middle> ! appsink name=sink" (without the appsink
 // when `middle` ends in a sink of its own), pushing `frames` with `caps`
 // (taken) and timestamps 0, 1/30 s, ...; takes the frames.
 inline RunResult run(const std::string &middle, GstCaps *caps, std::vector<GstBuffer *> frames,
-                     bool append_appsink = true) {
+                     bool append_appsink = true, const BeforePlay &before_play = {}) {
   RunResult result;
   const std::string launch = "appsrc name=src format=time ! " + middle +
                              (append_appsink ? " ! appsink name=sink sync=false" : "");
@@ -129,6 +133,7 @@ inline RunResult run(const std::string &middle, GstCaps *caps, std::vector<GstBu
   gst_caps_unref(caps);
   if (sink) g_object_set(sink, "emit-signals", FALSE, "max-buffers", 0u, nullptr);
   GstBus *bus = gst_element_get_bus(pipeline);
+  if (before_play) before_play(pipeline);
   gst_element_set_state(pipeline, GST_STATE_PLAYING);
   for (size_t i = 0; i < frames.size(); ++i) {
     GST_BUFFER_PTS(frames[i]) = gst_util_uint64_scale(i, GST_SECOND, 30);
