@@ -304,7 +304,7 @@ static gboolean sift_sink_event(GstBaseTransform *trans, GstEvent *event) {
 
 static gboolean sift_query(GstBaseTransform *trans, GstPadDirection direction, GstQuery *query) {
   auto *self = GST_SIFT(trans);
-  if (self->cuda && gstsift::answer_cuda_context_query(GST_ELEMENT(self), query, self->cuda->device())) return TRUE;
+  if (gstsift::answer_cuda_context_query(GST_CS_BASE_TRANSFORM(self), query)) return TRUE;
   // Upstream asks for its buffers back (drain) or is about to renegotiate
   // its pool (allocation): both come serialized, on the streaming thread.
   if (direction == GST_PAD_SINK && self->cuda &&

@@ -372,8 +372,7 @@ static GstFlowReturn overlay_transform_ip(GstBaseTransform *trans, GstBuffer *bu
 // nvcodec's elements next to it are offered our CUDA context (sift-nvcodec.h).
 static gboolean overlay_query(GstBaseTransform *trans, GstPadDirection direction, GstQuery *query) {
   auto *self = GST_SIFT_OVERLAY(trans);
-  if (self->cuda && gstsift::answer_cuda_context_query(GST_ELEMENT(self), query, self->cuda->gpu.device()))
-    return TRUE;
+  if (gstsift::answer_cuda_context_query(GST_CS_BASE_TRANSFORM(self), query)) return TRUE;
   return GST_BASE_TRANSFORM_CLASS(gst_sift_overlay_parent_class)->query(trans, direction, query);
 }
 

@@ -231,13 +231,7 @@ static gboolean pyramid_stop(GstCsBaseTransform *base) {
 // nvcodec's elements before it (decoders, cudaupload) are offered our CUDA
 // context (sift-nvcodec.h).
 static gboolean pyramid_query(GstBaseTransform *trans, GstPadDirection direction, GstQuery *query) {
-  auto *self = GST_SIFT_PYRAMID(trans);
-  GST_OBJECT_LOCK(self);
-  const bool started = self->pool != nullptr;
-  GST_OBJECT_UNLOCK(self);
-  if (started && gstsift::answer_cuda_context_query(GST_ELEMENT(self), query,
-                                                    gst_cs_base_transform_get_device_id(GST_CS_BASE_TRANSFORM(self))))
-    return TRUE;
+  if (gstsift::answer_cuda_context_query(GST_CS_BASE_TRANSFORM(trans), query)) return TRUE;
   return GST_BASE_TRANSFORM_CLASS(gst_sift_pyramid_parent_class)->query(trans, direction, query);
 }
 

@@ -2,6 +2,7 @@
 
 #include <gst/cudasensing/gstcsmemory.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -115,12 +116,15 @@ CUcontext our_context(int device) {
 
 bool NvcodecFrame::in_our_context() const { return static_cast<CUcontext>(context_) == our_context(device_); }
 
-bool answer_cuda_context_query(GstElement *element, GstQuery *query, int device) {
+bool answer_cuda_context_query(GstCsBaseTransform *element, GstQuery *query) {
   if (GST_QUERY_TYPE(query) != GST_QUERY_CONTEXT) return false;
   const gchar *type = nullptr;
   if (!gst_query_parse_context_type(query, &type) || g_strcmp0(type, GST_CUDA_CONTEXT_TYPE) != 0) return false;
+  if (!gst_cs_base_transform_use_cuda(element)) return false;
+  // The device it runs on once started; before that, as start will choose it.
+  const int device = std::max(0, gst_cs_base_transform_get_device_id(element));
   try {
-    return gst_cuda_handle_context_query(element, query, primary_context(device));
+    return gst_cuda_handle_context_query(GST_ELEMENT(element), query, primary_context(device));
   } catch (const std::exception &e) {
     GST_WARNING_OBJECT(element, "not offering a CUDA context to nvcodec: %s", e.what());
     return false;
@@ -165,7 +169,7 @@ NvcodecFrame::~NvcodecFrame() = default;
 
 bool NvcodecFrame::in_our_context() const { return false; }
 
-bool answer_cuda_context_query(GstElement *, GstQuery *, int) { return false; }
+bool answer_cuda_context_query(GstCsBaseTransform *, GstQuery *) { return false; }
 
 void copy_rows_between_contexts_async(void *, size_t, void *, const void *, size_t, void *, size_t, int,
                                       cs::StreamHandle) {

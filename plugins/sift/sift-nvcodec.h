@@ -17,6 +17,7 @@
 // direction our stream is waited for before the memory is given back.
 #pragma once
 
+#include <gst/cudasensing/gstcsbasetransform.h>
 #include <gst/video/video.h>
 
 #include <cstddef>
@@ -85,15 +86,16 @@ class NvcodecFrame {
   uint8_t *data_ = nullptr;
 };
 
-// Answers `query` (true) when it asks for a GST_CUDA_CONTEXT_TYPE context:
-// with our CUDA runtime's primary context of `device`, wrapped for
-// nvcodec. nvcodec's elements ask their neighbours for one before they make
-// their own (decoders, cudaupload); given ours, they allocate their memory
-// in it, and reading or drawing into their frames then needs no switch
-// between two contexts on the GPU (about half a millisecond a frame when
-// each side has work queued). False for other queries and in builds
-// without gstcuda.
-bool answer_cuda_context_query(GstElement *element, GstQuery *query, int device);
+// Answers `query` (true) when it asks for a GST_CUDA_CONTEXT_TYPE context
+// and `element` runs (or, before it starts, will run) on the CUDA backend:
+// with our CUDA runtime's primary context of its device (device-id, or 0
+// for any), wrapped for nvcodec. nvcodec's elements ask their neighbours for
+// one before they make their own: decoders when they open (NULL to READY,
+// before any element has started), cudaupload and cudadownload when they
+// start. Given ours, they allocate their memory in it, and our kernels read
+// and draw into their frames where they are. False for other queries, on
+// the CPU backend and in builds without gstcuda.
+bool answer_cuda_context_query(GstCsBaseTransform *element, GstQuery *query);
 
 // Enqueues on `stream` (of our context on the current device) a copy of
 // `rows` rows of `row_bytes` from `src` to `dst`, device memory of the

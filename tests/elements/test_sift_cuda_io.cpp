@@ -312,28 +312,33 @@ TEST(GpuSiftNvcodecInput, OverlayOnOneBranchOfATeeLeavesTheOtherAlone) {
 // sift, siftpyramid and siftoverlay on the CUDA backend answer nvcodec's
 // question for a CUDA context (a decoder's or cudaupload's, before they make
 // their own) with their device's, so that nvcodec allocates its frames in
-// the context our kernels run in; on the CPU backend they leave it unanswered.
+// the context our kernels run in; on the CPU backend they leave it
+// unanswered. Decoders ask when they open, before any element has started:
+// the question is answered in every state.
 TEST(GpuSiftNvcodecInput, ElementsOfferTheirCudaContext) {
   CS_REQUIRE_GPU();
   if (const std::string why = nvcodec_untestable("sift"); !why.empty()) GTEST_SKIP() << why;
-  for (const char *element : {"sift backend=cuda", "siftpyramid", "siftoverlay backend=cuda", "sift backend=cpu",
-                              "siftoverlay backend=cpu"}) {
+  for (const char *element : {"sift backend=cuda", "siftpyramid", "siftoverlay backend=cuda", "sift",
+                              "sift backend=cpu", "siftoverlay backend=cpu"}) {
     SCOPED_TRACE(element);
     const bool cuda = std::string(element).find("cpu") == std::string::npos;
     GstHarness *h = gst_harness_new_parse(element);
-    gst_harness_play(h);
-    GstQuery *query = gst_query_new_context("gst.cuda.context");
-    EXPECT_EQ(bool(gst_pad_peer_query(h->srcpad, query)), cuda);
-    GstContext *context = nullptr;
-    gst_query_parse_context(query, &context);
-    if (cuda) {
-      ASSERT_NE(context, nullptr);
-      EXPECT_STREQ(gst_context_get_context_type(context), "gst.cuda.context");
-      guint device = 99;
-      EXPECT_TRUE(gst_structure_get_uint(gst_context_get_structure(context), "cuda-device-id", &device));
-      EXPECT_EQ(device, 0u);
+    for (const char *state : {"not started", "playing"}) {
+      SCOPED_TRACE(state);
+      if (std::string(state) == "playing") gst_harness_play(h);
+      GstQuery *query = gst_query_new_context("gst.cuda.context");
+      EXPECT_EQ(bool(gst_pad_peer_query(h->srcpad, query)), cuda);
+      GstContext *context = nullptr;
+      gst_query_parse_context(query, &context);
+      if (cuda) {
+        ASSERT_NE(context, nullptr);
+        EXPECT_STREQ(gst_context_get_context_type(context), "gst.cuda.context");
+        guint device = 99;
+        EXPECT_TRUE(gst_structure_get_uint(gst_context_get_structure(context), "cuda-device-id", &device));
+        EXPECT_EQ(device, 0u);
+      }
+      gst_query_unref(query);
     }
-    gst_query_unref(query);
     gst_harness_teardown(h);
   }
 }
