@@ -3,7 +3,13 @@
  * (application/x-hyperspectral). Only the lines of the block being pushed are
  * read, so cubes larger than memory stream. Each buffer carries a
  * GstHsiBlockMeta (first line, line count, scene lines) and the buffer offset
- * fields hold the same line range. */
+ * fields hold the same line range.
+ *
+ * Seeking: by line (GST_FORMAT_DEFAULT, the pad's unit) always, and in time
+ * when line-duration gives the stream a time axis; a seek's stop ends the
+ * stream after that line. Position and duration answer in lines, and in time
+ * with line-duration. Lines are read forwards only: a negative rate is
+ * refused. */
 #include "gstenvisrc.h"
 
 #include <algorithm>
@@ -28,7 +34,12 @@ struct _GstEnviSrc {
   guint read_threads;     // 0 = automatic (EnviReader::set_read_threads)
   // Streaming state (between start and stop).
   cs::hsi::EnviReader *reader;
-  guint64 next_line;
+  guint64 next_line;  // object lock (position queries read it)
+  guint64 stop_line;  // the line after the last one to push (G_MAXUINT64: to the end)
+  // A seek by line on a stream without time axis: its lines, from
+  // prepare_seek_segment to do_seek (the segment stays in time).
+  bool line_seek_pending;
+  guint64 line_seek_first, line_seek_stop;
   GstBufferPool *pool;  // blocks of lines-per-buffer lines (gstcs::new_source_pool)
 };
 
@@ -39,6 +50,12 @@ static GstStaticPadTemplate src_template =
     GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(HSI_CAPS_TEMPLATE));
 
 enum { PROP_0, PROP_LOCATION, PROP_LINES_PER_BUFFER, PROP_LINE_DURATION, PROP_READ_THREADS };
+
+static void set_next_line(GstEnviSrc *self, guint64 line) {
+  GST_OBJECT_LOCK(self);
+  self->next_line = line;
+  GST_OBJECT_UNLOCK(self);
+}
 
 static gboolean envi_src_start(GstBaseSrc *base) {
   auto *self = GST_ENVI_SRC(base);
@@ -66,7 +83,9 @@ static gboolean envi_src_start(GstBaseSrc *base) {
   GST_INFO_OBJECT(self, "%s: %zu samples x %zu lines x %zu bands, %s %s, data in %s", self->location, h.samples,
                   h.lines, h.bands, cs::hsi::data_type_name(h.data_type), cs::hsi::interleave_name(h.interleave),
                   reader->data_path().c_str());
-  self->next_line = 0;
+  set_next_line(self, 0);
+  self->stop_line = G_MAXUINT64;
+  self->line_seek_pending = false;
   return TRUE;
 }
 
@@ -110,12 +129,13 @@ static GstCaps *envi_src_get_caps(GstBaseSrc *base, GstCaps *filter) {
 static GstFlowReturn envi_src_create(GstPushSrc *push, GstBuffer **out) {
   auto *self = GST_ENVI_SRC(push);
   const cs::hsi::EnviHeader &h = self->reader->header();
-  if (self->next_line >= h.lines) {
-    GST_DEBUG_OBJECT(self, "all %zu lines pushed", h.lines);
+  const guint64 end = MIN(guint64(h.lines), self->stop_line);
+  if (self->next_line >= end) {
+    GST_DEBUG_OBJECT(self, "lines up to %" G_GUINT64_FORMAT " of %zu pushed", end, h.lines);
     return GST_FLOW_EOS;
   }
   const guint64 first = self->next_line;
-  const size_t count = size_t(MIN(guint64(self->lines_per_buffer), h.lines - first));
+  const size_t count = size_t(MIN(guint64(self->lines_per_buffer), end - first));
   const size_t bytes = self->reader->block_bytes(count);
   GstBuffer *buf = gstcs::acquire_source_buffer(GST_BASE_SRC(push), self->pool, bytes);
   if (!buf) {
@@ -144,46 +164,143 @@ static GstFlowReturn envi_src_create(GstPushSrc *push, GstBuffer **out) {
     GST_BUFFER_DURATION(buf) = count * self->line_duration;
   }
   if (first == 0) GST_BUFFER_FLAG_SET(buf, GST_BUFFER_FLAG_DISCONT);
-  self->next_line = first + count;
+  set_next_line(self, first + count);
   *out = buf;
   return GST_FLOW_OK;
 }
 
-// With line-duration set the stream has a time axis: seeking picks the line
-// at that time (blocks then start there), and the duration is known.
-static gboolean envi_src_is_seekable(GstBaseSrc *base) {
-  auto *self = GST_ENVI_SRC(base);
+// Lines are seekable always (GST_FORMAT_DEFAULT); time only with a time
+// axis (the SEEKING query says which, envi_src_query).
+static gboolean envi_src_is_seekable(GstBaseSrc *) { return TRUE; }
+
+static guint64 line_duration_of(GstEnviSrc *self) {
   GST_OBJECT_LOCK(self);
-  const bool timed = self->line_duration > 0;
+  const guint64 duration = self->line_duration;
   GST_OBJECT_UNLOCK(self);
-  return timed;
+  return duration;
+}
+
+static guint64 scene_lines(GstEnviSrc *self) {
+  GST_OBJECT_LOCK(self);
+  const guint64 lines = self->reader ? self->reader->header().lines : 0;
+  GST_OBJECT_UNLOCK(self);
+  return lines;
+}
+
+// A seek by line needs no conversion where lines have times (the base
+// class converts them through CONVERT queries); without a time axis the
+// segment stays in time, from 0, and the lines wait for do_seek.
+static gboolean envi_src_prepare_seek_segment(GstBaseSrc *base, GstEvent *seek, GstSegment *segment) {
+  auto *self = GST_ENVI_SRC(base);
+  gdouble rate = 1.0;
+  GstFormat format = GST_FORMAT_UNDEFINED;
+  GstSeekFlags flags = GST_SEEK_FLAG_NONE;
+  GstSeekType start_type = GST_SEEK_TYPE_NONE, stop_type = GST_SEEK_TYPE_NONE;
+  gint64 start = -1, stop = -1;
+  gst_event_parse_seek(seek, &rate, &format, &flags, &start_type, &start, &stop_type, &stop);
+  if (rate <= 0.0) {
+    GST_WARNING_OBJECT(self, "cannot seek at rate %g: lines are read forwards only", rate);
+    return FALSE;
+  }
+  if (format != GST_FORMAT_DEFAULT || line_duration_of(self) > 0)
+    return GST_BASE_SRC_CLASS(gst_envi_src_parent_class)->prepare_seek_segment(base, seek, segment);
+  const gint64 lines = gint64(scene_lines(self));
+  // SET counts from the first line, END from the end; NONE keeps the last seek's.
+  auto line_of = [&](GstSeekType type, gint64 value, guint64 kept) -> guint64 {
+    if (type == GST_SEEK_TYPE_NONE || value == -1) return kept;
+    const gint64 line = type == GST_SEEK_TYPE_END ? lines + value : value;
+    return guint64(CLAMP(line, gint64(0), lines));
+  };
+  self->line_seek_first = line_of(start_type, start, 0);
+  self->line_seek_stop = stop_type == GST_SEEK_TYPE_NONE ? self->stop_line : line_of(stop_type, stop, G_MAXUINT64);
+  self->line_seek_pending = true;
+  gst_segment_do_seek(segment, rate, GST_FORMAT_TIME, flags, GST_SEEK_TYPE_NONE, -1, GST_SEEK_TYPE_NONE, -1, nullptr);
+  return TRUE;
 }
 
 static gboolean envi_src_do_seek(GstBaseSrc *base, GstSegment *segment) {
   auto *self = GST_ENVI_SRC(base);
-  guint64 line = 0;
-  if (self->line_duration > 0 && GST_CLOCK_TIME_IS_VALID(segment->start)) line = segment->start / self->line_duration;
-  else if (segment->start != 0) return FALSE;
-  if (self->reader && line > self->reader->header().lines) line = self->reader->header().lines;
-  GST_DEBUG_OBJECT(self, "seek to %" GST_TIME_FORMAT ": line %" G_GUINT64_FORMAT, GST_TIME_ARGS(segment->start), line);
-  self->next_line = line;
+  const guint64 line_duration = line_duration_of(self);
+  guint64 first = 0, stop = G_MAXUINT64;
+  if (self->line_seek_pending) {
+    first = self->line_seek_first;
+    stop = self->line_seek_stop;
+    self->line_seek_pending = false;
+  } else if (line_duration > 0) {
+    if (GST_CLOCK_TIME_IS_VALID(segment->start)) first = segment->start / line_duration;
+    // The lines that start before the stop time.
+    if (GST_CLOCK_TIME_IS_VALID(segment->stop)) stop = (segment->stop + line_duration - 1) / line_duration;
+  } else if (segment->start != 0 || GST_CLOCK_TIME_IS_VALID(segment->stop)) {
+    GST_WARNING_OBJECT(self, "no time axis (line-duration=0): seek by line (GST_FORMAT_DEFAULT) instead");
+    return FALSE;
+  }
+  first = MIN(first, scene_lines(self));
+  GST_DEBUG_OBJECT(self, "seek: lines from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT, first, stop);
+  set_next_line(self, first);
+  self->stop_line = stop;
   segment->time = segment->start;
   return TRUE;
 }
 
+// Lines as time with line-duration (for CONVERT queries, and so seeks by line).
+static bool convert_lines(guint64 line_duration, GstFormat from, gint64 value, GstFormat to, gint64 *out) {
+  if (from == to) {
+    *out = value;
+    return true;
+  }
+  if (line_duration == 0 || value < 0) return false;
+  if (from == GST_FORMAT_DEFAULT && to == GST_FORMAT_TIME) *out = value * gint64(line_duration);
+  else if (from == GST_FORMAT_TIME && to == GST_FORMAT_DEFAULT) *out = value / gint64(line_duration);
+  else return false;
+  return true;
+}
+
+// Position and duration in lines (GST_FORMAT_DEFAULT), and in time with
+// line-duration; SEEKING says lines always seek and time only with it.
 static gboolean envi_src_query(GstBaseSrc *base, GstQuery *query) {
   auto *self = GST_ENVI_SRC(base);
-  if (GST_QUERY_TYPE(query) == GST_QUERY_DURATION) {
-    GstFormat format;
-    gst_query_parse_duration(query, &format, nullptr);
-    GST_OBJECT_LOCK(self);
-    const guint64 lines = self->reader ? self->reader->header().lines : 0;
-    const guint64 line_duration = self->line_duration;
-    GST_OBJECT_UNLOCK(self);
-    if (format == GST_FORMAT_TIME && lines && line_duration) {
-      gst_query_set_duration(query, GST_FORMAT_TIME, gint64(lines * line_duration));
-      return TRUE;
+  GST_OBJECT_LOCK(self);
+  const guint64 lines = self->reader ? self->reader->header().lines : 0;
+  const guint64 line_duration = self->line_duration;
+  const guint64 next_line = self->next_line;
+  GST_OBJECT_UNLOCK(self);
+  GstFormat format = GST_FORMAT_UNDEFINED;
+  gint64 value = 0;
+  switch (GST_QUERY_TYPE(query)) {
+    case GST_QUERY_DURATION:
+      gst_query_parse_duration(query, &format, nullptr);
+      if (lines && convert_lines(line_duration, GST_FORMAT_DEFAULT, gint64(lines), format, &value)) {
+        gst_query_set_duration(query, format, value);
+        return TRUE;
+      }
+      break;
+    case GST_QUERY_POSITION:
+      gst_query_parse_position(query, &format, nullptr);
+      if (format == GST_FORMAT_DEFAULT) {
+        gst_query_set_position(query, format, gint64(next_line));
+        return TRUE;
+      }
+      break;
+    case GST_QUERY_SEEKING:
+      gst_query_parse_seeking(query, &format, nullptr, nullptr, nullptr);
+      if (format == GST_FORMAT_DEFAULT || format == GST_FORMAT_TIME) {
+        const bool seekable = lines && convert_lines(line_duration, GST_FORMAT_DEFAULT, gint64(lines), format, &value);
+        gst_query_set_seeking(query, format, seekable, 0, seekable ? value : -1);
+        return TRUE;
+      }
+      break;
+    case GST_QUERY_CONVERT: {
+      GstFormat from = GST_FORMAT_UNDEFINED;
+      gint64 from_value = 0;
+      gst_query_parse_convert(query, &from, &from_value, &format, nullptr);
+      if (convert_lines(line_duration, from, from_value, format, &value)) {
+        gst_query_set_convert(query, from, from_value, format, value);
+        return TRUE;
+      }
+      break;
     }
+    default:
+      break;
   }
   return GST_BASE_SRC_CLASS(gst_envi_src_parent_class)->query(base, query);
 }
@@ -263,8 +380,8 @@ static void gst_envi_src_class_init(GstEnviSrcClass *klass) {
       gobject_class, PROP_LINE_DURATION,
       g_param_spec_uint64("line-duration", "Line duration",
                           "Time of one image line in nanoseconds, to timestamp buffers as a push-broom scanner "
-                          "would (PTS = first line x line-duration) and make the stream seekable in time; 0 = "
-                          "buffers carry no timestamps",
+                          "would (PTS = first line x line-duration) and make the stream seekable in time (it "
+                          "is seekable by line, GST_FORMAT_DEFAULT, either way); 0 = buffers carry no timestamps",
                           0, G_MAXUINT64, 0, flags));
   g_object_class_install_property(gobject_class, PROP_READ_THREADS, gstcs::read_threads_param_spec(flags));
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
@@ -280,6 +397,7 @@ static void gst_envi_src_class_init(GstEnviSrcClass *klass) {
   base_class->stop = envi_src_stop;
   base_class->get_caps = envi_src_get_caps;
   base_class->is_seekable = envi_src_is_seekable;
+  base_class->prepare_seek_segment = envi_src_prepare_seek_segment;
   base_class->do_seek = envi_src_do_seek;
   base_class->query = envi_src_query;
   base_class->decide_allocation = envi_src_decide_allocation;
@@ -289,5 +407,6 @@ static void gst_envi_src_class_init(GstEnviSrcClass *klass) {
 
 static void gst_envi_src_init(GstEnviSrc *self) {
   self->lines_per_buffer = kDefaultLinesPerBuffer;
+  self->stop_line = G_MAXUINT64;
   gst_base_src_set_format(GST_BASE_SRC(self), GST_FORMAT_TIME);
 }

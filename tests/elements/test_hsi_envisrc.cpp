@@ -304,45 +304,124 @@ TEST(GpuHsiBlockMeta, SurvivesUploadAndDownload) {
   expect_meta_through("gpuupload backend=cuda ! gpudownload backend=cuda");
 }
 
+namespace {
+
+// "envisrc ! appsink" over a random f32 cube of 10 lines in blocks of 3,
+// paused: seeks and queries go to `src`, and blocks() plays the rest.
+class SeekableCube {
+ public:
+  explicit SeekableCube(const std::string &envisrc_options) {
+    data_ = cs_test::random_bytes(cube_.samples * cube_.lines * cube_.bands * 4, cs_test::fresh_seed());
+    cube_.write(dir_.file("c"), data_);
+    pipeline_ = gst_parse_launch(("envisrc name=src location=" + dir_.file("c.hdr") + " lines-per-buffer=3 " +
+                                  envisrc_options + " ! appsink name=sink sync=false")
+                                     .c_str(),
+                                 nullptr);
+    src = gst_bin_get_by_name(GST_BIN(pipeline_), "src");
+    sink_ = gst_bin_get_by_name(GST_BIN(pipeline_), "sink");
+    gst_element_set_state(pipeline_, GST_STATE_PAUSED);
+    paused = gst_element_get_state(pipeline_, nullptr, nullptr, 10 * GST_SECOND) == GST_STATE_CHANGE_SUCCESS;
+  }
+  ~SeekableCube() {
+    gst_element_set_state(pipeline_, GST_STATE_NULL);
+    gst_object_unref(src);
+    gst_object_unref(sink_);
+    gst_object_unref(pipeline_);
+  }
+  bool seek(gdouble rate, GstFormat format, gint64 start, gint64 stop) {
+    return gst_element_seek(pipeline_, rate, format, GstSeekFlags(GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_ACCURATE),
+                            GST_SEEK_TYPE_SET, start, stop < 0 ? GST_SEEK_TYPE_NONE : GST_SEEK_TYPE_SET, stop);
+  }
+  // Plays to the end: each block's (first line, line count, PTS), its bytes checked against the file.
+  std::vector<std::tuple<guint64, guint, GstClockTime>> blocks() {
+    gst_element_set_state(pipeline_, GST_STATE_PLAYING);
+    std::vector<std::tuple<guint64, guint, GstClockTime>> out;
+    while (GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink_), 5 * GST_SECOND)) {
+      GstBuffer *buf = gst_sample_get_buffer(sample);
+      if (GstHsiBlockMeta *m = gst_buffer_get_hsi_block_meta(buf)) {
+        out.emplace_back(m->first_line, m->line_count, GST_BUFFER_PTS(buf));
+        GstMapInfo map;
+        gst_buffer_map(buf, &map, GST_MAP_READ);
+        EXPECT_EQ(std::vector<uint8_t>(map.data, map.data + map.size),
+                  cube_.expected_block(data_, m->first_line, m->line_count));
+        gst_buffer_unmap(buf, &map);
+      }
+      gst_sample_unref(sample);
+    }
+    return out;
+  }
+
+  GstElement *src = nullptr;
+  bool paused = false;
+
+ private:
+  ScratchDir dir_;
+  SyntheticCube cube_;  // 10 lines
+  std::vector<uint8_t> data_;
+  GstElement *pipeline_ = nullptr, *sink_ = nullptr;
+};
+
+// What a SEEKING query on `element` says for `format`: seekable, and the end.
+std::pair<bool, gint64> seeking(GstElement *element, GstFormat format) {
+  GstQuery *query = gst_query_new_seeking(format);
+  gboolean seekable = FALSE;
+  gint64 end = 0;
+  if (gst_element_query(element, query)) gst_query_parse_seeking(query, nullptr, &seekable, nullptr, &end);
+  gst_query_unref(query);
+  return {bool(seekable), end};
+}
+
+using Block = std::tuple<guint64, guint, GstClockTime>;
+
+}  // namespace
+
 // With line-duration the stream has a duration and seeks to the line at the
 // requested time.
 TEST(EnviSrc, DurationAndSeekWithLineDuration) {
-  ScratchDir dir;
-  SyntheticCube cube;
-  const std::vector<uint8_t> data = cs_test::random_bytes(cube.samples * cube.lines * cube.bands * 4, cs_test::fresh_seed());
-  cube.write(dir.file("c"), data);
-  GstElement *pipeline = gst_parse_launch(("envisrc location=" + dir.file("c.hdr") +
-                                           " lines-per-buffer=3 line-duration=1000000 ! appsink name=sink sync=false")
-                                              .c_str(),
-                                          nullptr);
-  ASSERT_NE(pipeline, nullptr);
-  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
-  gst_element_set_state(pipeline, GST_STATE_PAUSED);
-  ASSERT_EQ(gst_element_get_state(pipeline, nullptr, nullptr, 10 * GST_SECOND), GST_STATE_CHANGE_SUCCESS);
+  SeekableCube c("line-duration=1000000");
+  ASSERT_TRUE(c.paused);
   gint64 duration = 0;
-  EXPECT_TRUE(gst_element_query_duration(pipeline, GST_FORMAT_TIME, &duration));
+  EXPECT_TRUE(gst_element_query_duration(c.src, GST_FORMAT_TIME, &duration));
   EXPECT_EQ(duration, gint64(10 * GST_MSECOND));
-  ASSERT_TRUE(gst_element_seek_simple(pipeline, GST_FORMAT_TIME,
-                                      GstSeekFlags(GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_ACCURATE), 5 * GST_MSECOND));
-  gst_element_set_state(pipeline, GST_STATE_PLAYING);
-  std::vector<std::pair<guint64, guint>> blocks;
-  while (GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 5 * GST_SECOND)) {
-    GstBuffer *buf = gst_sample_get_buffer(sample);
-    GstHsiBlockMeta *m = gst_buffer_get_hsi_block_meta(buf);
-    if (m) {
-      blocks.emplace_back(m->first_line, m->line_count);
-      GstMapInfo map;
-      gst_buffer_map(buf, &map, GST_MAP_READ);
-      EXPECT_EQ(std::vector<uint8_t>(map.data, map.data + map.size), cube.expected_block(data, m->first_line, m->line_count));
-      gst_buffer_unmap(buf, &map);
-      EXPECT_EQ(GST_BUFFER_PTS(buf), m->first_line * GST_MSECOND);
-    }
-    gst_sample_unref(sample);
-  }
-  gst_element_set_state(pipeline, GST_STATE_NULL);
-  gst_object_unref(sink);
-  gst_object_unref(pipeline);
-  ASSERT_FALSE(blocks.empty());
-  EXPECT_EQ(blocks.front().first, 5u) << "the first block starts at the line of the seek time";
-  EXPECT_EQ(blocks.back().first + blocks.back().second, 10u);
+  EXPECT_EQ(seeking(c.src, GST_FORMAT_TIME), std::make_pair(true, gint64(10 * GST_MSECOND)));
+  ASSERT_TRUE(c.seek(1.0, GST_FORMAT_TIME, 5 * GST_MSECOND, -1));
+  // The first block starts at the line of the seek time; each is stamped with its first line's time.
+  EXPECT_EQ(c.blocks(), (std::vector<Block>{{5, 3, 5 * GST_MSECOND}, {8, 2, 8 * GST_MSECOND}}));
+}
+
+// Lines are the pad's unit (GST_FORMAT_DEFAULT): without line-duration the
+// stream has no time axis, yet it is seekable by line, a seek's stop ends it
+// after that line, and position and duration answer in lines. Time seeks
+// fail clearly there, and no rate plays lines backwards.
+TEST(EnviSrc, SeekByLineWithoutATimeAxis) {
+  SeekableCube c("");
+  ASSERT_TRUE(c.paused);
+  gint64 value = 0;
+  EXPECT_TRUE(gst_element_query_duration(c.src, GST_FORMAT_DEFAULT, &value));
+  EXPECT_EQ(value, 10);
+  if (gst_element_query_duration(c.src, GST_FORMAT_TIME, &value)) EXPECT_EQ(value, -1) << "no time axis: unknown";
+  EXPECT_EQ(seeking(c.src, GST_FORMAT_DEFAULT), std::make_pair(true, gint64(10)));
+  EXPECT_FALSE(seeking(c.src, GST_FORMAT_TIME).first);
+  EXPECT_FALSE(c.seek(1.0, GST_FORMAT_TIME, 5 * GST_MSECOND, -1)) << "no time to seek to";
+  EXPECT_FALSE(c.seek(-1.0, GST_FORMAT_DEFAULT, 0, 4)) << "lines are read forwards only";
+  ASSERT_TRUE(c.seek(1.0, GST_FORMAT_DEFAULT, 4, 9));
+  EXPECT_EQ(c.blocks(), (std::vector<Block>{{4, 3, GST_CLOCK_TIME_NONE}, {7, 2, GST_CLOCK_TIME_NONE}}));
+  EXPECT_TRUE(gst_element_query_position(c.src, GST_FORMAT_DEFAULT, &value));
+  EXPECT_EQ(value, 9) << "the line after the last one pushed";
+}
+
+// With line-duration a seek by line is a seek to that line's time (lines and
+// time convert both ways), and its stop ends the stream after that line.
+TEST(EnviSrc, SeekByLineWithLineDuration) {
+  SeekableCube c("line-duration=1000000");
+  ASSERT_TRUE(c.paused);
+  gint64 value = 0;
+  EXPECT_TRUE(gst_element_query_convert(c.src, GST_FORMAT_DEFAULT, 4, GST_FORMAT_TIME, &value));
+  EXPECT_EQ(value, gint64(4 * GST_MSECOND));
+  EXPECT_TRUE(gst_element_query_convert(c.src, GST_FORMAT_TIME, gint64(7500 * GST_USECOND), GST_FORMAT_DEFAULT,
+                                        &value));
+  EXPECT_EQ(value, 7) << "the line being scanned at that time";
+  EXPECT_EQ(seeking(c.src, GST_FORMAT_DEFAULT), std::make_pair(true, gint64(10)));
+  ASSERT_TRUE(c.seek(1.0, GST_FORMAT_DEFAULT, 2, 7));
+  EXPECT_EQ(c.blocks(), (std::vector<Block>{{2, 3, 2 * GST_MSECOND}, {5, 2, 5 * GST_MSECOND}}));
 }
