@@ -9,7 +9,12 @@
  * cs::sift::CudaMatcher (sift_match.h; the reference's descriptors stay on
  * the device, the previous frame's are uploaded once per frame); float
  * descriptors, and the CPU backend, use features_cpu's cv::BFMatcher. Both
- * give the same matches (sift_match.h says why). */
+ * give the same matches (sift_match.h says why).
+ *
+ * Against the previous frame, a flush (a seek) or a new stream starts afresh:
+ * the first frame after it has nothing to match, as the stream's first frame.
+ * A discontinuity alone (a live source's dropped frame) does not: the frame
+ * before it is still the nearest view of the scene. */
 #include "gstsiftmatch.h"
 
 #include <opencv2/calib3d.hpp>
@@ -101,6 +106,19 @@ static gboolean match_stop(GstCsBaseTransform *base) {
   delete self->gpu;  // match() has waited for its stream
   self->gpu = nullptr;
   return TRUE;
+}
+
+// Forgets the previous frame (not a reference) on a flush or a new stream.
+static gboolean match_sink_event(GstBaseTransform *trans, GstEvent *event) {
+  auto *self = GST_SIFT_MATCHER(trans);
+  const GstEventType type = GST_EVENT_TYPE(event);
+  if ((type == GST_EVENT_FLUSH_STOP || type == GST_EVENT_STREAM_START) && !self->train_is_reference &&
+      self->train->has_value()) {
+    GST_DEBUG_OBJECT(self, "%s: the next frame is matched against nothing", GST_EVENT_TYPE_NAME(event));
+    self->train->reset();
+    if (self->gpu) self->gpu->train_uploaded = false;
+  }
+  return GST_BASE_TRANSFORM_CLASS(gst_sift_matcher_parent_class)->sink_event(trans, event);
 }
 
 // Whether the CUDA matcher takes these descriptors: 128 bytes per row.
@@ -307,6 +325,7 @@ static void gst_sift_matcher_class_init(GstSiftMatcherClass *klass) {
       "gst-cuda-sensing developers");
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
   trans_class->transform_ip = match_transform_ip;
+  trans_class->sink_event = match_sink_event;
   trans_class->passthrough_on_same_caps = FALSE;
   GstCsBaseTransformClass *cs_class = GST_CS_BASE_TRANSFORM_CLASS(klass);
   cs_class->start_backend = match_start;

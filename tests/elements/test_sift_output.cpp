@@ -2,6 +2,7 @@
 // FileStorage YAML/XML read by cv::FileStorage), siftoverlay (pixels drawn
 // where the keypoints are), siftmatch (a homography close to the true one
 // between a frame and a rotated, shifted copy).
+#include <gst/check/gstharness.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -498,6 +499,55 @@ TEST(SiftMatch, PreviousFrameHomographyIsCloseToTheTruth) {
   }
   EXPECT_GT(inliers, m->count / 2);
   EXPECT_LT(max_disagreement(homography_of(*m), p.truth), kHomographyTolerance);
+}
+
+// Against the previous frame, a flush (a seek) or a new stream starts
+// afresh: the frame after it has nothing to match, as a stream's first.
+void expect_flush_and_new_stream_forget_the_previous_frame(const std::string &matcher) {
+  const Pair p = rotated_pair(cs_test::fresh_seed());
+  GstHarness *h = gst_harness_new_parse(("sift backend=cpu ! " + matcher).c_str());
+  gst_harness_set_src_caps(h, frame_caps(GST_VIDEO_FORMAT_GRAY8, 320, 240));
+  // The matches meta of the frame pushed through (its count, and the reference's keypoints).
+  auto push = [&](const cv::Mat &frame) -> std::pair<guint, guint> {
+    EXPECT_EQ(gst_harness_push(h, make_frame(frame, GST_VIDEO_FORMAT_GRAY8)), GST_FLOW_OK);
+    GstBuffer *out = gst_harness_pull(h);
+    const GstSiftMatchesMeta *m = out ? gst_buffer_get_sift_matches_meta(out) : nullptr;
+    EXPECT_NE(m, nullptr);
+    const std::pair<guint, guint> counts = m ? std::make_pair(m->count, m->train_count) : std::make_pair(0u, 0u);
+    if (out) gst_buffer_unref(out);
+    return counts;
+  };
+  auto restart_segment = [&] {
+    GstSegment segment;
+    gst_segment_init(&segment, GST_FORMAT_TIME);
+    ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_segment(&segment)));
+  };
+  EXPECT_EQ(push(p.first), std::make_pair(0u, 0u));
+  const std::pair<guint, guint> matched = push(p.second);
+  EXPECT_GT(matched.first, 50u);
+  EXPECT_GT(matched.second, 100u);
+
+  ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_flush_start()));
+  ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_flush_stop(TRUE)));
+  restart_segment();
+  EXPECT_EQ(push(p.second), std::make_pair(0u, 0u)) << "after a flush";
+  EXPECT_GT(push(p.first).first, 50u) << "then against the frame before, again";
+
+  ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_stream_start("another stream")));
+  gst_harness_set_src_caps(h, frame_caps(GST_VIDEO_FORMAT_GRAY8, 320, 240));
+  restart_segment();
+  EXPECT_EQ(push(p.second), std::make_pair(0u, 0u)) << "after a new stream";
+  EXPECT_GT(push(p.first).first, 50u);
+  gst_harness_teardown(h);
+}
+
+TEST(SiftMatch, FlushOrNewStreamForgetsThePreviousFrame) {
+  expect_flush_and_new_stream_forget_the_previous_frame("siftmatch backend=cpu");
+}
+
+TEST(GpuSiftMatchElement, FlushOrNewStreamForgetsThePreviousFrame) {
+  CS_REQUIRE_GPU();
+  expect_flush_and_new_stream_forget_the_previous_frame("siftmatch backend=cuda");
 }
 
 TEST(SiftMatch, PostsASummaryMessagePerFrame) {
