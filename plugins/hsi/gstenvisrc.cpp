@@ -390,7 +390,8 @@ static void gst_envi_src_class_init(GstEnviSrcClass *klass) {
       element_class, "ENVI image source", "Source/File",
       "Streams an ENVI image (BSQ, BIL or BIP; data types 1, 2, 3, 4, 5, 12, 13, 14, 15; either byte order) as "
       "blocks of whole lines in the native sample format, reading only the lines of each block; the caps carry "
-      "wavelengths, FWHM, bad bands, data ignore value and reflectance scale factor",
+      "wavelengths, FWHM, bad bands, data ignore value and reflectance scale factor. Seekable by line "
+      "(GST_FORMAT_DEFAULT), and in time with line-duration",
       "gst-cuda-sensing developers");
   GstBaseSrcClass *base_class = GST_BASE_SRC_CLASS(klass);
   base_class->start = envi_src_start;
