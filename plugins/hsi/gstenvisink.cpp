@@ -9,6 +9,11 @@
  * BSQ blocks, one band per class) are written as one ENVI float cube instead:
  * data type 4, BIL (a block's band planes become its lines' band rows),
  * `band names` from the caps field band-names.
+ * Either file gets the scene's `map info`, `projection info` and
+ * `coordinate system string` from the caps (envisrc reads them, hsiclassify
+ * keeps them), with map info's reference pixel moved by the first line
+ * written (a stream that starts mid-scene after a seek), so the file lies
+ * where the scene does in ENVI, QGIS and GDAL.
  * Input in device memory (memory:CudaSensing) is taken as it is: mapping it
  * for reading downloads it. */
 #include "gstenvisink.h"
@@ -18,12 +23,16 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gst/cudasensing/gstcsmemory.h>
 
 #include "class-palette.h"
+#include "gst/cudasensing/hsi/gsthsiblockmeta.h"
+#include "hsi-caps.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_envi_sink_debug);
 #define GST_CAT_DEFAULT gst_envi_sink_debug
@@ -43,6 +52,10 @@ struct SinkState {
   guint64 lines = 0;
   unsigned max_label = 0;
   bool header_written = false;
+  // Georeferencing: (ENVI key, value) from the caps, and the scene line the
+  // file starts at (the first block's GstHsiBlockMeta).
+  std::vector<std::pair<std::string, std::string>> georeferencing;
+  std::optional<guint64> first_line;
 };
 
 // `cube.img` -> `cube.hdr`; a name without extension gets `.hdr` appended.
@@ -143,10 +156,35 @@ static std::string rules_header(const SinkState *st) {
   return text;
 }
 
+// The georeferencing header lines, map info moved to the file's first line.
+static std::string georeferencing_header(const SinkState *st) {
+  std::string text;
+  for (const auto &[key, value] : st->georeferencing) {
+    const bool map_info = key == "map info";
+    text += key + " = {" + (map_info ? hsi_caps::map_info_from_line(value, st->first_line.value_or(0)) : value) + "}\n";
+  }
+  return text;
+}
+
+// The caps' georeferencing fields (the last caps win: one file, one grid).
+static void set_georeferencing(SinkState *st, const GstStructure *s) {
+  st->georeferencing.clear();
+  for (const hsi_caps::GeoField &g : hsi_caps::kGeoFields)
+    if (const gchar *value = gst_structure_get_string(s, g.caps_field))
+      st->georeferencing.emplace_back(g.envi_key, value);
+}
+
+// Where the file starts in the scene: the first block's line.
+static void note_first_line(SinkState *st, GstBuffer *buffer) {
+  if (st->first_line) return;
+  const GstHsiBlockMeta *meta = gst_buffer_get_hsi_block_meta(buffer);
+  st->first_line = meta ? meta->first_line : 0;
+}
+
 static bool write_header(GstEnviSink *self) {
   SinkState *st = self->state;
   if (!st || st->header_written || !st->have_info) return true;
-  const std::string text = st->rules ? rules_header(st) : classification_header(st);
+  const std::string text = (st->rules ? rules_header(st) : classification_header(st)) + georeferencing_header(st);
   FILE *f = std::fopen(st->header_path.c_str(), "wb");
   const bool ok = f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
   if (f && std::fclose(f) != 0) return false;
@@ -204,6 +242,7 @@ static gboolean set_rules_caps(GstEnviSink *self, const GstStructure *s) {
       st->band_names.push_back(G_VALUE_HOLDS_STRING(v) ? g_value_get_string(v) : "");
     }
   st->have_info = true;
+  set_georeferencing(st, s);
   return TRUE;
 }
 
@@ -229,7 +268,8 @@ static gboolean envi_sink_set_caps(GstBaseSink *base, GstCaps *caps) {
   }
   st->info = info;
   st->have_info = true;
-  const GValue *names = gst_structure_get_value(gst_caps_get_structure(caps, 0), "class-names");
+  set_georeferencing(st, structure);
+  const GValue *names = gst_structure_get_value(structure, "class-names");
   if (names && GST_VALUE_HOLDS_ARRAY(names)) {
     st->class_names.clear();
     for (guint i = 0; i < gst_value_array_get_size(names); ++i) {
@@ -274,6 +314,7 @@ static GstFlowReturn render_rules(GstEnviSink *self, GstBuffer *buffer) {
 static GstFlowReturn envi_sink_render(GstBaseSink *base, GstBuffer *buffer) {
   auto *self = GST_ENVI_SINK(base);
   SinkState *st = self->state;
+  note_first_line(st, buffer);
   if (st->rules) return render_rules(self, buffer);
   GstVideoFrame frame;
   if (!gst_video_frame_map(&frame, &st->info, buffer, GST_MAP_READ)) {

@@ -18,7 +18,8 @@
  * CUDA both stay in device memory), or, with output=rule-images, out of the
  * source pad instead of the class map. The rules pad follows the sink pad's
  * events (its own stream-start, the caps of the rule images, segment, EOS,
- * flushes); an unlinked rules pad costs nothing. */
+ * flushes); an unlinked rules pad costs nothing. Both outputs keep the
+ * scene's georeferencing caps fields (map-info and the like, hsi-caps.h). */
 #include "gsthsiclassify.h"
 
 #include <gst/video/video.h>
@@ -323,6 +324,7 @@ static GstStructure *rule_structure(const GstStructure *in) {
   for (const char *field : {"samples", "lines", "block-lines"})
     if (const GValue *v = gst_structure_get_value(in, field)) gst_structure_set_value(out, field, v);
   if (!gst_structure_has_field(out, "samples")) gst_structure_set(out, "samples", GST_TYPE_INT_RANGE, 1, G_MAXINT, nullptr);
+  hsi_caps::copy_georeferencing(in, out);
   return out;
 }
 
@@ -429,6 +431,7 @@ static GstCaps *classify_transform_caps(GstBaseTransform *trans, GstPadDirection
         }
       }
       gst_caps_unref(one);
+      hsi_caps::copy_georeferencing(in, out);
     } else {
       GstCaps *sink = sink_media_caps();
       out = gst_structure_copy(gst_caps_get_structure(sink, 0));

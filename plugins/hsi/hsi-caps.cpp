@@ -1,6 +1,10 @@
 #include "hsi-caps.h"
 
 #include <cstring>
+#include <optional>
+#include <vector>
+
+#include "hsi/text_parse.h"
 
 using cs::hsi::ByteOrder;
 using cs::hsi::DataType;
@@ -75,7 +79,28 @@ GstCaps *caps_from_header(const EnviHeader &h, size_t block_lines, std::string *
     gst_structure_set(s, "reflectance-scale-factor", G_TYPE_DOUBLE, *h.reflectance_scale_factor, nullptr);
   if (h.lines) gst_structure_set(s, "lines", G_TYPE_INT, int(h.lines), nullptr);
   if (block_lines) gst_structure_set(s, "block-lines", G_TYPE_INT, int(block_lines), nullptr);
+  for (const GeoField &g : kGeoFields)
+    if (const cs::hsi::EnviField *f = h.find(g.envi_key))
+      gst_structure_set(s, g.caps_field, G_TYPE_STRING, f->value.c_str(), nullptr);
   return gst_caps_new_full(s, nullptr);
+}
+
+void copy_georeferencing(const GstStructure *from, GstStructure *to) {
+  for (const GeoField &g : kGeoFields)
+    if (const GValue *v = gst_structure_get_value(from, g.caps_field)) gst_structure_set_value(to, g.caps_field, v);
+}
+
+std::string map_info_from_line(const std::string &value, uint64_t first_line) {
+  if (first_line == 0) return value;
+  std::vector<std::string> items = cs::hsi::text::split(value, ',');
+  if (items.size() < 3) return value;
+  const std::optional<double> line = cs::hsi::text::parse_double(items[2]);
+  if (!line) return value;
+  char number[G_ASCII_DTOSTR_BUF_SIZE];
+  items[2] = g_ascii_dtostr(number, sizeof number, *line - double(first_line));
+  std::string out;
+  for (const std::string &item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
 }
 
 bool stream_from_caps(const GstCaps *caps, Stream *out, std::string *error) {

@@ -13,10 +13,17 @@
 //   reflectance-scale-factor double  stored value / factor = reflectance (optional)
 //   lines                    int     lines in the scene (absent for endless streams)
 //   block-lines              int     lines per buffer (the last may hold fewer)
+//   map-info                 string  ENVI `map info`, the scene's georeferencing (optional)
+//   projection-info          string  ENVI `projection info` (optional)
+//   coordinate-system-string string  ENVI `coordinate system string`, WKT (optional)
+// The three georeferencing fields also travel on hsiclassify's class maps and
+// rule images, so that envisink's files lie where the scene lies in ENVI, QGIS
+// and GDAL.
 #pragma once
 
 #include <gst/gst.h>
 
+#include <cstdint>
 #include <string>
 
 #include "hsi/envi.h"
@@ -44,5 +51,23 @@ GstCaps *caps_from_header(const cs::hsi::EnviHeader &header, size_t block_lines,
 
 // The stream fixed caps describe; false with `error` set when they do not.
 bool stream_from_caps(const GstCaps *caps, Stream *stream, std::string *error);
+
+// An ENVI georeferencing key and the caps field that carries it.
+struct GeoField {
+  const char *envi_key, *caps_field;
+};
+inline constexpr GeoField kGeoFields[] = {{"map info", "map-info"},
+                                          {"projection info", "projection-info"},
+                                          {"coordinate system string", "coordinate-system-string"}};
+
+// Copies the georeferencing fields of `from` into `to` (the class map of a
+// scene lies on the scene's grid).
+void copy_georeferencing(const GstStructure *from, GstStructure *to);
+
+// `map info` (its value, without braces) for an image whose first line is
+// line `first_line` of the scene: the reference pixel's line (the third
+// item, 1-based) less first_line, which holds with any rotation. The value
+// as it is when first_line is 0 or the item is not a number.
+std::string map_info_from_line(const std::string &value, uint64_t first_line);
 
 }  // namespace hsi_caps

@@ -169,7 +169,8 @@ namespace {
 
 // A 6-band f32 cube whose pixels are multiples of three CSV references, with
 // some no-data pixels: known classes. Returns the expected labels.
-std::vector<uint8_t> write_known_scene(const ScratchDir &dir, size_t samples, size_t lines) {
+std::vector<uint8_t> write_known_scene(const ScratchDir &dir, size_t samples, size_t lines,
+                                       const std::string &extra_header = "") {
   const double refs[3][6] = {{0.1, 0.2, 0.3, 0.4, 0.5, 0.6}, {0.6, 0.5, 0.4, 0.3, 0.2, 0.1},
                              {0.2, 0.8, 0.2, 0.8, 0.2, 0.8}};
   std::string csv = "wavelength (nm), grass, bare soil, stripes\n";
@@ -183,7 +184,7 @@ std::vector<uint8_t> write_known_scene(const ScratchDir &dir, size_t samples, si
   cube.lines = lines;
   cube.bands = 6;
   cube.interleave = Interleave::bil;
-  cube.extra = "wavelength = {450, 550, 650, 750, 850, 950}\nwavelength units = nm\n";
+  cube.extra = "wavelength = {450, 550, 650, 750, 850, 950}\nwavelength units = nm\n" + extra_header;
   std::mt19937 rng(cs_test::fresh_seed());
   std::vector<float> values(samples * lines * 6);
   std::vector<uint8_t> expected(samples * lines);
@@ -236,6 +237,76 @@ TEST(EnviSink, WritesClassificationThatReadsBack) {
   const std::vector<Rgba> with_lookup = colorize({0, 1, 2, 3}, 4, 1, false, dir.file("classes.hdr"));
   const std::vector<Rgba> without = colorize({0, 1, 2, 3}, 4, 1, false);
   EXPECT_EQ(with_lookup, without);
+}
+
+// A scene georeferenced as AVIRIS-NG's are (UTM, rotated grid, WKT).
+const std::string kMapInfo = "UTM, 1.000, 1.000, 277811.628, 4483607.425, 3.1, 3.1, 13, North, WGS-84, units=Meters, "
+                             "rotation=53.0";
+const std::string kCoordinateSystem =
+    "PROJCS[\"WGS_1984_UTM_Zone_13N\",GEOGCS[\"GCS_WGS_1984\",DATUM[\"D_WGS_1984\",SPHEROID[\"WGS_1984\","
+    "6378137.0,298.257223563]]]]";
+const std::string kGeoreferencedHeader =
+    "map info = {" + kMapInfo + "}\ncoordinate system string = {" + kCoordinateSystem + "}\n";
+
+std::string header_value(const EnviHeader &h, const std::string &key) {
+  const EnviField *f = h.find(key);
+  return f ? f->value : "(no " + key + ")";
+}
+
+// The scene's georeferencing reaches both files envisink writes, so they lie
+// where the scene does in ENVI, QGIS and GDAL.
+TEST(EnviSink, ClassMapsAndRuleImagesKeepTheScenesGeoreferencing) {
+  ScratchDir dir;
+  write_known_scene(dir, 11, 9, kGeoreferencedHeader);
+  const RunResult r = run_pipeline("envisrc location=" + dir.file("scene.hdr") +
+                                   " lines-per-buffer=4 ! hsiclassify name=c backend=cpu library=" + dir.file("lib.csv") +
+                                   " ! tee name=t ! queue ! envisink location=" + dir.file("classes.img") +
+                                   " t. ! queue ! appsink name=sink c.rules ! queue ! envisink location=" +
+                                   dir.file("rules.img"));
+  ASSERT_TRUE(r.error.empty()) << r.everything();
+  for (const char *file : {"classes.img", "rules.img"}) {
+    SCOPED_TRACE(file);
+    const EnviHeader h = EnviReader(dir.file(file)).header();
+    EXPECT_EQ(header_value(h, "map info"), kMapInfo);
+    EXPECT_EQ(header_value(h, "coordinate system string"), kCoordinateSystem);
+  }
+}
+
+// A stream that starts mid-scene (a seek by line) is written as an image of
+// its own lines, whose map info puts its first line where it lies in the
+// scene: the reference pixel (line 1 of the scene) is line 1 - 3 = -2 of a
+// file that starts at scene line 3 (0-based).
+TEST(EnviSink, StreamFromALineMovesTheMapReference) {
+  ScratchDir dir;
+  const size_t samples = 11, lines = 9;
+  const std::vector<uint8_t> expected = write_known_scene(dir, samples, lines, kGeoreferencedHeader);
+  GstElement *pipeline = gst_parse_launch(("envisrc location=" + dir.file("scene.hdr") +
+                                           " lines-per-buffer=4 ! hsiclassify backend=cpu library=" +
+                                           dir.file("lib.csv") + " ! envisink location=" + dir.file("classes.img"))
+                                              .c_str(),
+                                          nullptr);
+  ASSERT_NE(pipeline, nullptr);
+  gst_element_set_state(pipeline, GST_STATE_PAUSED);
+  ASSERT_EQ(gst_element_get_state(pipeline, nullptr, nullptr, 10 * GST_SECOND), GST_STATE_CHANGE_SUCCESS);
+  ASSERT_TRUE(gst_element_seek(pipeline, 1.0, GST_FORMAT_DEFAULT,
+                               GstSeekFlags(GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_ACCURATE), GST_SEEK_TYPE_SET, 3,
+                               GST_SEEK_TYPE_SET, 9));
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  GstBus *bus = gst_element_get_bus(pipeline);
+  GstMessage *done = gst_bus_timed_pop_filtered(bus, 30 * GST_SECOND,
+                                                GstMessageType(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+  const bool eos = done && GST_MESSAGE_TYPE(done) == GST_MESSAGE_EOS;
+  if (done) gst_message_unref(done);
+  gst_object_unref(bus);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(pipeline);
+  ASSERT_TRUE(eos);
+  const EnviReader reader(dir.file("classes.img"));
+  ASSERT_EQ(reader.header().lines, 6u);
+  EXPECT_EQ(reader.read_lines(0, 6), std::vector<uint8_t>(expected.begin() + 3 * samples, expected.end()));
+  EXPECT_EQ(header_value(reader.header(), "map info"),
+            "UTM, 1.000, -2, 277811.628, 4483607.425, 3.1, 3.1, 13, North, WGS-84, units=Meters, rotation=53.0");
+  EXPECT_EQ(header_value(reader.header(), "coordinate system string"), kCoordinateSystem);
 }
 
 TEST(EnviSinkRealData, LargeLibraryWritesDataType12) {
