@@ -1,6 +1,9 @@
 /* envisink: writes a stream of class maps (hsiclassify's GRAY8 / GRAY16_LE
  * blocks of lines) as one ENVI Classification file: the labels line after
- * line (data type 1, or 12 beyond 254 classes; BSQ, one band) and, at EOS or
+ * line (data type 1, or 12 beyond 254 classes; BSQ, one band), each block on
+ * its own lines (its GstHsiBlockMeta's scene line, counted from the first
+ * block's: after a seek blocks rewrite or skip lines rather than follow on;
+ * lines never written read as 0, unclassified) and, at EOS or
  * stop, the header with `file type = ENVI Classification`, `classes`,
  * `class names` (from the caps field class-names that hsiclassify sets) and
  * `class lookup` (the palette hsicolorize uses), so the result opens in ENVI,
@@ -20,6 +23,7 @@
 
 #include <gst/video/video.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -56,6 +60,7 @@ struct SinkState {
   // file starts at (the first block's GstHsiBlockMeta).
   std::vector<std::pair<std::string, std::string>> georeferencing;
   std::optional<guint64> first_line;
+  guint64 next_line = 0;  // file line after the last block written
 };
 
 // `cube.img` -> `cube.hdr`; a name without extension gets `.hdr` appended.
@@ -174,11 +179,37 @@ static void set_georeferencing(SinkState *st, const GstStructure *s) {
       st->georeferencing.emplace_back(g.envi_key, value);
 }
 
-// Where the file starts in the scene: the first block's line.
-static void note_first_line(SinkState *st, GstBuffer *buffer) {
-  if (st->first_line) return;
+// Moves the data file to where `buffer`'s lines go: its block meta's scene
+// line less the file's first line (the first block's), so that blocks after
+// a seek land on their own lines (lines never written read as 0); blocks
+// without the meta follow the last one. The file line the block starts at,
+// or nothing after posting an error (a block before the file's first line).
+static std::optional<guint64> place_block(GstEnviSink *self, GstBuffer *buffer, size_t line_bytes) {
+  SinkState *st = self->state;
   const GstHsiBlockMeta *meta = gst_buffer_get_hsi_block_meta(buffer);
-  st->first_line = meta ? meta->first_line : 0;
+  if (!st->first_line) st->first_line = meta ? meta->first_line : 0;
+  guint64 line = st->next_line;
+  if (meta) {
+    if (meta->first_line < *st->first_line) {
+      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Lines before the start of %s", st->data_path.c_str()),
+                        ("scene line %" G_GUINT64_FORMAT " arrived; the file starts at scene line %" G_GUINT64_FORMAT
+                         " (its first block): seek back only as far as that",
+                         guint64(meta->first_line), *st->first_line));
+      return std::nullopt;
+    }
+    line = meta->first_line - *st->first_line;
+  }
+  if (fseeko(st->data, off_t(line * line_bytes), SEEK_SET) != 0) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SEEK, ("Cannot seek in %s", st->data_path.c_str()), ("%s", g_strerror(errno)));
+    return std::nullopt;
+  }
+  return line;
+}
+
+// `count` lines written at file line `line`.
+static void note_lines_written(SinkState *st, guint64 line, guint64 count) {
+  st->next_line = line + count;
+  st->lines = std::max(st->lines, st->next_line);
 }
 
 static bool write_header(GstEnviSink *self) {
@@ -298,6 +329,11 @@ static GstFlowReturn render_rules(GstEnviSink *self, GstBuffer *buffer) {
     return GST_FLOW_ERROR;
   }
   const size_t lines = map.size / line;
+  const std::optional<guint64> at = place_block(self, buffer, line);
+  if (!at) {
+    gst_buffer_unmap(buffer, &map);
+    return GST_FLOW_ERROR;
+  }
   bool ok = true;
   for (size_t l = 0; l < lines && ok; ++l)
     for (size_t b = 0; b < st->bands && ok; ++b)
@@ -307,14 +343,13 @@ static GstFlowReturn render_rules(GstEnviSink *self, GstBuffer *buffer) {
     GST_ELEMENT_ERROR(self, RESOURCE, WRITE, ("Cannot write %s", st->data_path.c_str()), ("%s", g_strerror(errno)));
     return GST_FLOW_ERROR;
   }
-  st->lines += lines;
+  note_lines_written(st, *at, lines);
   return GST_FLOW_OK;
 }
 
 static GstFlowReturn envi_sink_render(GstBaseSink *base, GstBuffer *buffer) {
   auto *self = GST_ENVI_SINK(base);
   SinkState *st = self->state;
-  note_first_line(st, buffer);
   if (st->rules) return render_rules(self, buffer);
   GstVideoFrame frame;
   if (!gst_video_frame_map(&frame, &st->info, buffer, GST_MAP_READ)) {
@@ -328,6 +363,11 @@ static GstFlowReturn envi_sink_render(GstBaseSink *base, GstBuffer *buffer) {
   const int height = GST_VIDEO_FRAME_HEIGHT(&frame);
   const auto *data = static_cast<const uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&frame, 0));
   const int stride = GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0);
+  const std::optional<guint64> at = place_block(self, buffer, row_bytes);
+  if (!at) {
+    gst_video_frame_unmap(&frame);
+    return GST_FLOW_ERROR;
+  }
   bool ok = true;
   for (int y = 0; y < height && ok; ++y) {
     const uint8_t *row = data + size_t(y) * stride;
@@ -342,7 +382,7 @@ static GstFlowReturn envi_sink_render(GstBaseSink *base, GstBuffer *buffer) {
     GST_ELEMENT_ERROR(self, RESOURCE, WRITE, ("Cannot write %s", st->data_path.c_str()), ("%s", g_strerror(errno)));
     return GST_FLOW_ERROR;
   }
-  st->lines += guint64(height);
+  note_lines_written(st, *at, guint64(height));
   return GST_FLOW_OK;
 }
 

@@ -369,6 +369,50 @@ TEST(EnviSink, DeviceMemoryCapsWriteTheSameFile) {
   EXPECT_EQ(reader.read_lines(0, size_t(height)), labels);
 }
 
+// Blocks land on their scene lines (GstHsiBlockMeta) counted from the file's
+// first block: after a seek back a block rewrites its lines, after a seek
+// forward the lines skipped read as 0 (unclassified), and a block from before
+// the file's first line is an error that names both lines.
+TEST(EnviSink, BlocksLandOnTheirLinesAcrossSeeks) {
+  ScratchDir dir;
+  const int width = 4, block = 2;
+  GstHarness *h = gst_harness_new_parse(("envisink async=false location=" + dir.file("c.img")).c_str());
+  GstVideoInfo info;
+  gst_video_info_set_format(&info, GST_VIDEO_FORMAT_GRAY8, width, block);
+  gst_harness_set_src_caps(h, gst_video_info_to_caps(&info));
+  // A block of `block` lines of `label` starting at scene line `first`.
+  auto push = [&](guint64 first, uint8_t label) {
+    GstBuffer *buf = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info), nullptr);
+    gst_buffer_memset(buf, 0, label, GST_VIDEO_INFO_SIZE(&info));
+    gst_buffer_add_hsi_block_meta(buf, first, block, 20);
+    return gst_harness_push(h, buf);
+  };
+  EXPECT_EQ(push(4, 1), GST_FLOW_OK);  // the file starts at scene line 4
+  EXPECT_EQ(push(8, 2), GST_FLOW_OK);  // forward: scene lines 6 and 7 not written
+  EXPECT_EQ(push(4, 3), GST_FLOW_OK);  // back: rewrites scene lines 4 and 5
+  GstBus *bus = gst_bus_new();
+  gst_element_set_bus(h->element, bus);
+  EXPECT_EQ(push(2, 4), GST_FLOW_ERROR) << "before the file's first line";
+  GstMessage *error = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
+  ASSERT_NE(error, nullptr);
+  GError *e = nullptr;
+  gchar *debug = nullptr;
+  gst_message_parse_error(error, &e, &debug);
+  EXPECT_NE(std::string(debug).find("scene line 2 arrived; the file starts at scene line 4"), std::string::npos)
+      << debug;
+  g_clear_error(&e);
+  g_free(debug);
+  gst_message_unref(error);
+  gst_object_unref(bus);
+  EXPECT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
+  gst_harness_teardown(h);
+  const EnviReader reader(dir.file("c.img"));
+  ASSERT_EQ(reader.header().lines, 6u);
+  std::vector<uint8_t> expected;
+  for (uint8_t label : {3, 3, 0, 0, 2, 2}) expected.insert(expected.end(), size_t(width), label);
+  EXPECT_EQ(reader.read_lines(0, 6), expected);
+}
+
 // The rules pad into envisink: one ENVI float cube, BIL, a band per class
 // named after it, holding the kernel classifier's rule images bit for bit.
 TEST(EnviSink, WritesRuleImagesAsFloatCube) {
