@@ -7,7 +7,10 @@
  * meta; CF8 and CI2 files go out as complex float32 with AmpSF already
  * applied (the meta's amp_sf is then 1). Buffer times are TxTime from the
  * channel's first vector; the element answers DURATION and seeks in TIME to
- * the first vector transmitted at or after the seek position. */
+ * the first vector transmitted at or after the seek position, and by vector
+ * (pulse) index in GST_FORMAT_DEFAULT, where a seek's stop ends the stream
+ * before that vector; POSITION, DURATION, SEEKING and CONVERT answer in both.
+ * Vectors are read forwards only: a negative rate is refused. */
 #include "gstcphdsrc.h"
 
 #include <algorithm>
@@ -42,7 +45,11 @@ struct _GstCphdSrc {
   gchar *channel;
   guint pulses_per_buffer;
   guint read_threads;  // 0 = automatic (CphdReader::set_read_threads)
-  gint64 next_pulse;
+  gint64 next_pulse;  // object lock (position queries read it)
+  gint64 stop_pulse;  // the vector after the last one to push (num_vectors: to the end)
+  // A seek by vector: its range, from prepare_seek_segment to do_seek.
+  bool pulse_seek_pending;
+  gint64 pulse_seek_first, pulse_seek_stop;
   ReaderState *state;
   GstBufferPool *pool;  // blocks of pulses-per-buffer vectors (gstcs::new_source_pool)
 };
@@ -94,6 +101,12 @@ static gstsar::PhaseHistoryFormat describe_channel(cs::sar::CphdReader &reader, 
   return f;
 }
 
+static void set_next_pulse(GstCphdSrc *self, gint64 pulse) {
+  GST_OBJECT_LOCK(self);
+  self->next_pulse = pulse;
+  GST_OBJECT_UNLOCK(self);
+}
+
 static gboolean cphd_src_start(GstBaseSrc *src) {
   auto *self = GST_CPHD_SRC(src);
   GST_OBJECT_LOCK(self);
@@ -128,7 +141,9 @@ static gboolean cphd_src_start(GstBaseSrc *src) {
                       (nullptr));
     return FALSE;
   }
-  self->next_pulse = 0;
+  set_next_pulse(self, 0);
+  self->stop_pulse = G_MAXINT64;
+  self->pulse_seek_pending = false;
   return TRUE;
 }
 
@@ -170,9 +185,10 @@ static GstFlowReturn cphd_src_create(GstPushSrc *src, GstBuffer **out) {
   auto *self = GST_CPHD_SRC(src);
   ReaderState *st = self->state;
   if (!st) return GST_FLOW_NOT_NEGOTIATED;
-  if (self->next_pulse >= st->num_vectors) return GST_FLOW_EOS;
+  const gint64 end = std::min(st->num_vectors, self->stop_pulse);
+  if (self->next_pulse >= end) return GST_FLOW_EOS;
   GST_OBJECT_LOCK(self);
-  const gint64 count = std::min<gint64>(self->pulses_per_buffer, st->num_vectors - self->next_pulse);
+  const gint64 count = std::min<gint64>(self->pulses_per_buffer, end - self->next_pulse);
   GST_OBJECT_UNLOCK(self);
   const gint64 first = self->next_pulse;
   GstBuffer *buf = nullptr;
@@ -215,7 +231,7 @@ static GstFlowReturn cphd_src_create(GstPushSrc *src, GstBuffer **out) {
                       (nullptr));
     return GST_FLOW_ERROR;
   }
-  self->next_pulse += count;
+  set_next_pulse(self, first + count);
   *out = buf;
   return GST_FLOW_OK;
 }
@@ -226,18 +242,101 @@ static double stream_time_s(ReaderState *st, int64_t vector) {
 }
 
 // Duration: the last vector's time plus one mean pulse interval.
+static bool duration_time(const ReaderState *st, gint64 *out) {
+  const double span = st->last_tx_time - st->first_tx_time;
+  if (!std::isfinite(span) || span < 0) return false;
+  const double interval = st->num_vectors > 1 ? span / double(st->num_vectors - 1) : 0.0;
+  *out = gint64(std::llround((span + interval) * GST_SECOND));
+  return true;
+}
+
+// The first vector transmitted at or after `seconds` of stream time
+// (TxTime is non-decreasing in a CPHD channel; found by bisection).
+static int64_t first_vector_at(ReaderState *st, double seconds) {
+  int64_t lo = 0, hi = st->num_vectors;  // the vector lies in [lo, hi]
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (stream_time_s(st, mid) < seconds - 1e-12)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+// Stream time of vector `vector` (the duration for the one past the last).
+static bool vector_time(ReaderState *st, int64_t vector, gint64 *out) {
+  if (vector >= st->num_vectors) return duration_time(st, out);
+  const double t = stream_time_s(st, vector);
+  if (!std::isfinite(t) || t < 0) return false;
+  *out = gint64(std::llround(t * GST_SECOND));
+  return true;
+}
+
+// Vectors (GST_FORMAT_DEFAULT) and stream time, both ways.
+static bool convert(ReaderState *st, GstFormat from, gint64 value, GstFormat to, gint64 *out) {
+  if (from == to) {
+    *out = value;
+    return true;
+  }
+  if (value < 0) return false;
+  if (from == GST_FORMAT_DEFAULT && to == GST_FORMAT_TIME)
+    return vector_time(st, std::min<int64_t>(value, st->num_vectors), out);
+  if (from == GST_FORMAT_TIME && to == GST_FORMAT_DEFAULT) {
+    *out = first_vector_at(st, double(value) / GST_SECOND);
+    return true;
+  }
+  return false;
+}
+
 static gboolean cphd_src_query(GstBaseSrc *src, GstQuery *query) {
   auto *self = GST_CPHD_SRC(src);
   ReaderState *st = self->state;
-  if (GST_QUERY_TYPE(query) == GST_QUERY_DURATION && st) {
-    GstFormat format;
-    gst_query_parse_duration(query, &format, nullptr);
-    const double span = st->last_tx_time - st->first_tx_time;
-    if (format == GST_FORMAT_TIME && std::isfinite(span) && span >= 0) {
-      const double interval = st->num_vectors > 1 ? span / double(st->num_vectors - 1) : 0.0;
-      gst_query_set_duration(query, GST_FORMAT_TIME, gint64(std::llround((span + interval) * GST_SECOND)));
-      return TRUE;
+  if (!st) return GST_BASE_SRC_CLASS(gst_cphd_src_parent_class)->query(src, query);
+  GstFormat format = GST_FORMAT_UNDEFINED;
+  gint64 value = 0;
+  try {
+    switch (GST_QUERY_TYPE(query)) {
+      case GST_QUERY_DURATION:
+        gst_query_parse_duration(query, &format, nullptr);
+        if (format == GST_FORMAT_DEFAULT || (format == GST_FORMAT_TIME && duration_time(st, &value))) {
+          gst_query_set_duration(query, format, format == GST_FORMAT_DEFAULT ? st->num_vectors : value);
+          return TRUE;
+        }
+        break;
+      case GST_QUERY_POSITION:
+        gst_query_parse_position(query, &format, nullptr);
+        if (format == GST_FORMAT_DEFAULT) {
+          GST_OBJECT_LOCK(self);
+          value = self->next_pulse;
+          GST_OBJECT_UNLOCK(self);
+          gst_query_set_position(query, format, value);
+          return TRUE;
+        }
+        break;
+      case GST_QUERY_SEEKING:
+        gst_query_parse_seeking(query, &format, nullptr, nullptr, nullptr);
+        if (format == GST_FORMAT_DEFAULT) {
+          gst_query_set_seeking(query, format, TRUE, 0, st->num_vectors);
+          return TRUE;
+        }
+        break;
+      case GST_QUERY_CONVERT: {
+        GstFormat from = GST_FORMAT_UNDEFINED;
+        gint64 from_value = 0;
+        gst_query_parse_convert(query, &from, &from_value, &format, nullptr);
+        if (convert(st, from, from_value, format, &value)) {
+          gst_query_set_convert(query, from, from_value, format, value);
+          return TRUE;
+        }
+        break;
+      }
+      default:
+        break;
     }
+  } catch (const std::exception &e) {
+    GST_WARNING_OBJECT(self, "cannot answer %s: %s", GST_QUERY_TYPE_NAME(query), e.what());
+    return FALSE;
   }
   return GST_BASE_SRC_CLASS(gst_cphd_src_parent_class)->query(src, query);
 }
@@ -247,30 +346,69 @@ static gboolean cphd_src_is_seekable(GstBaseSrc *src) {
   return st && st->last_tx_time >= st->first_tx_time;
 }
 
-// A seek starts at the first vector transmitted at or after the segment's
-// start (TxTime is non-decreasing in a CPHD channel; found by bisection).
-static gboolean cphd_src_do_seek(GstBaseSrc *src, GstSegment *segment) {
+// A seek by vector: the segment in time from that vector's transmit time
+// (and to the stop vector's), the vectors kept for do_seek so that vectors
+// of equal times cannot shift it. Time seeks go to the base class.
+static gboolean cphd_src_prepare_seek_segment(GstBaseSrc *src, GstEvent *seek, GstSegment *segment) {
   auto *self = GST_CPHD_SRC(src);
+  gdouble rate = 1.0;
+  GstFormat format = GST_FORMAT_UNDEFINED;
+  GstSeekFlags flags = GST_SEEK_FLAG_NONE;
+  GstSeekType start_type = GST_SEEK_TYPE_NONE, stop_type = GST_SEEK_TYPE_NONE;
+  gint64 start = -1, stop = -1;
+  gst_event_parse_seek(seek, &rate, &format, &flags, &start_type, &start, &stop_type, &stop);
+  if (rate <= 0.0) {
+    GST_WARNING_OBJECT(self, "cannot seek at rate %g: vectors are read forwards only", rate);
+    return FALSE;
+  }
   ReaderState *st = self->state;
-  if (!st) return FALSE;
-  const double target = double(segment->start) / GST_SECOND;
+  if (format != GST_FORMAT_DEFAULT || !st)
+    return GST_BASE_SRC_CLASS(gst_cphd_src_parent_class)->prepare_seek_segment(src, seek, segment);
+  // SET counts from the first vector, END from the end; NONE keeps the current.
+  auto vector_of = [&](GstSeekType type, gint64 value, gint64 kept) -> gint64 {
+    if (type == GST_SEEK_TYPE_NONE || value == -1) return kept;
+    return CLAMP(type == GST_SEEK_TYPE_END ? st->num_vectors + value : value, gint64(0), st->num_vectors);
+  };
+  const gint64 first = vector_of(start_type, start, 0);
+  const gint64 stop_vector = vector_of(stop_type, stop, std::min(self->stop_pulse, st->num_vectors));
+  gint64 start_time = 0, stop_time = -1;
   try {
-    int64_t lo = 0, hi = st->num_vectors;  // first vector with time >= target lies in [lo, hi]
-    while (lo < hi) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      if (stream_time_s(st, mid) < target - 1e-12)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    self->next_pulse = lo;
+    if (!vector_time(st, first, &start_time)) return FALSE;
+    if (stop_vector < st->num_vectors && !vector_time(st, stop_vector, &stop_time)) return FALSE;
   } catch (const std::exception &e) {
     GST_ELEMENT_ERROR(self, STREAM, DECODE, ("Cannot seek in '%s': %s", self->location, e.what()), (nullptr));
     return FALSE;
   }
+  gst_segment_do_seek(segment, rate, GST_FORMAT_TIME, flags, GST_SEEK_TYPE_SET, start_time, GST_SEEK_TYPE_SET,
+                      stop_time, nullptr);  // stop -1: to the end
+  self->pulse_seek_first = first;
+  self->pulse_seek_stop = stop_vector;
+  self->pulse_seek_pending = true;
+  return TRUE;
+}
+
+static gboolean cphd_src_do_seek(GstBaseSrc *src, GstSegment *segment) {
+  auto *self = GST_CPHD_SRC(src);
+  ReaderState *st = self->state;
+  if (!st) return FALSE;
+  gint64 first = 0, stop = G_MAXINT64;
+  if (self->pulse_seek_pending) {
+    first = self->pulse_seek_first;
+    stop = self->pulse_seek_stop;
+    self->pulse_seek_pending = false;
+  } else {
+    try {
+      first = first_vector_at(st, double(segment->start) / GST_SECOND);
+    } catch (const std::exception &e) {
+      GST_ELEMENT_ERROR(self, STREAM, DECODE, ("Cannot seek in '%s': %s", self->location, e.what()), (nullptr));
+      return FALSE;
+    }
+  }
+  set_next_pulse(self, first);
+  self->stop_pulse = stop;
   segment->time = segment->start;
-  GST_DEBUG_OBJECT(self, "seek to %" GST_TIME_FORMAT ": vector %" G_GINT64_FORMAT, GST_TIME_ARGS(segment->start),
-                   self->next_pulse);
+  GST_DEBUG_OBJECT(self, "seek to %" GST_TIME_FORMAT ": vectors from %" G_GINT64_FORMAT " to %" G_GINT64_FORMAT,
+                   GST_TIME_ARGS(segment->start), first, stop);
   return TRUE;
 }
 
@@ -342,7 +480,8 @@ static void gst_cphd_src_class_init(GstCphdSrcClass *klass) {
       element_class, "CPHD file source", "Source/File/Radar",
       "Reads NGA CPHD 1.0/1.1 phase history (CF8, CI4, CI2; FX or TOA domain) and streams one channel in blocks "
       "of pulses with per-pulse parameters (GstSarPulseMeta); CI4 comes out as CI16, CF8 and CI2 as CF32 with "
-      "AmpSF applied; seekable by transmit time; malformed files are errors naming the field and byte offset",
+      "AmpSF applied; seekable by transmit time and by vector (GST_FORMAT_DEFAULT); malformed files are errors "
+      "naming the field and byte offset",
       "gst-cuda-sensing developers");
   src_class->start = cphd_src_start;
   src_class->stop = cphd_src_stop;
@@ -350,6 +489,7 @@ static void gst_cphd_src_class_init(GstCphdSrcClass *klass) {
   src_class->decide_allocation = cphd_src_decide_allocation;
   src_class->query = cphd_src_query;
   src_class->is_seekable = cphd_src_is_seekable;
+  src_class->prepare_seek_segment = cphd_src_prepare_seek_segment;
   src_class->do_seek = cphd_src_do_seek;
   GST_PUSH_SRC_CLASS(klass)->create = cphd_src_create;
   GST_DEBUG_CATEGORY_INIT(gst_cphd_src_debug, "cphdsrc", 0, "CPHD file source");
@@ -358,5 +498,6 @@ static void gst_cphd_src_class_init(GstCphdSrcClass *klass) {
 static void gst_cphd_src_init(GstCphdSrc *self) {
   self->channel = g_strdup("0");
   self->pulses_per_buffer = 64;
+  self->stop_pulse = G_MAXINT64;
   gst_base_src_set_format(GST_BASE_SRC(self), GST_FORMAT_TIME);
 }

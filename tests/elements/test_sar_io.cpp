@@ -574,6 +574,64 @@ TEST(CphdSrcFormats, StoredFormatsAndAmpSf) {
   }
 }
 
+// Vectors are the pad's unit (GST_FORMAT_DEFAULT): a seek by vector starts
+// at that vector (the segment at its transmit time) and its stop ends the
+// stream before the stop vector; position, duration and conversions answer
+// in vectors; no rate reads vectors backwards.
+TEST(CphdSrcSeeking, SeekByVector) {
+  TempFile file("seek-vector.cphd");
+  PipelineRun write;
+  run_pipeline(sarsim(Domain::FX, 40, 8, "prf=1000") + " ! cphdsink location=" + file.path(), &write);
+  ASSERT_EQ(write.error, "");
+  GstElement *pipeline = gst_parse_launch(
+      ("cphdsrc name=src location=" + file.path() + " pulses-per-buffer=4 ! appsink name=out sync=false").c_str(),
+      nullptr);
+  ASSERT_NE(pipeline, nullptr);
+  GstElement *src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "out");
+  g_object_set(sink, "wait-on-eos", FALSE, nullptr);
+  gst_element_set_state(pipeline, GST_STATE_PAUSED);
+  ASSERT_EQ(gst_element_get_state(pipeline, nullptr, nullptr, 10 * GST_SECOND), GST_STATE_CHANGE_SUCCESS);
+  gint64 value = -1;
+  EXPECT_TRUE(gst_element_query_duration(src, GST_FORMAT_DEFAULT, &value));
+  EXPECT_EQ(value, 40);
+  EXPECT_TRUE(gst_element_query_convert(src, GST_FORMAT_DEFAULT, 11, GST_FORMAT_TIME, &value));
+  EXPECT_EQ(value, gint64(11 * GST_MSECOND));
+  EXPECT_TRUE(gst_element_query_convert(src, GST_FORMAT_TIME, gint64(10 * GST_MSECOND + 400 * GST_USECOND),
+                                        GST_FORMAT_DEFAULT, &value));
+  EXPECT_EQ(value, 11) << "the first vector at or after that time";
+  const auto flush = GstSeekFlags(GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_ACCURATE);
+  EXPECT_FALSE(gst_element_seek(pipeline, -1.0, GST_FORMAT_DEFAULT, flush, GST_SEEK_TYPE_SET, 0, GST_SEEK_TYPE_SET, 9))
+      << "vectors are read forwards only";
+  ASSERT_TRUE(gst_element_seek(pipeline, 1.0, GST_FORMAT_DEFAULT, flush, GST_SEEK_TYPE_SET, 11, GST_SEEK_TYPE_SET, 30));
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  GstBus *bus = gst_element_get_bus(pipeline);
+  GstMessage *msg =
+      gst_bus_timed_pop_filtered(bus, 30 * GST_SECOND, GstMessageType(GST_MESSAGE_ERROR | GST_MESSAGE_EOS));
+  ASSERT_NE(msg, nullptr);
+  EXPECT_EQ(GST_MESSAGE_TYPE(msg), GST_MESSAGE_EOS)
+      << (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR ? error_text(msg) : "");
+  gst_message_unref(msg);
+  std::vector<std::pair<guint64, guint>> blocks;
+  GstClockTime first_pts = GST_CLOCK_TIME_NONE;
+  while (GstSample *s = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 0)) {
+    GstBuffer *b = gst_sample_get_buffer(s);
+    if (blocks.empty()) first_pts = GST_BUFFER_PTS(b);
+    const GstSarPulseMeta *m = gst_buffer_get_sar_pulse_meta(b);
+    blocks.emplace_back(m->first_pulse, m->n_pulses);
+    gst_sample_unref(s);
+  }
+  EXPECT_EQ(blocks, (std::vector<std::pair<guint64, guint>>{{11, 4}, {15, 4}, {19, 4}, {23, 4}, {27, 3}}));
+  EXPECT_EQ(first_pts, 11 * GST_MSECOND);
+  EXPECT_TRUE(gst_element_query_position(src, GST_FORMAT_DEFAULT, &value));
+  EXPECT_EQ(value, 30) << "the vector after the last one pushed";
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(bus);
+  gst_object_unref(sink);
+  gst_object_unref(src);
+  gst_object_unref(pipeline);
+}
+
 TEST(CphdSrcSeeking, DurationAndSeekByTransmitTime) {
   TempFile file("seek.cphd");
   PipelineRun write;
