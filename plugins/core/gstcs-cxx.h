@@ -8,7 +8,9 @@
 #include <gst/cudasensing/gstcsmemory.h>
 
 #include <exception>
+#include <functional>
 #include <memory>
+#include <optional>
 
 #include "common/cuda_runtime.h"
 #include "common/mirrored_buffer.h"
@@ -116,5 +118,33 @@ class OutputPool {
 // The file sources' "read-threads" property (guint, 0 = automatic): threads
 // that read each large buffer from the file (common/split_work.h).
 GParamSpec *read_threads_param_spec(GParamFlags flags);
+
+// A file source's own unit beside time (GST_FORMAT_DEFAULT: ENVI lines, CPHD
+// vectors): `total` units, `position` the next one to push, and unit <-> time
+// conversions (false where the source has no time for them).
+struct SourceUnits {
+  gint64 total = 0, position = 0;
+  std::function<bool(gint64 unit, gint64 *time)> to_time;
+  std::function<bool(gint64 time, gint64 *unit)> to_unit;
+};
+// Answers DURATION (units; time: where the last unit ends), POSITION (units),
+// SEEKING (units always, time where units have times) and CONVERT between
+// the two. False for other queries and formats: the base class's then.
+bool answer_unit_query(GstQuery *query, const SourceUnits &units);
+// A seek event's fields (gst_event_parse_seek).
+struct SeekRequest {
+  gdouble rate = 1.0;
+  GstFormat format = GST_FORMAT_UNDEFINED;
+  GstSeekFlags flags = GST_SEEK_FLAG_NONE;
+  GstSeekType start_type = GST_SEEK_TYPE_NONE, stop_type = GST_SEEK_TYPE_NONE;
+  gint64 start = -1, stop = -1;
+};
+// `seek`'s fields; nothing (with a warning from `source`) for a rate <= 0:
+// the file sources read their `units` forwards only.
+std::optional<SeekRequest> forward_seek(GstElement *source, GstEvent *seek, const char *units);
+// A seek position in units: SET counts from the first, END from the end,
+// NONE keeps `kept`, -1 is the end (a stop of -1: none); clamped to
+// [0, total].
+gint64 unit_seek_position(GstSeekType type, gint64 value, gint64 total, gint64 kept);
 
 }  // namespace gstcs

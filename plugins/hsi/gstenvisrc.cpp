@@ -192,29 +192,18 @@ static guint64 scene_lines(GstEnviSrc *self) {
 // segment stays in time, from 0, and the lines wait for do_seek.
 static gboolean envi_src_prepare_seek_segment(GstBaseSrc *base, GstEvent *seek, GstSegment *segment) {
   auto *self = GST_ENVI_SRC(base);
-  gdouble rate = 1.0;
-  GstFormat format = GST_FORMAT_UNDEFINED;
-  GstSeekFlags flags = GST_SEEK_FLAG_NONE;
-  GstSeekType start_type = GST_SEEK_TYPE_NONE, stop_type = GST_SEEK_TYPE_NONE;
-  gint64 start = -1, stop = -1;
-  gst_event_parse_seek(seek, &rate, &format, &flags, &start_type, &start, &stop_type, &stop);
-  if (rate <= 0.0) {
-    GST_WARNING_OBJECT(self, "cannot seek at rate %g: lines are read forwards only", rate);
-    return FALSE;
-  }
-  if (format != GST_FORMAT_DEFAULT || line_duration_of(self) > 0)
+  const std::optional<gstcs::SeekRequest> r = gstcs::forward_seek(GST_ELEMENT(self), seek, "lines");
+  if (!r) return FALSE;
+  if (r->format != GST_FORMAT_DEFAULT || line_duration_of(self) > 0)
     return GST_BASE_SRC_CLASS(gst_envi_src_parent_class)->prepare_seek_segment(base, seek, segment);
   const gint64 lines = gint64(scene_lines(self));
-  // SET counts from the first line, END from the end; NONE keeps the last seek's.
-  auto line_of = [&](GstSeekType type, gint64 value, guint64 kept) -> guint64 {
-    if (type == GST_SEEK_TYPE_NONE || value == -1) return kept;
-    const gint64 line = type == GST_SEEK_TYPE_END ? lines + value : value;
-    return guint64(CLAMP(line, gint64(0), lines));
-  };
-  self->line_seek_first = line_of(start_type, start, 0);
-  self->line_seek_stop = stop_type == GST_SEEK_TYPE_NONE ? self->stop_line : line_of(stop_type, stop, G_MAXUINT64);
+  self->line_seek_first = guint64(gstcs::unit_seek_position(r->start_type, r->start, lines, 0));
+  self->line_seek_stop = r->stop_type == GST_SEEK_TYPE_NONE
+                             ? self->stop_line
+                             : guint64(gstcs::unit_seek_position(r->stop_type, r->stop, lines, lines));
   self->line_seek_pending = true;
-  gst_segment_do_seek(segment, rate, GST_FORMAT_TIME, flags, GST_SEEK_TYPE_NONE, -1, GST_SEEK_TYPE_NONE, -1, nullptr);
+  gst_segment_do_seek(segment, r->rate, GST_FORMAT_TIME, r->flags, GST_SEEK_TYPE_NONE, -1, GST_SEEK_TYPE_NONE, -1,
+                      nullptr);
   return TRUE;
 }
 
@@ -242,66 +231,28 @@ static gboolean envi_src_do_seek(GstBaseSrc *base, GstSegment *segment) {
   return TRUE;
 }
 
-// Lines as time with line-duration (for CONVERT queries, and so seeks by line).
-static bool convert_lines(guint64 line_duration, GstFormat from, gint64 value, GstFormat to, gint64 *out) {
-  if (from == to) {
-    *out = value;
-    return true;
-  }
-  if (line_duration == 0 || value < 0) return false;
-  if (from == GST_FORMAT_DEFAULT && to == GST_FORMAT_TIME) *out = value * gint64(line_duration);
-  else if (from == GST_FORMAT_TIME && to == GST_FORMAT_DEFAULT) *out = value / gint64(line_duration);
-  else return false;
-  return true;
-}
-
 // Position and duration in lines (GST_FORMAT_DEFAULT), and in time with
-// line-duration; SEEKING says lines always seek and time only with it.
+// line-duration (lines and time convert both ways; seeks by line on a
+// stream with time go through that).
 static gboolean envi_src_query(GstBaseSrc *base, GstQuery *query) {
   auto *self = GST_ENVI_SRC(base);
+  gstcs::SourceUnits units;
   GST_OBJECT_LOCK(self);
-  const guint64 lines = self->reader ? self->reader->header().lines : 0;
-  const guint64 line_duration = self->line_duration;
-  const guint64 next_line = self->next_line;
+  units.total = self->reader ? gint64(self->reader->header().lines) : 0;
+  units.position = gint64(self->next_line);
+  const gint64 line_duration = gint64(self->line_duration);
   GST_OBJECT_UNLOCK(self);
-  GstFormat format = GST_FORMAT_UNDEFINED;
-  gint64 value = 0;
-  switch (GST_QUERY_TYPE(query)) {
-    case GST_QUERY_DURATION:
-      gst_query_parse_duration(query, &format, nullptr);
-      if (lines && convert_lines(line_duration, GST_FORMAT_DEFAULT, gint64(lines), format, &value)) {
-        gst_query_set_duration(query, format, value);
-        return TRUE;
-      }
-      break;
-    case GST_QUERY_POSITION:
-      gst_query_parse_position(query, &format, nullptr);
-      if (format == GST_FORMAT_DEFAULT) {
-        gst_query_set_position(query, format, gint64(next_line));
-        return TRUE;
-      }
-      break;
-    case GST_QUERY_SEEKING:
-      gst_query_parse_seeking(query, &format, nullptr, nullptr, nullptr);
-      if (format == GST_FORMAT_DEFAULT || format == GST_FORMAT_TIME) {
-        const bool seekable = lines && convert_lines(line_duration, GST_FORMAT_DEFAULT, gint64(lines), format, &value);
-        gst_query_set_seeking(query, format, seekable, 0, seekable ? value : -1);
-        return TRUE;
-      }
-      break;
-    case GST_QUERY_CONVERT: {
-      GstFormat from = GST_FORMAT_UNDEFINED;
-      gint64 from_value = 0;
-      gst_query_parse_convert(query, &from, &from_value, &format, nullptr);
-      if (convert_lines(line_duration, from, from_value, format, &value)) {
-        gst_query_set_convert(query, from, from_value, format, value);
-        return TRUE;
-      }
-      break;
-    }
-    default:
-      break;
+  if (line_duration > 0) {
+    units.to_time = [line_duration](gint64 line, gint64 *time) {
+      *time = line * line_duration;
+      return true;
+    };
+    units.to_unit = [line_duration](gint64 time, gint64 *line) {
+      *line = time / line_duration;
+      return true;
+    };
   }
+  if (units.total > 0 && gstcs::answer_unit_query(query, units)) return TRUE;
   return GST_BASE_SRC_CLASS(gst_envi_src_parent_class)->query(base, query);
 }
 

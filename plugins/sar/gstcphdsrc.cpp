@@ -273,71 +273,36 @@ static bool vector_time(ReaderState *st, int64_t vector, gint64 *out) {
   return true;
 }
 
-// Vectors (GST_FORMAT_DEFAULT) and stream time, both ways.
-static bool convert(ReaderState *st, GstFormat from, gint64 value, GstFormat to, gint64 *out) {
-  if (from == to) {
-    *out = value;
-    return true;
-  }
-  if (value < 0) return false;
-  if (from == GST_FORMAT_DEFAULT && to == GST_FORMAT_TIME)
-    return vector_time(st, std::min<int64_t>(value, st->num_vectors), out);
-  if (from == GST_FORMAT_TIME && to == GST_FORMAT_DEFAULT) {
-    *out = first_vector_at(st, double(value) / GST_SECOND);
-    return true;
-  }
-  return false;
-}
-
+// Vectors (GST_FORMAT_DEFAULT) and stream time: position, duration,
+// seeking and conversions (seeks by vector go through those).
 static gboolean cphd_src_query(GstBaseSrc *src, GstQuery *query) {
   auto *self = GST_CPHD_SRC(src);
   ReaderState *st = self->state;
   if (!st) return GST_BASE_SRC_CLASS(gst_cphd_src_parent_class)->query(src, query);
-  GstFormat format = GST_FORMAT_UNDEFINED;
-  gint64 value = 0;
-  try {
-    switch (GST_QUERY_TYPE(query)) {
-      case GST_QUERY_DURATION:
-        gst_query_parse_duration(query, &format, nullptr);
-        if (format == GST_FORMAT_DEFAULT || (format == GST_FORMAT_TIME && duration_time(st, &value))) {
-          gst_query_set_duration(query, format, format == GST_FORMAT_DEFAULT ? st->num_vectors : value);
-          return TRUE;
-        }
-        break;
-      case GST_QUERY_POSITION:
-        gst_query_parse_position(query, &format, nullptr);
-        if (format == GST_FORMAT_DEFAULT) {
-          GST_OBJECT_LOCK(self);
-          value = self->next_pulse;
-          GST_OBJECT_UNLOCK(self);
-          gst_query_set_position(query, format, value);
-          return TRUE;
-        }
-        break;
-      case GST_QUERY_SEEKING:
-        gst_query_parse_seeking(query, &format, nullptr, nullptr, nullptr);
-        if (format == GST_FORMAT_DEFAULT) {
-          gst_query_set_seeking(query, format, TRUE, 0, st->num_vectors);
-          return TRUE;
-        }
-        break;
-      case GST_QUERY_CONVERT: {
-        GstFormat from = GST_FORMAT_UNDEFINED;
-        gint64 from_value = 0;
-        gst_query_parse_convert(query, &from, &from_value, &format, nullptr);
-        if (convert(st, from, from_value, format, &value)) {
-          gst_query_set_convert(query, from, from_value, format, value);
-          return TRUE;
-        }
-        break;
-      }
-      default:
-        break;
+  gstcs::SourceUnits units;
+  units.total = st->num_vectors;
+  GST_OBJECT_LOCK(self);
+  units.position = self->next_pulse;
+  GST_OBJECT_UNLOCK(self);
+  // Reading a vector's parameters can fail (a damaged file): no answer then.
+  units.to_time = [&](gint64 vector, gint64 *time) {
+    try {
+      return vector_time(st, vector, time);
+    } catch (const std::exception &e) {
+      GST_WARNING_OBJECT(self, "no time for vector %" G_GINT64_FORMAT ": %s", vector, e.what());
+      return false;
     }
-  } catch (const std::exception &e) {
-    GST_WARNING_OBJECT(self, "cannot answer %s: %s", GST_QUERY_TYPE_NAME(query), e.what());
-    return FALSE;
-  }
+  };
+  units.to_unit = [&](gint64 time, gint64 *vector) {
+    try {
+      *vector = first_vector_at(st, double(time) / GST_SECOND);
+      return true;
+    } catch (const std::exception &e) {
+      GST_WARNING_OBJECT(self, "no vector at %" GST_TIME_FORMAT ": %s", GST_TIME_ARGS(time), e.what());
+      return false;
+    }
+  };
+  if (gstcs::answer_unit_query(query, units)) return TRUE;
   return GST_BASE_SRC_CLASS(gst_cphd_src_parent_class)->query(src, query);
 }
 
@@ -351,26 +316,14 @@ static gboolean cphd_src_is_seekable(GstBaseSrc *src) {
 // of equal times cannot shift it. Time seeks go to the base class.
 static gboolean cphd_src_prepare_seek_segment(GstBaseSrc *src, GstEvent *seek, GstSegment *segment) {
   auto *self = GST_CPHD_SRC(src);
-  gdouble rate = 1.0;
-  GstFormat format = GST_FORMAT_UNDEFINED;
-  GstSeekFlags flags = GST_SEEK_FLAG_NONE;
-  GstSeekType start_type = GST_SEEK_TYPE_NONE, stop_type = GST_SEEK_TYPE_NONE;
-  gint64 start = -1, stop = -1;
-  gst_event_parse_seek(seek, &rate, &format, &flags, &start_type, &start, &stop_type, &stop);
-  if (rate <= 0.0) {
-    GST_WARNING_OBJECT(self, "cannot seek at rate %g: vectors are read forwards only", rate);
-    return FALSE;
-  }
+  const std::optional<gstcs::SeekRequest> r = gstcs::forward_seek(GST_ELEMENT(self), seek, "vectors");
+  if (!r) return FALSE;
   ReaderState *st = self->state;
-  if (format != GST_FORMAT_DEFAULT || !st)
+  if (r->format != GST_FORMAT_DEFAULT || !st)
     return GST_BASE_SRC_CLASS(gst_cphd_src_parent_class)->prepare_seek_segment(src, seek, segment);
-  // SET counts from the first vector, END from the end; NONE keeps the current.
-  auto vector_of = [&](GstSeekType type, gint64 value, gint64 kept) -> gint64 {
-    if (type == GST_SEEK_TYPE_NONE || value == -1) return kept;
-    return CLAMP(type == GST_SEEK_TYPE_END ? st->num_vectors + value : value, gint64(0), st->num_vectors);
-  };
-  const gint64 first = vector_of(start_type, start, 0);
-  const gint64 stop_vector = vector_of(stop_type, stop, std::min(self->stop_pulse, st->num_vectors));
+  const gint64 first = gstcs::unit_seek_position(r->start_type, r->start, st->num_vectors, 0);
+  const gint64 stop_vector = gstcs::unit_seek_position(r->stop_type, r->stop, st->num_vectors,
+                                                       std::min(self->stop_pulse, st->num_vectors));
   gint64 start_time = 0, stop_time = -1;
   try {
     if (!vector_time(st, first, &start_time)) return FALSE;
@@ -379,7 +332,7 @@ static gboolean cphd_src_prepare_seek_segment(GstBaseSrc *src, GstEvent *seek, G
     GST_ELEMENT_ERROR(self, STREAM, DECODE, ("Cannot seek in '%s': %s", self->location, e.what()), (nullptr));
     return FALSE;
   }
-  gst_segment_do_seek(segment, rate, GST_FORMAT_TIME, flags, GST_SEEK_TYPE_SET, start_time, GST_SEEK_TYPE_SET,
+  gst_segment_do_seek(segment, r->rate, GST_FORMAT_TIME, r->flags, GST_SEEK_TYPE_SET, start_time, GST_SEEK_TYPE_SET,
                       stop_time, nullptr);  // stop -1: to the end
   self->pulse_seek_first = first;
   self->pulse_seek_stop = stop_vector;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "sar/cphd.h"
@@ -574,105 +575,107 @@ TEST(CphdSrcFormats, StoredFormatsAndAmpSf) {
   }
 }
 
+namespace {
+
+// A CPHD file of 40 pulses at 1 kHz read by "cphdsrc ! appsink" in blocks of
+// 4, paused: seeks and queries go to `pipeline` or `src`, then blocks()
+// plays to the end.
+class PausedCphd {
+ public:
+  using Block = std::tuple<guint64, guint, GstClockTime>;  // first pulse, pulses, PTS
+
+  PausedCphd() : file_("seek.cphd") {
+    PipelineRun write;
+    run_pipeline(sarsim(Domain::FX, 40, 8, "prf=1000") + " ! cphdsink location=" + file_.path(), &write);
+    written = write.error.empty();
+    pipeline = gst_parse_launch(
+        ("cphdsrc name=src location=" + file_.path() + " pulses-per-buffer=4 ! appsink name=out sync=false").c_str(),
+        nullptr);
+    src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
+    sink_ = gst_bin_get_by_name(GST_BIN(pipeline), "out");
+    g_object_set(sink_, "wait-on-eos", FALSE, nullptr);
+    gst_element_set_state(pipeline, GST_STATE_PAUSED);
+    paused = gst_element_get_state(pipeline, nullptr, nullptr, 10 * GST_SECOND) == GST_STATE_CHANGE_SUCCESS;
+  }
+  ~PausedCphd() {
+    gst_element_set_state(pipeline, GST_STATE_NULL);
+    gst_object_unref(sink_);
+    gst_object_unref(src);
+    gst_object_unref(pipeline);
+  }
+  // Plays to EOS (an error fails the test): every block pushed.
+  std::vector<Block> blocks() {
+    gst_element_set_state(pipeline, GST_STATE_PLAYING);
+    GstBus *bus = gst_element_get_bus(pipeline);
+    GstMessage *msg =
+        gst_bus_timed_pop_filtered(bus, 30 * GST_SECOND, GstMessageType(GST_MESSAGE_ERROR | GST_MESSAGE_EOS));
+    gst_object_unref(bus);
+    EXPECT_NE(msg, nullptr);
+    if (msg) {
+      EXPECT_EQ(GST_MESSAGE_TYPE(msg), GST_MESSAGE_EOS)
+          << (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR ? error_text(msg) : "");
+      gst_message_unref(msg);
+    }
+    std::vector<Block> out;
+    while (GstSample *s = gst_app_sink_try_pull_sample(GST_APP_SINK(sink_), 0)) {
+      GstBuffer *b = gst_sample_get_buffer(s);
+      const GstSarPulseMeta *m = gst_buffer_get_sar_pulse_meta(b);
+      out.emplace_back(m->first_pulse, m->n_pulses, GST_BUFFER_PTS(b));
+      gst_sample_unref(s);
+    }
+    return out;
+  }
+
+  bool written = false, paused = false;
+  GstElement *pipeline = nullptr, *src = nullptr;
+
+ private:
+  TempFile file_;
+  GstElement *sink_ = nullptr;
+};
+
+}  // namespace
+
 // Vectors are the pad's unit (GST_FORMAT_DEFAULT): a seek by vector starts
 // at that vector (the segment at its transmit time) and its stop ends the
 // stream before the stop vector; position, duration and conversions answer
 // in vectors; no rate reads vectors backwards.
 TEST(CphdSrcSeeking, SeekByVector) {
-  TempFile file("seek-vector.cphd");
-  PipelineRun write;
-  run_pipeline(sarsim(Domain::FX, 40, 8, "prf=1000") + " ! cphdsink location=" + file.path(), &write);
-  ASSERT_EQ(write.error, "");
-  GstElement *pipeline = gst_parse_launch(
-      ("cphdsrc name=src location=" + file.path() + " pulses-per-buffer=4 ! appsink name=out sync=false").c_str(),
-      nullptr);
-  ASSERT_NE(pipeline, nullptr);
-  GstElement *src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
-  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "out");
-  g_object_set(sink, "wait-on-eos", FALSE, nullptr);
-  gst_element_set_state(pipeline, GST_STATE_PAUSED);
-  ASSERT_EQ(gst_element_get_state(pipeline, nullptr, nullptr, 10 * GST_SECOND), GST_STATE_CHANGE_SUCCESS);
+  PausedCphd c;
+  ASSERT_TRUE(c.written && c.paused);
   gint64 value = -1;
-  EXPECT_TRUE(gst_element_query_duration(src, GST_FORMAT_DEFAULT, &value));
+  EXPECT_TRUE(gst_element_query_duration(c.src, GST_FORMAT_DEFAULT, &value));
   EXPECT_EQ(value, 40);
-  EXPECT_TRUE(gst_element_query_convert(src, GST_FORMAT_DEFAULT, 11, GST_FORMAT_TIME, &value));
+  EXPECT_TRUE(gst_element_query_convert(c.src, GST_FORMAT_DEFAULT, 11, GST_FORMAT_TIME, &value));
   EXPECT_EQ(value, gint64(11 * GST_MSECOND));
-  EXPECT_TRUE(gst_element_query_convert(src, GST_FORMAT_TIME, gint64(10 * GST_MSECOND + 400 * GST_USECOND),
+  EXPECT_TRUE(gst_element_query_convert(c.src, GST_FORMAT_TIME, gint64(10 * GST_MSECOND + 400 * GST_USECOND),
                                         GST_FORMAT_DEFAULT, &value));
   EXPECT_EQ(value, 11) << "the first vector at or after that time";
   const auto flush = GstSeekFlags(GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_ACCURATE);
-  EXPECT_FALSE(gst_element_seek(pipeline, -1.0, GST_FORMAT_DEFAULT, flush, GST_SEEK_TYPE_SET, 0, GST_SEEK_TYPE_SET, 9))
+  EXPECT_FALSE(
+      gst_element_seek(c.pipeline, -1.0, GST_FORMAT_DEFAULT, flush, GST_SEEK_TYPE_SET, 0, GST_SEEK_TYPE_SET, 9))
       << "vectors are read forwards only";
-  ASSERT_TRUE(gst_element_seek(pipeline, 1.0, GST_FORMAT_DEFAULT, flush, GST_SEEK_TYPE_SET, 11, GST_SEEK_TYPE_SET, 30));
-  gst_element_set_state(pipeline, GST_STATE_PLAYING);
-  GstBus *bus = gst_element_get_bus(pipeline);
-  GstMessage *msg =
-      gst_bus_timed_pop_filtered(bus, 30 * GST_SECOND, GstMessageType(GST_MESSAGE_ERROR | GST_MESSAGE_EOS));
-  ASSERT_NE(msg, nullptr);
-  EXPECT_EQ(GST_MESSAGE_TYPE(msg), GST_MESSAGE_EOS)
-      << (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR ? error_text(msg) : "");
-  gst_message_unref(msg);
-  std::vector<std::pair<guint64, guint>> blocks;
-  GstClockTime first_pts = GST_CLOCK_TIME_NONE;
-  while (GstSample *s = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 0)) {
-    GstBuffer *b = gst_sample_get_buffer(s);
-    if (blocks.empty()) first_pts = GST_BUFFER_PTS(b);
-    const GstSarPulseMeta *m = gst_buffer_get_sar_pulse_meta(b);
-    blocks.emplace_back(m->first_pulse, m->n_pulses);
-    gst_sample_unref(s);
-  }
-  EXPECT_EQ(blocks, (std::vector<std::pair<guint64, guint>>{{11, 4}, {15, 4}, {19, 4}, {23, 4}, {27, 3}}));
-  EXPECT_EQ(first_pts, 11 * GST_MSECOND);
-  EXPECT_TRUE(gst_element_query_position(src, GST_FORMAT_DEFAULT, &value));
+  ASSERT_TRUE(
+      gst_element_seek(c.pipeline, 1.0, GST_FORMAT_DEFAULT, flush, GST_SEEK_TYPE_SET, 11, GST_SEEK_TYPE_SET, 30));
+  const GstClockTime ms = GST_MSECOND;
+  EXPECT_EQ(c.blocks(), (std::vector<PausedCphd::Block>{
+                            {11, 4, 11 * ms}, {15, 4, 15 * ms}, {19, 4, 19 * ms}, {23, 4, 23 * ms}, {27, 3, 27 * ms}}));
+  EXPECT_TRUE(gst_element_query_position(c.src, GST_FORMAT_DEFAULT, &value));
   EXPECT_EQ(value, 30) << "the vector after the last one pushed";
-  gst_element_set_state(pipeline, GST_STATE_NULL);
-  gst_object_unref(bus);
-  gst_object_unref(sink);
-  gst_object_unref(src);
-  gst_object_unref(pipeline);
 }
 
 TEST(CphdSrcSeeking, DurationAndSeekByTransmitTime) {
-  TempFile file("seek.cphd");
-  PipelineRun write;
-  run_pipeline(sarsim(Domain::FX, 40, 8, "prf=1000") + " ! cphdsink location=" + file.path(), &write);
-  ASSERT_EQ(write.error, "");
-  GstElement *pipeline =
-      gst_parse_launch(("cphdsrc location=" + file.path() + " pulses-per-buffer=4 ! appsink name=out sync=false")
-                           .c_str(),
-                       nullptr);
-  ASSERT_NE(pipeline, nullptr);
-  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "out");
-  g_object_set(sink, "wait-on-eos", FALSE, nullptr);
-  gst_element_set_state(pipeline, GST_STATE_PAUSED);
-  ASSERT_EQ(gst_element_get_state(pipeline, nullptr, nullptr, 10 * GST_SECOND), GST_STATE_CHANGE_SUCCESS);
+  PausedCphd c;
+  ASSERT_TRUE(c.written && c.paused);
   gint64 duration = -1;
-  EXPECT_TRUE(gst_element_query_duration(pipeline, GST_FORMAT_TIME, &duration));
+  EXPECT_TRUE(gst_element_query_duration(c.pipeline, GST_FORMAT_TIME, &duration));
   EXPECT_EQ(duration, 40 * GST_MSECOND) << "40 pulses at 1 kHz";
   // 10.0004 ms: the first pulse at or after it is pulse 11.
-  ASSERT_TRUE(gst_element_seek_simple(pipeline, GST_FORMAT_TIME, GstSeekFlags(GST_SEEK_FLAG_FLUSH),
+  ASSERT_TRUE(gst_element_seek_simple(c.pipeline, GST_FORMAT_TIME, GstSeekFlags(GST_SEEK_FLAG_FLUSH),
                                       10 * GST_MSECOND + 400 * GST_USECOND));
-  gst_element_set_state(pipeline, GST_STATE_PLAYING);
-  GstBus *bus = gst_element_get_bus(pipeline);
-  GstMessage *msg =
-      gst_bus_timed_pop_filtered(bus, 30 * GST_SECOND, GstMessageType(GST_MESSAGE_ERROR | GST_MESSAGE_EOS));
-  ASSERT_NE(msg, nullptr);
-  EXPECT_EQ(GST_MESSAGE_TYPE(msg), GST_MESSAGE_EOS) << (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR ? error_text(msg) : "");
-  gst_message_unref(msg);
-  std::vector<guint64> firsts;
-  GstClockTime first_pts = GST_CLOCK_TIME_NONE;
-  while (GstSample *s = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 0)) {
-    GstBuffer *b = gst_sample_get_buffer(s);
-    if (firsts.empty()) first_pts = GST_BUFFER_PTS(b);
-    firsts.push_back(gst_buffer_get_sar_pulse_meta(b)->first_pulse);
-    gst_sample_unref(s);
-  }
-  ASSERT_FALSE(firsts.empty());
-  EXPECT_EQ(firsts.front(), 11u);
-  EXPECT_EQ(first_pts, 11 * GST_MSECOND);
-  EXPECT_EQ(firsts.back(), 39u) << "11, 15, ... 35, 39";
-  gst_element_set_state(pipeline, GST_STATE_NULL);
-  gst_object_unref(bus);
-  gst_object_unref(sink);
-  gst_object_unref(pipeline);
+  const std::vector<PausedCphd::Block> blocks = c.blocks();
+  ASSERT_FALSE(blocks.empty());
+  EXPECT_EQ(std::get<0>(blocks.front()), 11u);
+  EXPECT_EQ(std::get<2>(blocks.front()), 11 * GST_MSECOND);
+  EXPECT_EQ(std::get<0>(blocks.back()), 39u) << "11, 15, ... 35, 39";
 }
