@@ -199,7 +199,8 @@ static std::optional<guint64> place_block(GstEnviSink *self, GstBuffer *buffer, 
     }
     line = meta->first_line - *st->first_line;
   }
-  if (fseeko(st->data, off_t(line * line_bytes), SEEK_SET) != 0) {
+  // Blocks in order need no seek (which would also flush the file's buffer each block).
+  if (line != st->next_line && fseeko(st->data, off_t(line * line_bytes), SEEK_SET) != 0) {
     GST_ELEMENT_ERROR(self, RESOURCE, SEEK, ("Cannot seek in %s", st->data_path.c_str()), ("%s", g_strerror(errno)));
     return std::nullopt;
   }
