@@ -7,9 +7,11 @@
  * memory:CUDAMemory read in place when nvcodec took our CUDA context, else
  * copied on the device: sift-nvcodec.h) and downloading the
  * results once per frame; the CPU backend runs OpenCV's cv::SIFT. Both take
- * the luma: the Y plane of NV12/I420, GRAY8 as is, OpenCV's BT.601
- * RGB-to-gray for RGBA/BGRA/BGRx (on the device for CUDA, sift-luma.h). The
- * grid filter is features_cpu's for both.
+ * the same 8-bit luma (sift-formats.h, sift-luma.h): the Y plane of
+ * NV12/I420/GRAY8 and the like as is, the Y samples of packed YUV, the high
+ * byte of 10- to 16-bit Y (P010, P016, GRAY16), OpenCV's BT.601 RGB-to-gray
+ * of packed RGB (on the device for CUDA). The grid filter is features_cpu's
+ * for both.
  *
  * Frames in flight (CUDA): frames-in-flight engines on their own streams
  * (sift-cuda.h, CudaFramePipeline). generate_output enqueues the new frame
@@ -163,31 +165,26 @@ static gboolean sift_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps 
   return TRUE;
 }
 
-// The frame's luma as an 8-bit gray image (a view where the frame has a luma plane).
+// The frame's luma as an 8-bit gray image (sift-formats.h): a view where
+// plane 0 is the luma, OpenCV's gray of RGB frames, else the Y samples'
+// 8 most significant bits.
 static cv::Mat frame_luma(const GstVideoFrame &frame) {
+  const gstsift::LumaLayout layout = gstsift::luma_layout(GST_VIDEO_FRAME_FORMAT(&frame));
   const int w = GST_VIDEO_FRAME_WIDTH(&frame), h = GST_VIDEO_FRAME_HEIGHT(&frame);
-  void *data = GST_VIDEO_FRAME_PLANE_DATA(&frame, 0);
-  const size_t stride = size_t(GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0));
-  switch (GST_VIDEO_FRAME_FORMAT(&frame)) {
-    case GST_VIDEO_FORMAT_GRAY8:
-    case GST_VIDEO_FORMAT_NV12:
-    case GST_VIDEO_FORMAT_I420:
-      return cv::Mat(h, w, CV_8UC1, data, stride);
-    case GST_VIDEO_FORMAT_RGBA: {
-      cv::Mat gray;
-      cv::cvtColor(cv::Mat(h, w, CV_8UC4, data, stride), gray, cv::COLOR_RGBA2GRAY);
-      return gray;
-    }
-    case GST_VIDEO_FORMAT_BGRA:
-    case GST_VIDEO_FORMAT_BGRx: {
-      cv::Mat gray;
-      cv::cvtColor(cv::Mat(h, w, CV_8UC4, data, stride), gray, cv::COLOR_BGRA2GRAY);
-      return gray;
-    }
-    default:
-      throw std::invalid_argument(std::string("unsupported video format ") +
-                                  gst_video_format_to_string(GST_VIDEO_FRAME_FORMAT(&frame)));
+  const cv::Mat plane(h, w, CV_8UC(layout.pixel_bytes), GST_VIDEO_FRAME_PLANE_DATA(&frame, 0),
+                      size_t(GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0)));
+  if (layout.is_luma_plane()) return plane;
+  cv::Mat gray(h, w, CV_8UC1);
+  if (layout.rgb) {
+    cv::Mat rgb(h, w, CV_8UC3);
+    const int from_to[] = {layout.order.r, 0, layout.order.g, 1, layout.order.b, 2};
+    cv::mixChannels(&plane, 1, &rgb, 1, from_to, 3);
+    cv::cvtColor(rgb, gray, cv::COLOR_RGB2GRAY);
+    return gray;
   }
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) gray.at<uint8_t>(y, x) = gstsift::luma_at(plane.ptr(y), x, layout);
+  return gray;
 }
 
 static GstFlowReturn sift_transform_cpu(GstSift *self, GstBuffer *buf) {
@@ -379,7 +376,7 @@ static void gst_sift_class_init(GstSiftClass *klass) {
   gst_element_class_add_static_pad_template(element_class, &src_template);
   gst_element_class_set_static_metadata(
       element_class, "SIFT features", "Filter/Analyzer/Video",
-      "Finds SIFT keypoints and descriptors in each frame's luma (GRAY8, NV12, I420, RGBA, BGRA, BGRx; system or "
+      "Finds SIFT keypoints and descriptors in each frame's luma (gray, YUV of 8 to 16 bits, packed RGB; system or "
       "device memory, also nvcodec's memory:CUDAMemory) with OpenCV's parameters and attaches them as a "
       "GstSiftFeaturesMeta, strongest first; frames pass through unchanged. CUDA backend (the siftpyramid, "
       "siftdetect and siftdescribe stages in one element) or CPU backend (OpenCV's cv::SIFT)",

@@ -2,8 +2,9 @@
  * the frame, in place: a circle of the keypoint's size (diameter) around it
  * and a radius along its angle, as OpenCV's DRAW_RICH_KEYPOINTS does; frames
  * without keypoints pass untouched (not even mapped). NV12 and I420 frames
- * (what decoders and cameras give) get the colour as Y'CbCr in the frame's
- * colorimetry: luma on the marks' pixels, chroma on every 2 x 2 sample that
+ * (what decoders and cameras give), and P010, P012 and P016 (decoders' 10-
+ * to 16-bit output), get the colour as Y'CbCr in the frame's colorimetry and
+ * bit depth: luma on the marks' pixels, chroma on every 2 x 2 sample that
  * one of them falls in.
  *
  * Where it draws: on the CUDA backend, a frame in the project's device memory
@@ -39,7 +40,7 @@
 GST_DEBUG_CATEGORY_STATIC(gst_sift_overlay_debug);
 #define GST_CAT_DEFAULT gst_sift_overlay_debug
 
-#define OVERLAY_FORMATS "{ RGBA, BGRA, BGRx, GRAY8, NV12, I420 }"
+#define OVERLAY_FORMATS "{ RGBA, BGRA, BGRx, GRAY8, NV12, I420, P010_10LE, P012_LE, P016_LE }"
 
 namespace {
 // The CUDA side: a stream, the marks' upload, and a copy of frames in nvcodec's memory.
@@ -59,7 +60,7 @@ struct _GstSiftOverlay {
   GstVideoInfo info;
   gboolean have_info;
   OverlayGpu *cuda;  // NULL on the CPU backend
-  cv::Mat *nv_mask;  // NV12/I420 on the CPU: the marks' mask, kept from frame to frame (all zero between frames)
+  cv::Mat *nv_mask;  // 4:2:0 YUV on the CPU: the marks' mask, kept from frame to frame (all zero between frames)
 };
 
 G_DEFINE_TYPE(GstSiftOverlay, gst_sift_overlay, GST_TYPE_CS_BASE_TRANSFORM)
@@ -79,20 +80,36 @@ static GstStaticPadTemplate pad_caps_src =
     GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(OVERLAY_CAPS));
 
 // The colour 0xRRGGBB as a frame of `info` stores it: the bytes of one pixel
-// of its first plane (GRAY8: the BT.601 luma; NV12, I420: Y' in the frame's
-// matrix and range), and for NV12 and I420 the chroma bytes Cb, Cr.
+// of its first plane (GRAY8: the BT.601 luma; 4:2:0 YUV: Y' in the frame's
+// matrix, range and depth), and for 4:2:0 YUV the bytes of a Cb and a Cr
+// sample (`sample_bytes` each: 2 for P010, P012, P016, little-endian, the
+// value in the format's most significant bits).
 struct FrameColour {
   uint8_t first[4];
-  uint8_t chroma[2];
+  uint8_t chroma[2][2];
+  int sample_bytes;
 };
 
-static bool is_420(GstVideoFormat format) {
-  return format == GST_VIDEO_FORMAT_NV12 || format == GST_VIDEO_FORMAT_I420;
+// Planar or semi-planar YUV with chroma subsampled 2 x 2 (NV12, I420, P010, ...).
+static bool is_420(const GstVideoInfo &info) {
+  const GstVideoFormatInfo *f = info.finfo;
+  return GST_VIDEO_FORMAT_INFO_IS_YUV(f) && GST_VIDEO_FORMAT_INFO_N_PLANES(f) > 1 && f->w_sub[1] == 1 &&
+         f->h_sub[1] == 1;
+}
+
+// The byte offset of chroma component k (1: Cb, 2: Cr) in its plane's
+// pixel. GStreamer 1.22 gives P010/P012/P016's Cr offset in samples (1), not
+// bytes (2); an interleaved pair is therefore placed by its order alone.
+static gsize chroma_offset(const GstVideoInfo &info, int k, int sample_bytes) {
+  const GstVideoFormatInfo *f = info.finfo;
+  if (GST_VIDEO_FORMAT_INFO_PLANE(f, 1) != GST_VIDEO_FORMAT_INFO_PLANE(f, 2)) return GST_VIDEO_FORMAT_INFO_POFFSET(f, k);
+  return GST_VIDEO_FORMAT_INFO_POFFSET(f, k) < GST_VIDEO_FORMAT_INFO_POFFSET(f, 3 - k) ? 0 : gsize(sample_bytes);
 }
 
 static FrameColour frame_colour(const GstVideoInfo &info, guint rgb) {
   const uint8_t r = (rgb >> 16) & 0xff, g = (rgb >> 8) & 0xff, b = rgb & 0xff;
   FrameColour c{};
+  c.sample_bytes = 1;
   switch (GST_VIDEO_INFO_FORMAT(&info)) {
     case GST_VIDEO_FORMAT_RGBA: c.first[0] = r, c.first[1] = g, c.first[2] = b, c.first[3] = 255; return c;
     case GST_VIDEO_FORMAT_BGRA:
@@ -105,14 +122,19 @@ static FrameColour frame_colour(const GstVideoInfo &info, guint rgb) {
   gdouble kr = 0.299, kb = 0.114;  // BT.601 where the caps name no Y'CbCr matrix
   gst_video_color_matrix_get_Kr_Kb(info.colorimetry.matrix, &kr, &kb);
   gint offset[GST_VIDEO_MAX_COMPONENTS], scale[GST_VIDEO_MAX_COMPONENTS];
-  gst_video_color_range_offsets(info.colorimetry.range, info.finfo, offset, scale);
+  gst_video_color_range_offsets(info.colorimetry.range, info.finfo, offset, scale);  // at the format's depth
   const double rn = r / 255.0, gn = g / 255.0, bn = b / 255.0;
   const double luma = kr * rn + (1.0 - kr - kb) * gn + kb * bn;
-  const double cb = (bn - luma) / (2.0 * (1.0 - kb)), cr = (rn - luma) / (2.0 * (1.0 - kr));
-  auto byte = [](double v) { return uint8_t(std::clamp(std::lround(v), 0l, 255l)); };
-  c.first[0] = byte(offset[0] + scale[0] * luma);
-  c.chroma[0] = byte(offset[1] + scale[1] * cb);
-  c.chroma[1] = byte(offset[2] + scale[2] * cr);
+  const double value[3] = {luma, (bn - luma) / (2.0 * (1.0 - kb)), (rn - luma) / (2.0 * (1.0 - kr))};
+  const GstVideoFormatInfo *f = info.finfo;
+  c.sample_bytes = GST_VIDEO_FORMAT_INFO_DEPTH(f, 0) > 8 ? 2 : 1;
+  for (int k = 0; k < 3; ++k) {
+    const long top = (1l << GST_VIDEO_FORMAT_INFO_DEPTH(f, k)) - 1;
+    const unsigned stored = unsigned(std::clamp(std::lround(offset[k] + scale[k] * value[k]), 0l, top))
+                            << GST_VIDEO_FORMAT_INFO_SHIFT(f, k);
+    uint8_t *bytes = k == 0 ? c.first : c.chroma[k - 1];
+    for (int i = 0; i < c.sample_bytes; ++i) bytes[i] = uint8_t(stored >> (8 * i));  // little-endian
+  }
   return c;
 }
 
@@ -137,7 +159,7 @@ static Marks marks_of(const GstSiftFeaturesMeta *meta, int width, int height) {
 }
 
 // The marks rasterised by OpenCV into `image` in `colour`: a packed frame
-// itself, or the mask of an NV12 or I420 frame.
+// itself, or the mask of a 4:2:0 YUV frame.
 static void draw_marks(cv::Mat &image, const Marks &marks, const cv::Scalar &colour, int thickness) {
   for (const gstsift::KeypointMark &m : marks) {
     cv::circle(image, cv::Point(m.cx, m.cy), m.radius, colour, thickness, cv::LINE_8);
@@ -145,7 +167,7 @@ static void draw_marks(cv::Mat &image, const Marks &marks, const cv::Scalar &col
   }
 }
 
-// NV12 and I420 on the CPU: the marks' pixels from one rasterisation into
+// 4:2:0 YUV on the CPU: the marks' pixels from one rasterisation into
 // a mask, luma where it is set, chroma on each 2 x 2 sample with a pixel set;
 // only the marks' boxes are scanned (OpenCV's thick marks stay within
 // mark_reach of the centre; one pixel more for its rounding), and cleared
@@ -153,7 +175,8 @@ static void draw_marks(cv::Mat &image, const Marks &marks, const cv::Scalar &col
 static void paint_420(GstVideoFrame &frame, cv::Mat &mask, const Marks &marks, int thickness, const FrameColour &c) {
   const int width = GST_VIDEO_FRAME_WIDTH(&frame), height = GST_VIDEO_FRAME_HEIGHT(&frame);
   auto component = [&](int k, int x, int y) {
-    return static_cast<uint8_t *>(GST_VIDEO_FRAME_COMP_DATA(&frame, k)) + y * GST_VIDEO_FRAME_COMP_STRIDE(&frame, k) +
+    return static_cast<uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&frame, GST_VIDEO_FRAME_COMP_PLANE(&frame, k))) +
+           (k > 0 ? chroma_offset(frame.info, k, c.sample_bytes) : 0) + y * GST_VIDEO_FRAME_COMP_STRIDE(&frame, k) +
            x * GST_VIDEO_FRAME_COMP_PSTRIDE(&frame, k);
   };
   // A mark's box in whole chroma samples (even first pixel), clipped to the frame (empty: none).
@@ -171,12 +194,12 @@ static void paint_420(GstVideoFrame &frame, cv::Mat &mask, const Marks &marks, i
         for (int yy = y; yy < std::min(y + 2, height); ++yy)
           for (int xx = x; xx < std::min(x + 2, width); ++xx)
             if (mask.at<uint8_t>(yy, xx)) {
-              *component(0, xx, yy) = c.first[0];
+              std::copy_n(c.first, c.sample_bytes, component(0, xx, yy));
               any = true;
             }
         if (!any) continue;
-        *component(1, x / 2, y / 2) = c.chroma[0];
-        *component(2, x / 2, y / 2) = c.chroma[1];
+        std::copy_n(c.chroma[0], c.sample_bytes, component(1, x / 2, y / 2));
+        std::copy_n(c.chroma[1], c.sample_bytes, component(2, x / 2, y / 2));
       }
   }
   for (const gstsift::KeypointMark &m : marks)
@@ -195,7 +218,7 @@ static GstFlowReturn draw_on_cpu(GstSiftOverlay *self, GstBuffer *buf, const Mar
   const GstVideoFormat format = GST_VIDEO_FRAME_FORMAT(&frame);
   const FrameColour c = frame_colour(self->info, rgb);
   const int width = GST_VIDEO_FRAME_WIDTH(&frame), height = GST_VIDEO_FRAME_HEIGHT(&frame);
-  if (is_420(format)) {
+  if (is_420(self->info)) {
     cv::Mat &mask = *self->nv_mask;
     if (mask.rows != height || mask.cols != width) mask = cv::Mat::zeros(height, width, CV_8UC1);
     draw_marks(mask, marks, cv::Scalar(255), thickness);
@@ -213,11 +236,12 @@ static GstFlowReturn draw_on_cpu(GstSiftOverlay *self, GstBuffer *buf, const Mar
 
 // Where component k of a frame laid out as `info` starts in its memory and
 // its row stride: the first plane for k = 0, the chroma components Cb, Cr
-// of NV12 and I420 for k = 1, 2 (a video meta's planes where there is one).
-static void locate_component(const GstVideoInfo &info, const GstVideoMeta *vm, int k, gsize *offset, gint *stride) {
+// of 4:2:0 YUV for k = 1, 2 (a video meta's planes where there is one).
+static void locate_component(const GstVideoInfo &info, const GstVideoMeta *vm, int k, int sample_bytes,
+                             gsize *offset, gint *stride) {
   const guint plane = GST_VIDEO_INFO_COMP_PLANE(&info, k);
   *offset = (vm ? vm->offset[plane] : GST_VIDEO_INFO_PLANE_OFFSET(&info, plane)) +
-            (k > 0 ? GST_VIDEO_INFO_COMP_POFFSET(&info, k) : 0);
+            (k > 0 ? chroma_offset(info, k, sample_bytes) : 0);
   *stride = vm ? vm->stride[plane] : GST_VIDEO_INFO_PLANE_STRIDE(&info, plane);
 }
 
@@ -229,18 +253,18 @@ static gstsift::DrawTarget device_target(const GstVideoInfo &info, const GstVide
   gstsift::DrawTarget target{};
   target.width = GST_VIDEO_INFO_WIDTH(&info);
   target.height = GST_VIDEO_INFO_HEIGHT(&info);
-  target.pixel_bytes = GST_VIDEO_INFO_COMP_PSTRIDE(&info, 0);  // 4 packed, 1 GRAY8 and luma
+  target.pixel_bytes = GST_VIDEO_INFO_COMP_PSTRIDE(&info, 0);  // 4 packed, 1 GRAY8 and 8-bit luma, 2 16-bit luma
   target.thickness = thickness;
   std::copy(std::begin(c.first), std::end(c.first), target.colour);
-  const bool yuv420 = is_420(GST_VIDEO_INFO_FORMAT(&info));
+  const bool yuv420 = is_420(info);
   gsize offset[3] = {};
   gint stride[3] = {};
   for (int k = 0; k < (yuv420 ? 3 : 1); ++k) {
-    locate_component(info, vm, k, &offset[k], &stride[k]);
+    locate_component(info, vm, k, c.sample_bytes, &offset[k], &stride[k]);
     const int rows = GST_VIDEO_INFO_COMP_HEIGHT(&info, k), samples = GST_VIDEO_INFO_COMP_WIDTH(&info, k);
     const int step = k > 0 ? GST_VIDEO_INFO_COMP_PSTRIDE(&info, k) : target.pixel_bytes;
     const gsize end = offset[k] + gsize(stride[k]) * gsize(rows - 1) + gsize(samples - 1) * gsize(step) +
-                      gsize(k > 0 ? 1 : target.pixel_bytes);
+                      gsize(k > 0 ? c.sample_bytes : target.pixel_bytes);
     if (stride[k] <= 0 || end > bytes) throw std::runtime_error("the frame's buffer is smaller than its caps say");
   }
   target.data = base + offset[0];
@@ -251,7 +275,8 @@ static gstsift::DrawTarget device_target(const GstVideoInfo &info, const GstVide
     target.u_pitch = size_t(stride[1]);
     target.v_pitch = size_t(stride[2]);
     target.chroma_step = GST_VIDEO_INFO_COMP_PSTRIDE(&info, 1);
-    std::copy(std::begin(c.chroma), std::end(c.chroma), target.chroma);
+    target.chroma_bytes = c.sample_bytes;
+    std::copy_n(&c.chroma[0][0], 4, &target.chroma[0][0]);
   }
   return target;
 }
@@ -443,7 +468,7 @@ static void gst_sift_overlay_class_init(GstSiftOverlayClass *klass) {
       gobject_class, PROP_COLOR,
       g_param_spec_uint("color", "Colour",
                         "Colour of the circles and angle lines as 0xRRGGBB (GRAY8 frames get its BT.601 luma, "
-                        "NV12 and I420 frames its Y'CbCr in their colorimetry)", 0,
+                        "NV12, I420, P010, P012 and P016 frames its Y'CbCr in their colorimetry)", 0,
                         0xffffff, 0x00ff00, flags));
   g_object_class_install_property(
       gobject_class, PROP_THICKNESS,
@@ -454,8 +479,7 @@ static void gst_sift_overlay_class_init(GstSiftOverlayClass *klass) {
   gst_element_class_set_static_metadata(
       element_class, "SIFT keypoint overlay", "Filter/Effect/Video",
       "Draws the SIFT keypoints of each frame's GstSiftFeaturesMeta into the frame (RGBA, BGRA, BGRx, GRAY8, NV12, "
-      "I420): a "
-      "circle of the keypoint's size and a line along its angle; on the GPU for frames in device memory (CUDA "
+      "I420, P010_10LE, P012_LE, P016_LE): a circle of the keypoint's size and a line along its angle; on the GPU for frames in device memory (CUDA "
       "backend), with OpenCV on the CPU otherwise",
       "gst-cuda-sensing developers");
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);

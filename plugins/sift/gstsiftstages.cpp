@@ -322,8 +322,8 @@ static void gst_sift_pyramid_class_init(GstSiftPyramidClass *klass) {
   gst_element_class_add_static_pad_template(element_class, &stage_src_template);
   gst_element_class_set_static_metadata(
       element_class, "SIFT pyramid (CUDA)", "Filter/Analyzer/Video",
-      "First stage of CUDA SIFT: the Gaussian pyramid of each frame's luma (GRAY8, NV12, I420, RGBA, "
-      "BGRA, BGRx; system or device memory), kept on the device for siftdetect; also holds the parameters of "
+      "First stage of CUDA SIFT: the Gaussian pyramid of each frame's luma (gray, YUV of 8 to 16 bits, "
+      "packed RGB; system or device memory), kept on the device for siftdetect; also holds the parameters of "
       "the later stages (as cv::SIFT). Frames pass through unchanged",
       "gst-cuda-sensing developers");
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);

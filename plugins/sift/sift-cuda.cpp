@@ -38,15 +38,11 @@ CudaEngine::CudaEngine(const cs::sift::Params &params, int device) : gpu_(device
 
 CudaEngine::~CudaEngine() = default;  // the scratch blocks wait for the stream as they go
 
-static bool is_packed_rgb(GstVideoFormat format) {
-  return format == GST_VIDEO_FORMAT_RGBA || format == GST_VIDEO_FORMAT_BGRA || format == GST_VIDEO_FORMAT_BGRx;
-}
-
-// Where plane 0 (the luma, or the packed RGB pixels) lies in a frame's buffer.
+// Where plane 0 (the luma, or the pixels that hold it) lies in a frame's buffer.
 struct PlaneLayout {
   size_t offset, stride;
   size_t bytes;  // from the first byte of the plane to the last pixel
-  bool packed;   // RGBA, BGRA, BGRx
+  LumaLayout luma;
 };
 
 // From the buffer's GstVideoMeta when it has one (upstream padding), else the
@@ -55,7 +51,7 @@ static PlaneLayout plane0_layout(GstBuffer *frame, const GstVideoInfo &info) {
   const int w = GST_VIDEO_INFO_WIDTH(&info), h = GST_VIDEO_INFO_HEIGHT(&info);
   const GstVideoFormat format = GST_VIDEO_INFO_FORMAT(&info);
   PlaneLayout l{};
-  l.packed = is_packed_rgb(format);
+  l.luma = luma_layout(format);
   if (const GstVideoMeta *vm = gst_buffer_get_video_meta(frame)) {
     l.offset = vm->offset[0];
     l.stride = size_t(vm->stride[0]);
@@ -63,7 +59,7 @@ static PlaneLayout plane0_layout(GstBuffer *frame, const GstVideoInfo &info) {
     l.offset = GST_VIDEO_INFO_PLANE_OFFSET(&info, 0);
     l.stride = size_t(GST_VIDEO_INFO_PLANE_STRIDE(&info, 0));
   }
-  const size_t row = (l.packed ? 4 : 1) * size_t(w), size = gst_buffer_get_size(frame);
+  const size_t row = size_t(l.luma.pixel_bytes) * size_t(w), size = gst_buffer_get_size(frame);
   l.bytes = l.stride * size_t(h - 1) + row;
   if (l.stride < row || size < l.offset + l.bytes)
     throw std::runtime_error("a buffer of " + std::to_string(size) + " bytes cannot hold a " + std::to_string(w) +
@@ -77,10 +73,10 @@ static PlaneLayout plane0_layout(GstBuffer *frame, const GstVideoInfo &info) {
 static PlaneLayout nvcodec_plane0_layout(const NvcodecFrame &source, const GstVideoInfo &info) {
   const int w = GST_VIDEO_INFO_WIDTH(&info), h = GST_VIDEO_INFO_HEIGHT(&info);
   PlaneLayout l{};
-  l.packed = is_packed_rgb(GST_VIDEO_INFO_FORMAT(&info));
+  l.luma = luma_layout(GST_VIDEO_INFO_FORMAT(&info));
   l.offset = GST_VIDEO_INFO_PLANE_OFFSET(&source.info(), 0);
   l.stride = size_t(GST_VIDEO_INFO_PLANE_STRIDE(&source.info(), 0));
-  const size_t row = (l.packed ? 4 : 1) * size_t(w);
+  const size_t row = size_t(l.luma.pixel_bytes) * size_t(w);
   l.bytes = l.stride * size_t(h - 1) + row;
   const int height = GST_VIDEO_INFO_HEIGHT(&source.info());
   if (l.stride < row || height < h || l.offset + l.bytes > source.size())
@@ -93,18 +89,17 @@ static PlaneLayout nvcodec_plane0_layout(const NvcodecFrame &source, const GstVi
 // Plane 0 of a frame copied out of nvcodec's memory: rows packed, at offset 0.
 static PlaneLayout nvcodec_copy_layout(const GstVideoInfo &info) {
   PlaneLayout l{};
-  l.packed = is_packed_rgb(GST_VIDEO_INFO_FORMAT(&info));
-  l.stride = (l.packed ? 4 : 1) * size_t(GST_VIDEO_INFO_WIDTH(&info));
+  l.luma = luma_layout(GST_VIDEO_INFO_FORMAT(&info));
+  l.stride = size_t(l.luma.pixel_bytes) * size_t(GST_VIDEO_INFO_WIDTH(&info));
   l.bytes = l.stride * size_t(GST_VIDEO_INFO_HEIGHT(&info));
   return l;
 }
 
 cs::sift::DeviceImage CudaEngine::luma_of(const uint8_t *plane, const PlaneLayout &layout, const GstVideoInfo &info) {
   const int w = GST_VIDEO_INFO_WIDTH(&info), h = GST_VIDEO_INFO_HEIGHT(&info);
-  if (!layout.packed) return {plane, layout.stride, w, h, cs::sift::PixelType::u8};
+  if (layout.luma.is_luma_plane()) return {plane, layout.stride, w, h, cs::sift::PixelType::u8};
   void *luma = luma_.reserve(size_t(w) * size_t(h));
-  packed_luma_async(plane, layout.stride, luma, size_t(w), w, h,
-                    GST_VIDEO_INFO_FORMAT(&info) == GST_VIDEO_FORMAT_RGBA ? kRgbaOrder : kBgraOrder, gpu_.stream());
+  luma_async(plane, layout.stride, luma, size_t(w), w, h, layout.luma, gpu_.stream());
   return {luma, size_t(w), w, h, cs::sift::PixelType::u8};
 }
 

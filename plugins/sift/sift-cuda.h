@@ -39,8 +39,10 @@ class CudaEngine {
   cs::StreamHandle stream() const { return gpu_.stream(); }
   cs::sift::CudaSift &sift() { return sift_; }
 
-  // Enqueues the pyramid of the frame's luma (GRAY8, NV12, I420: the Y plane
-  // in place; RGBA, BGRA, BGRx: luma computed on the device first). The
+  // Enqueues the pyramid of the frame's luma (sift-formats.h: GRAY8, NV12,
+  // I420 and the other formats whose plane 0 is the 8-bit luma are read in
+  // place; RGB, packed YUV and wider samples give their luma on the device
+  // first). The
   // buffer may be in system memory (plane 0 only is uploaded), in the
   // project's device memory (read where it is) or in nvcodec's
   // memory:CUDAMemory (plane 0 copied on the device, sift-nvcodec.h; the
@@ -75,7 +77,7 @@ class CudaEngine {
   NvcodecRead nvcodec_read_ = NvcodecRead::none;  // how the last frame in nvcodec's memory was read (logged on change)
   gstcs::ElementGpu gpu_;
   cs::sift::CudaSift sift_;
-  gstcs::DeviceScratch luma_{gpu_};           // luma of packed RGB frames
+  gstcs::DeviceScratch luma_{gpu_};           // luma of frames whose plane 0 is not the 8-bit luma
   gstcs::DeviceScratch nvcodec_plane_{gpu_};  // plane 0 of frames in nvcodec's memory
 };
 

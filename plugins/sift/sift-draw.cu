@@ -27,8 +27,9 @@ __global__ void draw_marks_kernel(DrawTarget target, const KeypointMark *marks) 
   for (int i = threadIdx.x; i < cn; i += blockDim.x) {
     const int cx = cx0 + i % cw, cy = cy0 + i / cw;
     if (!chroma_on_mark(m, cx, cy, target.thickness, target.width, target.height)) continue;
-    target.u[cy * target.u_pitch + size_t(cx) * target.chroma_step] = target.chroma[0];
-    target.v[cy * target.v_pitch + size_t(cx) * target.chroma_step] = target.chroma[1];
+    uint8_t *u = target.u + cy * target.u_pitch + size_t(cx) * target.chroma_step;
+    uint8_t *v = target.v + cy * target.v_pitch + size_t(cx) * target.chroma_step;
+    for (int b = 0; b < target.chroma_bytes; ++b) u[b] = target.chroma[0][b], v[b] = target.chroma[1][b];
   }
 }
 

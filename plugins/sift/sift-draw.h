@@ -63,7 +63,7 @@ CS_HD bool on_mark(const KeypointMark &m, int px, int py, int thickness) {
 // Pixels a mark can touch: its centre +- this many.
 CS_HD int mark_reach(const KeypointMark &m, int thickness) { return m.radius + thickness / 2 + 1; }
 
-// Whether chroma sample (cx, cy) of a frame subsampled 2 x 2 (NV12, I420)
+// Whether chroma sample (cx, cy) of a frame subsampled 2 x 2 (NV12, I420, P010)
 // takes the mark's colour: when any of the up to four pixels it covers
 // inside the width x height frame lies on the mark, so that a line one
 // pixel wide keeps its colour wherever it runs.
@@ -82,16 +82,17 @@ struct DrawTarget {
   uint8_t *data;
   size_t pitch;
   int width, height;
-  int pixel_bytes;     // 4 (RGBA, BGRA, BGRx) or 1 (GRAY8, the luma of NV12 and I420)
+  int pixel_bytes;     // 4 (RGBA, BGRA, BGRx), 1 (GRAY8, the luma of NV12 and I420) or 2 (the luma of P010)
   uint8_t colour[4];   // the bytes of one pixel of the first plane
   int thickness;
   // 4:2:0 chroma (null for the other formats): U at u[cy * u_pitch + cx *
   // chroma_step], V likewise (NV12: both in the interleaved plane, step 2;
-  // I420: their own planes, step 1).
+  // I420: their own planes, step 1; P010: interleaved, step 4), each sample
+  // chroma_bytes long (1, or 2 for P010).
   uint8_t *u, *v;
   size_t u_pitch, v_pitch;
-  int chroma_step;
-  uint8_t chroma[2];   // U, V
+  int chroma_step, chroma_bytes;
+  uint8_t chroma[2][2];  // U's bytes, V's bytes
 };
 
 // Enqueues the drawing of `count` marks (device memory) into the frame on

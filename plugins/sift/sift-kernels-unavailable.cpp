@@ -5,8 +5,8 @@
 
 namespace gstsift {
 
-void packed_luma_async(const void *, size_t, void *, size_t, int, int, PackedOrder, cs::StreamHandle) {
-  throw cs::CudaError(0, "packed_luma_async: this build has no CUDA support");
+void luma_async(const void *, size_t, void *, size_t, int, int, const LumaLayout &, cs::StreamHandle) {
+  throw cs::CudaError(0, "luma_async: this build has no CUDA support");
 }
 
 void draw_marks_async(const DrawTarget &, const KeypointMark *, int, cs::StreamHandle) {

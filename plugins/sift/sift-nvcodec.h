@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "common/cuda_runtime.h"
+#include "sift-formats.h"
 
 #ifndef CS_SIFT_NVCODEC
 #define CS_SIFT_NVCODEC 0
@@ -42,7 +43,6 @@
 // The frames sift and its stage elements take (the luma plane is used): in
 // our device memory or nvcodec's (CUDA backend), or in system memory (both
 // backends).
-#define SIFT_FORMATS "{ GRAY8, NV12, I420, RGBA, BGRA, BGRx }"
 #define SIFT_CAPS                                                                            \
   GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_CS_DEVICE, SIFT_FORMATS) "; " \
   SIFT_NVCODEC_CAPS(SIFT_FORMATS)                                                          \

@@ -16,6 +16,7 @@
 #include <numeric>
 
 #include "../../plugins/sift/sift-draw.h"
+#include "../../plugins/sift/sift-formats.h"
 #include "../../plugins/sift/sift-luma.h"
 #include "gst/cudasensing/sift/gstsiftfeaturesmeta.h"
 #include "sift_test_util.h"
@@ -64,6 +65,58 @@ TEST(SiftLuma, EqualsOpenCVsColourToGrayForEveryColour) {
       }
     EXPECT_EQ(differ, 0u) << "colour-to-gray code " << code;
   }
+}
+
+TEST(SiftLuma, EveryListedFormatGivesGStreamersOwnLuma) {
+  // Random frames of every format sift lists, read by luma_layout + luma_at
+  // (what both backends do) and by GStreamer's own unpacking: Y (its high
+  // byte when wider than 8 bits), or the BT.601 gray of the unpacked colours.
+  GstCaps *caps = gst_caps_from_string("video/x-raw, format=(string)" SIFT_FORMATS);
+  ASSERT_NE(caps, nullptr);
+  const GValue *formats = gst_structure_get_value(gst_caps_get_structure(caps, 0), "format");
+  ASSERT_NE(formats, nullptr);
+  ASSERT_GE(gst_value_list_get_size(formats), 30u);
+  std::mt19937 rng(cs_test::fresh_seed());
+  for (guint k = 0; k < gst_value_list_get_size(formats); ++k) {
+    const char *name = g_value_get_string(gst_value_list_get_value(formats, k));
+    SCOPED_TRACE(name);
+    const GstVideoFormat format = gst_video_format_from_string(name);
+    ASSERT_NE(format, GST_VIDEO_FORMAT_UNKNOWN);
+    gstsift::LumaLayout layout;
+    ASSERT_NO_THROW(layout = gstsift::luma_layout(format));
+    constexpr int kFrameWidth = 37, kFrameHeight = 6;  // odd: a packed 4:2:2 row's last pixel shares its chroma
+    GstVideoInfo info;
+    ASSERT_TRUE(gst_video_info_set_format(&info, format, kFrameWidth, kFrameHeight));
+    std::vector<uint8_t> bytes(GST_VIDEO_INFO_SIZE(&info));
+    for (uint8_t &b : bytes) b = uint8_t(rng());
+    GstBuffer *buf = gst_buffer_new_wrapped_full(GstMemoryFlags(0), bytes.data(), bytes.size(), 0, bytes.size(),
+                                                 nullptr, nullptr);
+    GstVideoFrame frame;
+    ASSERT_TRUE(gst_video_frame_map(&frame, &info, buf, GST_MAP_READ));
+    const GstVideoFormatInfo *f = info.finfo;
+    const bool wide = f->unpack_format == GST_VIDEO_FORMAT_AYUV64;
+    std::vector<uint16_t> unpacked(size_t(4) * kFrameWidth);  // A, Y, U, V or A, R, G, B; 8 or 16 bits each
+    size_t differ = 0;
+    for (int y = 0; y < kFrameHeight; ++y) {
+      f->unpack_func(f, GST_VIDEO_PACK_FLAG_NONE, unpacked.data(), frame.data, frame.info.stride, 0, y, kFrameWidth);
+      const auto *row = static_cast<const uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&frame, 0)) +
+                        size_t(y) * size_t(GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0));
+      const auto *narrow = reinterpret_cast<const uint8_t *>(unpacked.data());
+      for (int x = 0; x < kFrameWidth; ++x) {
+        const auto component = [&](int c) { return wide ? unpacked[4 * x + c] >> 8 : narrow[4 * x + c]; };
+        const uint8_t expected = layout.rgb ? gstsift::luma_bt601(component(1), component(2), component(3))
+                                            : uint8_t(component(1));
+        differ += gstsift::luma_at(row, x, layout) != expected;
+      }
+    }
+    EXPECT_EQ(differ, 0u) << "of " << kFrameWidth * kFrameHeight << " pixels";
+    gst_video_frame_unmap(&frame);
+    gst_buffer_unref(buf);
+  }
+  gst_caps_unref(caps);
+  for (GstVideoFormat refused : {GST_VIDEO_FORMAT_RGB16, GST_VIDEO_FORMAT_v210, GST_VIDEO_FORMAT_GBR,
+                                 GST_VIDEO_FORMAT_NV12_64Z32, GST_VIDEO_FORMAT_UNKNOWN})
+    EXPECT_THROW(gstsift::luma_layout(refused), std::invalid_argument) << gst_video_format_to_string(refused);
 }
 
 TEST(SiftDraw, DevicePixelTestFollowsOpenCVsDrawing) {
@@ -207,8 +260,9 @@ TEST(GpuSiftElement, EveryFormatGivesTheSameFeatures) {
   // make_frame gives every format the same luma: OpenCV's gray of the BGR image.
   const Features gray = run_one("sift backend=cuda", GST_VIDEO_FORMAT_GRAY8, gray_of(bgr));
   ASSERT_GT(gray.keypoints.size(), 100u) << "the test image should be rich in features";
-  for (GstVideoFormat format : {GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_I420, GST_VIDEO_FORMAT_RGBA,
-                                GST_VIDEO_FORMAT_BGRA, GST_VIDEO_FORMAT_BGRx}) {
+  const std::vector<GstVideoFormat> formats = offered_formats("sift");
+  ASSERT_GE(formats.size(), 30u);
+  for (GstVideoFormat format : formats) {
     SCOPED_TRACE(gst_video_format_to_string(format));
     expect_same_keypoints(run_one("sift backend=cuda", format, bgr), gray);
   }
@@ -217,7 +271,8 @@ TEST(GpuSiftElement, EveryFormatGivesTheSameFeatures) {
 TEST(GpuSiftElement, DeviceMemoryInputEqualsSystemMemoryInput) {
   CS_REQUIRE_GPU();
   const cv::Mat bgr = textured_bgr(kWidth, kHeight, cs_test::fresh_seed());
-  for (GstVideoFormat format : {GST_VIDEO_FORMAT_GRAY8, GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_BGRx}) {
+  for (GstVideoFormat format : {GST_VIDEO_FORMAT_GRAY8, GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_BGRx,
+                                GST_VIDEO_FORMAT_RGB, GST_VIDEO_FORMAT_YUY2, GST_VIDEO_FORMAT_P010_10LE}) {
     SCOPED_TRACE(gst_video_format_to_string(format));
     const Features system = run_one("sift backend=cuda", format, bgr);
     ASSERT_GT(system.keypoints.size(), 100u);
@@ -597,7 +652,7 @@ TEST(GpuSiftOverlay, DeviceFramesAreDrawnLikeSystemFrames) {
     return overlay_changes(middle, format, bgr);
   };
   for (GstVideoFormat format : {GST_VIDEO_FORMAT_BGRx, GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_GRAY8,
-                                GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_I420}) {
+                                GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_I420, GST_VIDEO_FORMAT_P010_10LE}) {
     SCOPED_TRACE(gst_video_format_to_string(format));
     const std::vector<cv::Mat> cpu = changed("sift backend=cpu ! siftoverlay backend=cpu color=0xff00ff", format);
     const std::vector<cv::Mat> gpu = changed(

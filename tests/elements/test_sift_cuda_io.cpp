@@ -63,8 +63,10 @@ std::string nvcodec_untestable(const char *element) {
 std::vector<GstVideoFormat> nvcodec_formats() {
   std::vector<GstVideoFormat> out;
   GstElementFactory *upload = gst_element_factory_find("cudaupload");
-  for (GstVideoFormat format : {GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_I420, GST_VIDEO_FORMAT_GRAY8,
-                                GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_BGRx}) {
+  // What NVDEC decoders give (8-bit, 10-bit and 4:4:4 streams) and cudaupload's packed RGB.
+  for (GstVideoFormat format : {GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_P010_10LE, GST_VIDEO_FORMAT_P016_LE,
+                                GST_VIDEO_FORMAT_Y444, GST_VIDEO_FORMAT_Y444_16LE, GST_VIDEO_FORMAT_I420,
+                                GST_VIDEO_FORMAT_GRAY8, GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_BGRx}) {
     const std::string name = gst_video_format_to_string(format);
     GstCaps *wanted = gst_caps_from_string(("video/x-raw(memory:CUDAMemory), format=" + name).c_str());
     if (gst_element_factory_can_src_any_caps(upload, wanted))
@@ -278,7 +280,10 @@ TEST(GpuSiftNvcodecInput, OverlayDrawsIntoNvcodecMemory) {
   CS_REQUIRE_GPU();
   if (const std::string why = nvcodec_untestable("siftoverlay"); !why.empty()) GTEST_SKIP() << why;
   const cv::Mat bgr = textured_bgr(318, 240, cs_test::fresh_seed());  // 318: rows pitched by nvcodec
-  const std::vector<GstVideoFormat> formats = nvcodec_formats();
+  std::vector<GstVideoFormat> formats;
+  const std::vector<GstVideoFormat> drawable = offered_formats("siftoverlay");
+  for (GstVideoFormat format : nvcodec_formats())
+    if (std::find(drawable.begin(), drawable.end(), format) != drawable.end()) formats.push_back(format);
   EXPECT_FALSE(formats.empty()) << "cudaupload gave none of the formats";
   CapturedLog log({"siftoverlay"});
   for (GstVideoFormat format : formats) {

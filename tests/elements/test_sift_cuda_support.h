@@ -90,7 +90,9 @@ inline std::vector<cv::Mat> overlay_changes(const std::string &middle, GstVideoF
   const int width = bgr.cols, height = bgr.rows;
   RunResult r = run(middle, frame_caps(format, width, height), {make_frame(bgr, format)}, true, before_play);
   EXPECT_EQ(r.error, "") << middle << ": " << r.everything();
-  const bool yuv420 = format == GST_VIDEO_FORMAT_NV12 || format == GST_VIDEO_FORMAT_I420;
+  const GstVideoFormatInfo *f = gst_video_format_get_info(format);
+  const bool yuv420 = GST_VIDEO_FORMAT_INFO_IS_YUV(f) && GST_VIDEO_FORMAT_INFO_N_PLANES(f) > 1 && f->w_sub[1] == 1 &&
+                      f->h_sub[1] == 1;  // NV12, I420, P010, ...
   std::vector<cv::Mat> masks{cv::Mat::zeros(height, width, CV_8U)};
   if (yuv420) masks.push_back(cv::Mat::zeros((height + 1) / 2, (width + 1) / 2, CV_8U));
   if (r.buffers.empty()) return masks;
@@ -100,10 +102,11 @@ inline std::vector<cv::Mat> overlay_changes(const std::string &middle, GstVideoF
   GstVideoFrame a, b;
   EXPECT_TRUE(gst_video_frame_map(&a, &info, before, GST_MAP_READ));
   EXPECT_TRUE(gst_video_frame_map(&b, &info, r.buffers[0], GST_MAP_READ));
-  // Component k's sample (x, y) in both frames, `bytes` of it.
+  // Component k's sample (x, y) in both frames, `bytes` of it (from the
+  // start of the pixel for k = 0 and for interleaved chroma).
   auto differs = [&](int k, int x, int y, int bytes) {
     auto at = [&](GstVideoFrame &f) {
-      const int start = k == 0 ? GST_VIDEO_FRAME_COMP_POFFSET(&f, k) : 0;  // the first plane's whole pixel
+      const int start = GST_VIDEO_FRAME_COMP_POFFSET(&f, k);
       return static_cast<const uint8_t *>(GST_VIDEO_FRAME_COMP_DATA(&f, k)) - start +
              y * GST_VIDEO_FRAME_COMP_STRIDE(&f, k) + x * GST_VIDEO_FRAME_COMP_PSTRIDE(&f, k);
     };
@@ -115,7 +118,12 @@ inline std::vector<cv::Mat> overlay_changes(const std::string &middle, GstVideoF
   if (yuv420)
     for (int y = 0; y < masks[1].rows; ++y)
       for (int x = 0; x < masks[1].cols; ++x)
-        masks[1].at<uchar>(y, x) = differs(1, x, y, 1) || differs(2, x, y, 1) ? 255 : 0;
+        masks[1].at<uchar>(y, x) =
+            differs(1, x, y, GST_VIDEO_INFO_COMP_PSTRIDE(&info, 1)) ||
+                    (GST_VIDEO_INFO_COMP_PLANE(&info, 2) != GST_VIDEO_INFO_COMP_PLANE(&info, 1) &&
+                     differs(2, x, y, GST_VIDEO_INFO_COMP_PSTRIDE(&info, 2)))
+                ? 255
+                : 0;
   gst_video_frame_unmap(&a);
   gst_video_frame_unmap(&b);
   gst_buffer_unref(before);

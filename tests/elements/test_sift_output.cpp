@@ -229,6 +229,19 @@ TEST(SiftOverlay, DrawsCircleAndAngleLine) {
   }
 }
 
+// A sample of a mapped YUV frame as GStreamer's own unpacking reads it:
+// component k = 0 of pixel (x, y), or k = 1, 2 (U, V) of chroma sample
+// (x, y) of a 4:2:0 frame; 8 bits, or 16 for deeper formats (the value in
+// the high bits).
+int component_sample(const GstVideoFrame &frame, int k, int x, int y) {
+  const GstVideoFormatInfo *f = frame.info.finfo;
+  const int width = GST_VIDEO_FRAME_WIDTH(&frame), px = k ? 2 * x : x, py = k ? 2 * y : y;
+  std::vector<uint16_t> line(size_t(4) * width);  // A, Y, U, V a pixel
+  f->unpack_func(f, GST_VIDEO_PACK_FLAG_NONE, line.data(), frame.data, frame.info.stride, 0, py, width);
+  if (f->unpack_format == GST_VIDEO_FORMAT_AYUV64) return line[size_t(4) * px + 1 + k];
+  return reinterpret_cast<const uint8_t *>(line.data())[size_t(4) * px + 1 + k];
+}
+
 // The colour 0xRRGGBB as GStreamer's own converter stores it in a frame of
 // `info`'s format and colorimetry: {Y, U, V} of a 2 x 2 frame of that colour.
 std::array<int, 3> converted_yuv(guint rgb, const GstVideoInfo &info) {
@@ -253,7 +266,7 @@ std::array<int, 3> converted_yuv(guint rgb, const GstVideoInfo &info) {
   gst_video_converter_frame(convert, &src, &dst);
   gst_video_converter_free(convert);
   std::array<int, 3> yuv{};
-  for (int k = 0; k < 3; ++k) yuv[k] = *static_cast<const uint8_t *>(GST_VIDEO_FRAME_COMP_DATA(&dst, k));
+  for (int k = 0; k < 3; ++k) yuv[k] = component_sample(dst, k, 0, 0);
   gst_video_frame_unmap(&src);
   gst_video_frame_unmap(&dst);
   gst_buffer_unref(in);
@@ -276,7 +289,11 @@ TEST(SiftOverlay, DrawsYuvFramesInTheirColorimetry) {
       {GST_VIDEO_FORMAT_NV12, GST_VIDEO_COLOR_RANGE_16_235, GST_VIDEO_COLOR_MATRIX_BT601, 1, 60.f, 50.f, 40.f},
       {GST_VIDEO_FORMAT_I420, GST_VIDEO_COLOR_RANGE_16_235, GST_VIDEO_COLOR_MATRIX_BT709, 1, 60.f, 50.f, 40.f},
       {GST_VIDEO_FORMAT_NV12, GST_VIDEO_COLOR_RANGE_0_255, GST_VIDEO_COLOR_MATRIX_BT709, 3, 120.f, 92.f, 36.f},
-      {GST_VIDEO_FORMAT_I420, GST_VIDEO_COLOR_RANGE_0_255, GST_VIDEO_COLOR_MATRIX_BT601, 5, 3.f, 97.f, 30.f}};
+      {GST_VIDEO_FORMAT_I420, GST_VIDEO_COLOR_RANGE_0_255, GST_VIDEO_COLOR_MATRIX_BT601, 5, 3.f, 97.f, 30.f},
+      // Decoders' 10- and 12-bit output.
+      {GST_VIDEO_FORMAT_P010_10LE, GST_VIDEO_COLOR_RANGE_16_235, GST_VIDEO_COLOR_MATRIX_BT709, 1, 60.f, 50.f, 40.f},
+      {GST_VIDEO_FORMAT_P010_10LE, GST_VIDEO_COLOR_RANGE_0_255, GST_VIDEO_COLOR_MATRIX_BT2020, 3, 120.f, 92.f, 36.f},
+      {GST_VIDEO_FORMAT_P012_LE, GST_VIDEO_COLOR_RANGE_16_235, GST_VIDEO_COLOR_MATRIX_BT601, 1, 60.f, 50.f, 40.f}};
   for (const Case &c : cases) {
     GstVideoInfo info;
     gst_video_info_set_format(&info, c.format, width, height);
@@ -290,19 +307,25 @@ TEST(SiftOverlay, DrawsYuvFramesInTheirColorimetry) {
     g_free(name);
     const guint colour = 0xff8000;
     const std::array<int, 3> want = converted_yuv(colour, info);
+    GstBuffer *input = frame_with_keypoint(c.format, black, c.x, c.y, c.size, 90.f);
+    GstBuffer *before = gst_buffer_copy_deep(input);
     RunResult r = run("siftoverlay color=0xff8000 thickness=" + std::to_string(c.thickness),
-                      gst_video_info_to_caps(&info), {frame_with_keypoint(c.format, black, c.x, c.y, c.size, 90.f)});
+                      gst_video_info_to_caps(&info), {input});
     ASSERT_EQ(r.error, "") << r.everything();
     ASSERT_EQ(r.buffers.size(), 1u);
-    GstVideoFrame frame;
+    GstVideoFrame frame, blank_frame;
     ASSERT_TRUE(gst_video_frame_map(&frame, &info, r.buffers[0], GST_MAP_READ));
-    auto sample = [&](int k, int x, int y) {
-      return int(static_cast<const uint8_t *>(GST_VIDEO_FRAME_COMP_DATA(&frame, k))[
-          y * GST_VIDEO_FRAME_COMP_STRIDE(&frame, k) + x * GST_VIDEO_FRAME_COMP_PSTRIDE(&frame, k)]);
+    ASSERT_TRUE(gst_video_frame_map(&blank_frame, &info, before, GST_MAP_READ));
+    // Component k's sample (x, y) is the colour's or as it was. The colour
+    // (8 bits a channel) is the converter's within one 8-bit step: the
+    // converter's deeper samples come from its own fixed-point path.
+    const int step = frame.info.finfo->unpack_format == GST_VIDEO_FORMAT_AYUV64 ? 256 : 1;
+    auto coloured = [&](int k, int x, int y) {
+      return std::abs(component_sample(frame, k, x, y) - want[size_t(k)]) <= step;
     };
-    // Component k's sample (x, y) is the colour's (within one step of the converter's rounding) or blank.
-    auto coloured = [&](int k, int x, int y) { return std::abs(sample(k, x, y) - want[size_t(k)]) <= 1; };
-    auto blank = [&](int k, int x, int y) { return sample(k, x, y) == (k == 0 ? 0 : 128); };  // as make_frame stored
+    auto blank = [&](int k, int x, int y) {
+      return component_sample(frame, k, x, y) == component_sample(blank_frame, k, x, y);
+    };
     // The marks' pixels are OpenCV's rasterisation of the keypoint's circle
     // (diameter = size) and of its radius along the angle, exactly.
     const int radius = int(std::lround(c.size / 2)), cx = int(std::lround(c.x)), cy = int(std::lround(c.y));
@@ -314,7 +337,8 @@ TEST(SiftOverlay, DrawsYuvFramesInTheirColorimetry) {
       for (int x = 0; x < width; ++x) {
         const bool on = mark.at<uint8_t>(y, x) != 0;
         marked += on;
-        ASSERT_TRUE(on ? coloured(0, x, y) : blank(0, x, y)) << "pixel " << x << ", " << y;
+        ASSERT_TRUE(on ? coloured(0, x, y) : blank(0, x, y))
+            << "pixel " << x << ", " << y << ": " << component_sample(frame, 0, x, y) << " for " << want[0];
       }
     EXPECT_GT(marked, 50);
     // A chroma sample takes the colour when one of its pixels is on a mark, and only then.
@@ -324,9 +348,13 @@ TEST(SiftOverlay, DrawsYuvFramesInTheirColorimetry) {
         for (int yy = 2 * y; yy < std::min(2 * y + 2, height); ++yy)
           for (int xx = 2 * x; xx < std::min(2 * x + 2, width); ++xx) on = on || mark.at<uint8_t>(yy, xx) != 0;
         for (int k = 1; k <= 2; ++k)
-          ASSERT_TRUE(on ? coloured(k, x, y) : blank(k, x, y)) << "chroma " << k << " sample " << x << ", " << y;
+          ASSERT_TRUE(on ? coloured(k, x, y) : blank(k, x, y))
+              << "chroma " << k << " sample " << x << ", " << y << ": " << component_sample(frame, k, x, y) << " for "
+              << want[size_t(k)] << (on ? " on" : " off") << " was " << component_sample(blank_frame, k, x, y);
       }
     gst_video_frame_unmap(&frame);
+    gst_video_frame_unmap(&blank_frame);
+    gst_buffer_unref(before);
   }
 }
 

@@ -52,36 +52,73 @@ inline cv::Mat textured_bgr(int width, int height, uint32_t seed) {
   return image;
 }
 
-// A video frame of `format` holding `bgr` (GRAY8/NV12/I420: its gray as the
-// luma, chroma 128), with stride padding poisoned.
+// A video frame of `format` holding `bgr`, written by GStreamer's own packing
+// of the format (GstVideoFormatInfo's pack function): RGB formats get its
+// colours, the others its gray (OpenCV's) as Y with neutral chroma, Y wider
+// than 8 bits carrying the gray in its high byte and noise below it (as far
+// as the format keeps those bits). Bytes the packing leaves alone, such as
+// stride padding, are poisoned.
 inline GstBuffer *make_frame(const cv::Mat &bgr, GstVideoFormat format, GstVideoInfo *info_out = nullptr) {
   GstVideoInfo info;
   gst_video_info_set_format(&info, format, guint(bgr.cols), guint(bgr.rows));
   GstBuffer *buf = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info), nullptr);
+  gst_buffer_memset(buf, 0, 0xEE, GST_VIDEO_INFO_SIZE(&info));
   GstVideoFrame frame;
   gst_video_frame_map(&frame, &info, buf, GST_MAP_WRITE);
-  for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(&frame); ++p) {
-    const int rows = GST_VIDEO_FRAME_COMP_HEIGHT(&frame, p == 0 ? 0 : 1);
-    std::memset(GST_VIDEO_FRAME_PLANE_DATA(&frame, p), 128, size_t(GST_VIDEO_FRAME_PLANE_STRIDE(&frame, p)) * rows);
-  }
-  const size_t stride = size_t(GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0));
-  auto *plane = static_cast<uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&frame, 0));
-  cv::Mat packed;
-  switch (format) {
-    case GST_VIDEO_FORMAT_RGBA: cv::cvtColor(bgr, packed, cv::COLOR_BGR2RGBA); break;
-    case GST_VIDEO_FORMAT_BGRA:
-    case GST_VIDEO_FORMAT_BGRx: cv::cvtColor(bgr, packed, cv::COLOR_BGR2BGRA); break;
-    default: cv::cvtColor(bgr, packed, cv::COLOR_BGR2GRAY); break;
-  }
-  for (int y = 0; y < bgr.rows; ++y) {
-    std::memcpy(plane + y * stride, packed.ptr(y), packed.cols * packed.elemSize());
-    if (stride > packed.cols * packed.elemSize())  // poison the padding
-      std::memset(plane + y * stride + packed.cols * packed.elemSize(), 0xEE,
-                  stride - packed.cols * packed.elemSize());
+  const GstVideoFormatInfo *f = info.finfo;
+  const bool rgb = GST_VIDEO_FORMAT_INFO_IS_RGB(f);
+  const GstVideoFormat unpacked = f->unpack_format;
+  const bool wide = unpacked == GST_VIDEO_FORMAT_AYUV64 || unpacked == GST_VIDEO_FORMAT_ARGB64;
+  cv::Mat gray;
+  cv::cvtColor(bgr, gray, cv::COLOR_BGR2GRAY);
+  std::mt19937 rng(uint32_t(bgr.cols) * 131u + uint32_t(format));
+  // `lines` lines of A, Y, U, V (or A, R, G, B), 8 or 16 bits each.
+  const int lines = f->pack_lines, width = bgr.cols;
+  std::vector<uint16_t> line16(size_t(4) * width * lines);
+  std::vector<uint8_t> line8(line16.size());
+  for (int y0 = 0; y0 < bgr.rows; y0 += lines) {
+    for (int l = 0; l < lines; ++l) {
+      const int y = std::min(y0 + l, bgr.rows - 1);
+      for (int x = 0; x < width; ++x) {
+        const size_t i = size_t(4) * (size_t(l) * width + x);
+        const cv::Vec3b c = bgr.at<cv::Vec3b>(y, x);
+        const uint8_t v[4] = {255, rgb ? c[2] : gray.at<uint8_t>(y, x), rgb ? c[1] : uint8_t(128),
+                              rgb ? c[0] : uint8_t(128)};
+        for (int k = 0; k < 4; ++k) {
+          line8[i + k] = v[k];
+          line16[i + k] = uint16_t(v[k] << 8 | (k == 1 && !rgb ? rng() & 0xFF : v[k]));
+        }
+      }
+    }
+    void *src = wide ? static_cast<void *>(line16.data()) : line8.data();
+    f->pack_func(f, GST_VIDEO_PACK_FLAG_NONE, src, int(4 * width * (wide ? 2 : 1)), frame.data, frame.info.stride,
+                 info.chroma_site, y0, width);
   }
   gst_video_frame_unmap(&frame);
   if (info_out) *info_out = info;
   return buf;
+}
+
+// The formats a factory's sink pad template offers in system memory.
+inline std::vector<GstVideoFormat> offered_formats(const char *factory_name) {
+  std::vector<GstVideoFormat> out;
+  GstElementFactory *factory = gst_element_factory_find(factory_name);
+  if (!factory) return out;
+  for (const GList *t = gst_element_factory_get_static_pad_templates(factory); t; t = t->next) {
+    auto *tmpl = static_cast<GstStaticPadTemplate *>(t->data);
+    if (tmpl->direction != GST_PAD_SINK) continue;
+    GstCaps *caps = gst_static_caps_get(&tmpl->static_caps);
+    for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
+      const GstCapsFeatures *features = gst_caps_get_features(caps, i);
+      if (features && !gst_caps_features_is_equal(features, GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY)) continue;
+      const GValue *formats = gst_structure_get_value(gst_caps_get_structure(caps, i), "format");
+      for (guint k = 0; formats && k < gst_value_list_get_size(formats); ++k)
+        out.push_back(gst_video_format_from_string(g_value_get_string(gst_value_list_get_value(formats, k))));
+    }
+    gst_caps_unref(caps);
+  }
+  gst_object_unref(factory);
+  return out;
 }
 
 inline GstCaps *frame_caps(GstVideoFormat format, int width, int height) {
