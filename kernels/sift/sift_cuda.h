@@ -150,6 +150,15 @@ class CudaSift {
   // octave count: none), -1 while the plans are still being timed.
   int small_octaves_from() const;
 
+  // Where the next frame of a stream on another engine is best started:
+  // an event recorded by each run() once the frame's first octave is built,
+  // or null (start at once). Two frames building first octaves at once
+  // share the L2, which holds about one such octave's levels at a time from
+  // 1080p up (with the doubling): there the next frame's pyramid starts as
+  // this frame's first octave is done, beside its smaller octaves, extrema
+  // and descriptors. The caller's stream for the next frame waits on it.
+  EventHandle next_frame_start() const;
+
   // Device results of the last stages (valid once the stream has run them):
   // final_count() points at one int; keypoints() at keypoint_capacity()
   // entries of which the first *final_count() are the result; descriptors()

@@ -25,6 +25,7 @@ void CudaSift::describe(DescriptorFormat, StreamHandle) { unavailable("CudaSift:
 void CudaSift::run(const DeviceImage &, DescriptorFormat, StreamHandle) { unavailable("CudaSift::run"); }
 const int *CudaSift::device_final_count() const { return nullptr; }
 const Keypoint *CudaSift::device_keypoints() const { return nullptr; }
+EventHandle CudaSift::next_frame_start() const { return nullptr; }
 const void *CudaSift::device_descriptors() const { return nullptr; }
 int CudaSift::keypoint_capacity() const { return 0; }
 int CudaSift::candidate_capacity() const { return 0; }

@@ -114,6 +114,13 @@ const uint8_t *CudaEngine::copy_nvcodec_plane(const NvcodecFrame &source, const 
   return static_cast<const uint8_t *>(plane);
 }
 
+void CudaEngine::start_after(const CudaEngine &previous) {
+  if (const cs::EventHandle start = previous.sift_.next_frame_start()) {
+    cs::DeviceGuard guard(gpu_.device());
+    cs::stream_wait(gpu_.stream(), start);
+  }
+}
+
 void CudaEngine::wait_for_reads() noexcept {
   try {
     cs::DeviceGuard guard(gpu_.device());
@@ -187,6 +194,11 @@ void CudaFramePipeline::enqueue(GstBuffer *frame, const GstVideoInfo &info, cs::
   // engine's previous frame has left by now.
   CudaEngine &engine = *engines_[next_engine_];
   try {
+    // From 1080p up a frame's pyramid starts once the previous frame's
+    // first octave is built (CudaSift::next_frame_start): two first octaves
+    // at once share the L2 and take longer than one after the other.
+    const CudaEngine &previous = *engines_[(next_engine_ + engines_.size() - 1) % engines_.size()];
+    if (&previous != &engine) engine.start_after(previous);
     engine.run(frame, info, format);
   } catch (...) {
     engine.wait_for_reads();  // of the frame about to be dropped

@@ -18,10 +18,17 @@
 // last) and with frames-in-flight=1 (each frame finished before the next).
 //
 //   sift_bench [--repeats 20] [--warmup 3] [--cpu-repeats 3] [--picture NAME] [--only WxH] [--csv out.csv]
-//              [--frame-only] [--trace]
+//              [--frame-only] [--trace] [--in-flight]
 //
 // --frame-only times run() alone (A/B of variants); --trace adds when each
-// kernel of a run() ended, per stream (CS_SIFT_TRACE, see sift_cuda.h).
+// kernel of a run() ended, per stream (CS_SIFT_TRACE, see sift_cuda.h);
+// --in-flight times a stream of device-resident frames on 1, 2 and 3
+// engines on their own streams, taken in turn as the sift element's
+// frames-in-flight does (each frame started where the engine before says,
+// CudaSift::next_frame_start), with each frame's results downloaded once
+// the engines after it have their frames, and without downloads (results
+// kept on the device), in ms per frame; where frames are staggered, also
+// every frame started at once.
 //
 // (--warmup 0 --repeats 1 --only 1920x1080 makes one frame's kernels, for a profiler.)
 //
@@ -34,6 +41,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -80,7 +88,7 @@ int main(int argc, char **argv) {
   gst_init(&argc, &argv);
   int repeats = 20, warmup = 3, cpu_repeats = 3;
   std::string csv, picture = "astronaut", only;
-  bool frame_only = false, trace = false;
+  bool frame_only = false, trace = false, in_flight = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -98,8 +106,12 @@ int main(int argc, char **argv) {
     else if (a == "--csv") csv = value();
     else if (a == "--frame-only") frame_only = true;
     else if (a == "--trace") trace = true;
+    else if (a == "--in-flight") in_flight = true;
     else {
-      std::fprintf(stderr, "usage: %s [--repeats N] [--warmup N] [--cpu-repeats N] [--picture NAME] [--only WxH] [--csv FILE] [--frame-only] [--trace]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--repeats N] [--warmup N] [--cpu-repeats N] [--picture NAME] [--only WxH]"
+                   " [--csv FILE] [--frame-only] [--trace] [--in-flight]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -160,6 +172,56 @@ int main(int argc, char **argv) {
       std::printf("%dx%d, when each kernel of a run() ended (timing events between the kernels):\n", s[0], s[1]);
       for (const cs::sift::TraceMark &m : traced.trace())
         std::printf("  %8.3f ms  %-6s %s\n", m.end_ms, m.branch.c_str(), m.kernel.c_str());
+      std::fflush(stdout);
+    }
+    if (in_flight) {
+      // A stream of frames, `engines` of them in flight, timed on the host
+      // from the first enqueue to the last frame done.
+      auto stream_ms = [&](int engines, bool download, bool staggered, bool *engine_staggers = nullptr) {
+        std::vector<std::unique_ptr<cs::sift::CudaSift>> sifts;
+        std::vector<cs::Stream> streams;
+        for (int e = 0; e < engines; ++e) {
+          sifts.push_back(std::make_unique<cs::sift::CudaSift>(cs::sift::Params(), kDevice));
+          streams.emplace_back(kDevice);
+          for (int w = 0; w < warmup; ++w) sifts[e]->run(image, cs::sift::DescriptorFormat::opencv, streams[e].get());
+          for (int w = 0; w < 200 && sifts[e]->small_octaves_from() < 0; ++w) {
+            sifts[e]->run(image, cs::sift::DescriptorFormat::opencv, streams[e].get());
+            streams[e].synchronize();
+          }
+        }
+        for (cs::Stream &st : streams) st.synchronize();
+        const int frames = 300;
+        size_t keypoints = 0;
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int f = 0; f < frames + engines - 1; ++f) {
+          if (f < frames) {
+            const cs::EventHandle start = f > 0 ? sifts[(f - 1) % engines]->next_frame_start() : nullptr;
+            if (engine_staggers) *engine_staggers = start != nullptr;
+            if (staggered && start) cs::stream_wait(streams[f % engines].get(), start);
+            sifts[f % engines]->run(image, cs::sift::DescriptorFormat::opencv, streams[f % engines].get());
+          }
+          const int oldest = f - (engines - 1);  // finished once every engine has a frame, as the element does
+          if (download && oldest >= 0)
+            keypoints += sifts[oldest % engines]->download(streams[oldest % engines].get()).keypoints.size();
+        }
+        for (cs::Stream &st : streams) st.synchronize();
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (download && keypoints == 0) std::printf("(no keypoints downloaded)\n");
+        return ms / frames;
+      };
+      bool staggers = false;
+      std::printf("%4dx%-5d ms per frame, 1 / 2 / 3 in flight, as the element: with downloads", s[0], s[1]);
+      for (int engines = 1; engines <= 3; ++engines) std::printf(" %.4f", stream_ms(engines, true, true, &staggers));
+      std::printf(", kept on the device");
+      for (int engines = 1; engines <= 3; ++engines) std::printf(" %.4f", stream_ms(engines, false, true));
+      std::printf(" (%s)", staggers ? "each frame from the last one's first octave" : "frames at once");
+      if (staggers) {
+        std::printf("; 2 / 3 at once: with downloads");
+        for (int engines = 2; engines <= 3; ++engines) std::printf(" %.4f", stream_ms(engines, true, false));
+        std::printf(", kept");
+        for (int engines = 2; engines <= 3; ++engines) std::printf(" %.4f", stream_ms(engines, false, false));
+      }
+      std::printf("\n");
       std::fflush(stdout);
     }
     if (frame_only) {
