@@ -312,7 +312,7 @@ int main(int argc, char **argv) {
     };
     const std::string caps = "video/x-raw,format=GRAY8,width=" + std::to_string(row.width) +
                              ",height=" + std::to_string(row.height) + ",framerate=0/1";
-    const int64_t pushes = std::max<int64_t>(60, int64_t(4e8 / double(frame.total())));  // ~400 MB of frames
+    const int64_t pushes = std::max<int64_t>(300, int64_t(1.5e9 / double(frame.total())));  // ~1.5 GB of frames
     auto fps_of = [&](bench::CapturedStream &stream, const std::string &stages) {
       const bench::StreamRun run = bench::push_through(stream, stages, pushes, 10);
       return run.ok && run.outputs > 1 ? (run.outputs - 1) / (run.last_output - run.first_output) : 0.0;
