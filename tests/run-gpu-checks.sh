@@ -14,6 +14,13 @@ export LD_LIBRARY_PATH=$bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_
 export GST_PLUGIN_SYSTEM_PATH=$bundle/plugins
 export GST_PLUGIN_SCANNER=$bundle/bin/gst-plugin-scanner
 export XDG_RUNTIME_DIR=/tmp
+# The tests' Python references (numpy, scipy) run on the first python3 that
+# has them: a GPU machine's own Python where /usr/bin/python3 lacks them.
+if [ -z "${CS_PYTHON:-}" ]; then
+  for py in /usr/bin/python3 "$(command -v python3 || true)"; do
+    if [ -x "$py" ] && "$py" -c "import numpy, scipy.io" 2>/dev/null; then export CS_PYTHON=$py; break; fi
+  done
+fi
 status=0
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv >"$logs/gpu.txt" 2>&1
 cat "$logs/gpu.txt"
