@@ -17,8 +17,8 @@
  * (sift-cuda.h, CudaFramePipeline). generate_output enqueues the new frame
  * and returns the oldest held one once every engine has a frame, so the GPU
  * works on frame N while the element downloads frame N-1's results (from
- * 1080p up frame N starts once frame N-1's first octave is built:
- * CudaEngine::start_after). Held
+ * 1080p up frame N's kernels start once frame N-1's first octave is built:
+ * CudaEngine::run's `after`). Held
  * frames leave before any serialized event or drain/allocation query (EOS,
  * caps, segment: order and content as without holding), are dropped on
  * FLUSH_STOP and at stop; LATENCY adds frames-in-flight - 1 frame periods,

@@ -114,13 +114,6 @@ const uint8_t *CudaEngine::copy_nvcodec_plane(const NvcodecFrame &source, const 
   return static_cast<const uint8_t *>(plane);
 }
 
-void CudaEngine::start_after(const CudaEngine &previous) {
-  if (const cs::EventHandle start = previous.sift_.next_frame_start()) {
-    cs::DeviceGuard guard(gpu_.device());
-    cs::stream_wait(gpu_.stream(), start);
-  }
-}
-
 void CudaEngine::wait_for_reads() noexcept {
   try {
     cs::DeviceGuard guard(gpu_.device());
@@ -174,9 +167,14 @@ void CudaEngine::build_pyramid(GstBuffer *frame, const GstVideoInfo &info) {
             [&](const cs::sift::DeviceImage &luma) { sift_.build_pyramid(luma, gpu_.stream()); });
 }
 
-void CudaEngine::run(GstBuffer *frame, const GstVideoInfo &info, cs::sift::DescriptorFormat format) {
-  with_luma(frame, info, FrameHold::until_download,
-            [&](const cs::sift::DeviceImage &luma) { sift_.run(luma, format, gpu_.stream()); });
+void CudaEngine::run(GstBuffer *frame, const GstVideoInfo &info, cs::sift::DescriptorFormat format,
+                     const CudaEngine *after) {
+  with_luma(frame, info, FrameHold::until_download, [&](const cs::sift::DeviceImage &luma) {
+    // After the frame's upload, which need not wait.
+    if (const cs::EventHandle start = after ? after->sift_.next_frame_start() : nullptr)
+      cs::stream_wait(gpu_.stream(), start);
+    sift_.run(luma, format, gpu_.stream());
+  });
 }
 
 CudaFramePipeline::CudaFramePipeline(const cs::sift::Params &params, int device, int frames_in_flight) {
@@ -197,9 +195,8 @@ void CudaFramePipeline::enqueue(GstBuffer *frame, const GstVideoInfo &info, cs::
     // From 1080p up a frame's pyramid starts once the previous frame's
     // first octave is built (CudaSift::next_frame_start): two first octaves
     // at once share the L2 and take longer than one after the other.
-    const CudaEngine &previous = *engines_[(next_engine_ + engines_.size() - 1) % engines_.size()];
-    if (&previous != &engine) engine.start_after(previous);
-    engine.run(frame, info, format);
+    const CudaEngine *previous = engines_[(next_engine_ + engines_.size() - 1) % engines_.size()].get();
+    engine.run(frame, info, format, previous != &engine ? previous : nullptr);
   } catch (...) {
     engine.wait_for_reads();  // of the frame about to be dropped
     throw;

@@ -51,12 +51,11 @@ class CudaEngine {
   void build_pyramid(GstBuffer *frame, const GstVideoInfo &info);
   // All three stages on the frame, which the caller holds until download()
   // or wait_for_reads() has returned: nvcodec's memory in our CUDA context
-  // is read where it is then (no copy, no wait).
-  void run(GstBuffer *frame, const GstVideoInfo &info, cs::sift::DescriptorFormat format);
-  // Makes the next run() start where `previous` (another engine, whose
-  // run() came last) says the next frame of a stream should
-  // (CudaSift::next_frame_start); the wait is on the GPU.
-  void start_after(const CudaEngine &previous);
+  // is read where it is then (no copy, no wait). With `after` (the engine
+  // whose run() came last), the kernels start where it says the next frame
+  // of a stream should (CudaSift::next_frame_start; a wait on the GPU).
+  void run(GstBuffer *frame, const GstVideoInfo &info, cs::sift::DescriptorFormat format,
+           const CudaEngine *after = nullptr);
   // Waits for the stream and copies the results to the host: the one
   // synchronisation of a frame.
   cs::sift::Result download() { return sift_.download(gpu_.stream()); }
