@@ -38,18 +38,8 @@ void sort_canonical(Features &f) {
 }
 
 void grid_filter(Features &f, int width, int height, int cols, int rows, int max_per_cell) {
-  if (cols <= 0 || rows <= 0 || max_per_cell <= 0 || width <= 0 || height <= 0) return;
-  std::vector<int> per_cell(size_t(cols) * size_t(rows), 0), kept;
-  for (size_t i = 0; i < f.keypoints.size(); ++i) {
-    const cv::Point2f p = f.keypoints[i].pt;
-    const int cx = std::clamp(int(std::floor(double(p.x) * cols / width)), 0, cols - 1);
-    const int cy = std::clamp(int(std::floor(double(p.y) * rows / height)), 0, rows - 1);
-    int &n = per_cell[size_t(cy) * size_t(cols) + size_t(cx)];
-    if (n < max_per_cell) {
-      ++n;
-      kept.push_back(int(i));
-    }
-  }
+  const std::vector<int> kept = grid_kept(
+      f.keypoints.size(), [&](size_t i) { return f.keypoints[i].pt; }, width, height, cols, rows, max_per_cell);
   if (kept.size() != f.keypoints.size()) f = select_rows(f, kept);
 }
 

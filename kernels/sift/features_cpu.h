@@ -7,6 +7,8 @@
 #include <opencv2/core.hpp>
 #include <opencv2/features2d.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -44,6 +46,30 @@ void sort_canonical(Features &f);
 // width x height image: the first ones in the current order (after
 // sort_canonical: the strongest). The order of those kept is unchanged.
 void grid_filter(Features &f, int width, int height, int cols, int rows, int max_per_cell);
+
+// The grid filter's choice for `count` keypoints whose positions
+// `position(i)` gives (a cv::Point2f): the indices kept, in order; every
+// index when the filter is off (a setting of 0).
+template <class Position>
+std::vector<int> grid_kept(size_t count, Position position, int width, int height, int cols, int rows,
+                           int max_per_cell) {
+  std::vector<int> kept;
+  kept.reserve(count);
+  const bool off = cols <= 0 || rows <= 0 || max_per_cell <= 0 || width <= 0 || height <= 0;
+  std::vector<int> per_cell(off ? 0 : size_t(cols) * size_t(rows), 0);
+  for (size_t i = 0; i < count; ++i) {
+    if (!off) {
+      const cv::Point2f p = position(i);
+      const int cx = std::clamp(int(std::floor(double(p.x) * cols / width)), 0, cols - 1);
+      const int cy = std::clamp(int(std::floor(double(p.y) * rows / height)), 0, rows - 1);
+      int &n = per_cell[size_t(cy) * size_t(cols) + size_t(cx)];
+      if (n == max_per_cell) continue;
+      ++n;
+    }
+    kept.push_back(int(i));
+  }
+  return kept;
+}
 
 // RootSIFT of float descriptors: each row divided by its L1 norm, then the
 // element-wise square root (rows of zeros stay zero).

@@ -7,7 +7,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "gst/cudasensing/sift/gstsiftfeatures-opencv.hpp"
 #include "sift-luma.h"
 #include "sift-nvcodec.h"
 #include "sift/features_cpu.h"
@@ -233,17 +232,28 @@ size_t attach_features(GstElement *element, GstBuffer *frame, guint width, guint
   if (result.descriptors.size() != n * row_bytes)
     throw std::logic_error("SIFT result: " + std::to_string(result.descriptors.size()) +
                            " descriptor bytes for " + std::to_string(n) + " keypoints");
-  sift_cpu::Features f;
-  f.keypoints.reserve(n);
-  for (const cs::sift::Keypoint &k : result.keypoints)
-    f.keypoints.emplace_back(cv::Point2f(k.x, k.y), k.size, k.angle, k.response, k.octave, -1);  // class_id as cv::SIFT
-  const int type = result.format == cs::sift::DescriptorFormat::opencv ? CV_8U : CV_32F;
-  f.descriptors.create(int(n), cs::sift::kDescriptorLength, type);
-  if (n && !result.descriptors.empty()) std::memcpy(f.descriptors.data, result.descriptors.data(), n * row_bytes);
-  sift_cpu::grid_filter(f, int(width), int(height), grid.cols, grid.rows, grid.max_per_cell);
-  gst_sift::add_features(frame, width, height, f.keypoints, f.descriptors, GstSiftDescriptorFormat(result.format));
-  GST_LOG_OBJECT(element, "%zu keypoints (%zu before the grid filter)", f.keypoints.size(), n);
-  return f.keypoints.size();
+  const std::vector<cs::sift::Keypoint> &k = result.keypoints;
+  const std::vector<int> kept = sift_cpu::grid_kept(
+      n, [&](size_t i) { return cv::Point2f(k[i].x, k[i].y); }, int(width), int(height), grid.cols, grid.rows,
+      grid.max_per_cell);
+  // Straight into the meta: the keypoints as OpenCV defines them (class_id -1, as cv::SIFT), rows in their order.
+  GstSiftFeaturesMeta *m = gst_buffer_add_sift_features_meta(frame, width, height, guint(kept.size()),
+                                                             GstSiftDescriptorFormat(result.format),
+                                                             guint(cs::sift::kDescriptorLength));
+  if (!m) throw std::runtime_error("cannot add the features meta to the frame");
+  for (size_t j = 0; j < kept.size(); ++j) {
+    const cs::sift::Keypoint &p = k[size_t(kept[j])];
+    m->keypoints[j] = GstSiftKeypoint{p.x, p.y, p.size, p.angle, p.response, p.octave, -1};
+  }
+  auto *rows = static_cast<uint8_t *>(m->descriptors);
+  if (rows && kept.size() == n) {
+    std::memcpy(rows, result.descriptors.data(), n * row_bytes);  // nothing filtered out: one copy
+  } else if (rows) {
+    for (size_t j = 0; j < kept.size(); ++j)
+      std::memcpy(rows + j * row_bytes, &result.descriptors[size_t(kept[j]) * row_bytes], row_bytes);
+  }
+  GST_LOG_OBJECT(element, "%zu keypoints (%zu before the grid filter)", kept.size(), n);
+  return kept.size();
 }
 
 }  // namespace gstsift

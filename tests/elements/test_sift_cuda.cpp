@@ -373,16 +373,21 @@ TEST(GpuSiftElement, DescriptorFormatsAndGridFilter) {
     ASSERT_TRUE(key(root.keypoints[size_t(r)]) == key(bytes.keypoints[size_t(r)]));
     EXPECT_NEAR(cv::norm(root.descriptors.row(r), cv::NORM_L2), 1.0, 1e-4) << r;
   }
-  // Grid filter: the strongest max-per-cell of each cell, in the same order as before.
+  // Grid filter: the strongest max-per-cell of each cell, in the same order
+  // as before, each with its own descriptor (within the engine's run-to-run
+  // step of one).
   const int cols = 4, rows = 3, max = 5;
   const Features kept = run_one("sift backend=cuda grid-cols=4 grid-rows=3 max-per-cell=5", GST_VIDEO_FORMAT_GRAY8, bgr);
+  ASSERT_EQ(kept.descriptors.rows, int(kept.keypoints.size()));
   std::map<int, int> seen;
   size_t next = 0;
-  for (const cv::KeyPoint &k : bytes.keypoints) {
+  for (size_t r = 0; r < bytes.keypoints.size(); ++r) {
+    const cv::KeyPoint &k = bytes.keypoints[r];
     const int c = std::min(rows - 1, int(k.pt.y * rows / kHeight)) * cols + std::min(cols - 1, int(k.pt.x * cols / kWidth));
     if (seen[c]++ >= max) continue;
     ASSERT_LT(next, kept.keypoints.size());
     EXPECT_TRUE(key(kept.keypoints[next]) == key(k)) << next;
+    EXPECT_LE(cv::norm(kept.descriptors.row(int(next)), bytes.descriptors.row(int(r)), cv::NORM_INF), 1.0) << next;
     ++next;
   }
   EXPECT_EQ(next, kept.keypoints.size());
