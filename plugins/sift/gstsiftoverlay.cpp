@@ -1,11 +1,11 @@
 /* siftoverlay: draws each frame's SIFT keypoints (GstSiftFeaturesMeta) into
  * the frame, in place: a circle of the keypoint's size (diameter) around it
  * and a radius along its angle, as OpenCV's DRAW_RICH_KEYPOINTS does; frames
- * without keypoints pass untouched (not even mapped). NV12 and I420 frames
- * (what decoders and cameras give), and P010, P012 and P016 (decoders' 10-
- * to 16-bit output), get the colour as Y'CbCr in the frame's colorimetry and
- * bit depth: luma on the marks' pixels, chroma on every 2 x 2 sample that
- * one of them falls in.
+ * without keypoints pass untouched (not even mapped). 4:2:0 YUV frames (NV12
+ * and I420, what decoders and cameras give; NV21, YV12; P010, P012, P016
+ * and I420_10LE, decoders' 10- to 16-bit output) get the colour as Y'CbCr
+ * in the frame's colorimetry and bit depth: luma on the marks' pixels,
+ * chroma on every 2 x 2 sample that one of them falls in.
  *
  * Where it draws: on the CUDA backend, a frame in the project's device memory
  * (memory:CudaSensing) is drawn on the device, on the element's stream, and
@@ -40,7 +40,7 @@
 GST_DEBUG_CATEGORY_STATIC(gst_sift_overlay_debug);
 #define GST_CAT_DEFAULT gst_sift_overlay_debug
 
-#define OVERLAY_FORMATS "{ RGBA, BGRA, BGRx, GRAY8, NV12, I420, P010_10LE, P012_LE, P016_LE }"
+#define OVERLAY_FORMATS "{ RGBA, BGRA, BGRx, GRAY8, NV12, I420, NV21, YV12, P010_10LE, P012_LE, P016_LE, I420_10LE }"
 
 namespace {
 // The CUDA side: a stream, the marks' upload, and a copy of frames in nvcodec's memory.
@@ -468,7 +468,7 @@ static void gst_sift_overlay_class_init(GstSiftOverlayClass *klass) {
       gobject_class, PROP_COLOR,
       g_param_spec_uint("color", "Colour",
                         "Colour of the circles and angle lines as 0xRRGGBB (GRAY8 frames get its BT.601 luma, "
-                        "NV12, I420, P010, P012 and P016 frames its Y'CbCr in their colorimetry)", 0,
+                        "4:2:0 YUV frames its Y'CbCr in their colorimetry and depth)", 0,
                         0xffffff, 0x00ff00, flags));
   g_object_class_install_property(
       gobject_class, PROP_THICKNESS,
@@ -478,9 +478,9 @@ static void gst_sift_overlay_class_init(GstSiftOverlayClass *klass) {
   gst_element_class_add_static_pad_template(element_class, &pad_caps_src);
   gst_element_class_set_static_metadata(
       element_class, "SIFT keypoint overlay", "Filter/Effect/Video",
-      "Draws the SIFT keypoints of each frame's GstSiftFeaturesMeta into the frame (RGBA, BGRA, BGRx, GRAY8, NV12, "
-      "I420, P010_10LE, P012_LE, P016_LE): a circle of the keypoint's size and a line along its angle; on the GPU for frames in device memory (CUDA "
-      "backend), with OpenCV on the CPU otherwise",
+      "Draws the SIFT keypoints of each frame's GstSiftFeaturesMeta into the frame (packed RGB, GRAY8, 4:2:0 YUV "
+      "of 8 to 16 bits): a circle of the keypoint's size and a line along its angle; on the GPU for frames in "
+      "device memory (CUDA backend), with OpenCV on the CPU otherwise",
       "gst-cuda-sensing developers");
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
   trans_class->transform_ip = overlay_transform_ip;

@@ -657,7 +657,8 @@ TEST(GpuSiftOverlay, DeviceFramesAreDrawnLikeSystemFrames) {
     return overlay_changes(middle, format, bgr);
   };
   for (GstVideoFormat format : {GST_VIDEO_FORMAT_BGRx, GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_GRAY8,
-                                GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_I420, GST_VIDEO_FORMAT_P010_10LE}) {
+                                GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_I420, GST_VIDEO_FORMAT_NV21,
+                                GST_VIDEO_FORMAT_YV12, GST_VIDEO_FORMAT_P010_10LE, GST_VIDEO_FORMAT_I420_10LE}) {
     SCOPED_TRACE(gst_video_format_to_string(format));
     const std::vector<cv::Mat> cpu = changed("sift backend=cpu ! siftoverlay backend=cpu color=0xff00ff", format);
     const std::vector<cv::Mat> gpu = changed(

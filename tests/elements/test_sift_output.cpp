@@ -293,7 +293,11 @@ TEST(SiftOverlay, DrawsYuvFramesInTheirColorimetry) {
       // Decoders' 10- and 12-bit output.
       {GST_VIDEO_FORMAT_P010_10LE, GST_VIDEO_COLOR_RANGE_16_235, GST_VIDEO_COLOR_MATRIX_BT709, 1, 60.f, 50.f, 40.f},
       {GST_VIDEO_FORMAT_P010_10LE, GST_VIDEO_COLOR_RANGE_0_255, GST_VIDEO_COLOR_MATRIX_BT2020, 3, 120.f, 92.f, 36.f},
-      {GST_VIDEO_FORMAT_P012_LE, GST_VIDEO_COLOR_RANGE_16_235, GST_VIDEO_COLOR_MATRIX_BT601, 1, 60.f, 50.f, 40.f}};
+      {GST_VIDEO_FORMAT_P012_LE, GST_VIDEO_COLOR_RANGE_16_235, GST_VIDEO_COLOR_MATRIX_BT601, 1, 60.f, 50.f, 40.f},
+      // Chroma in the other order, and 10 bits in three planes.
+      {GST_VIDEO_FORMAT_NV21, GST_VIDEO_COLOR_RANGE_16_235, GST_VIDEO_COLOR_MATRIX_BT601, 1, 60.f, 50.f, 40.f},
+      {GST_VIDEO_FORMAT_YV12, GST_VIDEO_COLOR_RANGE_0_255, GST_VIDEO_COLOR_MATRIX_BT709, 3, 120.f, 92.f, 36.f},
+      {GST_VIDEO_FORMAT_I420_10LE, GST_VIDEO_COLOR_RANGE_16_235, GST_VIDEO_COLOR_MATRIX_BT709, 1, 60.f, 50.f, 40.f}};
   for (const Case &c : cases) {
     GstVideoInfo info;
     gst_video_info_set_format(&info, c.format, width, height);
