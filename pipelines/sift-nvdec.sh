@@ -52,8 +52,10 @@ case "$codec" in
   video/x-av1) decoder=nvav1dec ;;
   *) echo "$input: no H.264, H.265, VP9 or AV1 video found" >&2; exit 1 ;;
 esac
-gst-inspect-1.0 "$decoder" >/dev/null 2>&1 ||
-  { echo "$decoder is missing (gstreamer1.0-plugins-bad with nvcodec, an NVIDIA driver and GPU that decode it)" >&2; exit 1; }
+if ! gst-inspect-1.0 "$decoder" >/dev/null 2>&1; then
+  echo "$decoder is missing (gstreamer1.0-plugins-bad with nvcodec, an NVIDIA driver and GPU that decode it)" >&2
+  exit 1
+fi
 
 if gst-inspect-1.0 sift | grep -c 'memory:CUDAMemory' >/dev/null; then  # -c reads all: no SIGPIPE under pipefail
   decoded='video/x-raw(memory:CUDAMemory)'

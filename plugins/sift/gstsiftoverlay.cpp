@@ -102,7 +102,8 @@ static bool is_420(const GstVideoInfo &info) {
 // bytes (2); an interleaved pair is therefore placed by its order alone.
 static gsize chroma_offset(const GstVideoInfo &info, int k, int sample_bytes) {
   const GstVideoFormatInfo *f = info.finfo;
-  if (GST_VIDEO_FORMAT_INFO_PLANE(f, 1) != GST_VIDEO_FORMAT_INFO_PLANE(f, 2)) return GST_VIDEO_FORMAT_INFO_POFFSET(f, k);
+  if (GST_VIDEO_FORMAT_INFO_PLANE(f, 1) != GST_VIDEO_FORMAT_INFO_PLANE(f, 2))
+    return GST_VIDEO_FORMAT_INFO_POFFSET(f, k);  // planes of their own
   return GST_VIDEO_FORMAT_INFO_POFFSET(f, k) < GST_VIDEO_FORMAT_INFO_POFFSET(f, 3 - k) ? 0 : gsize(sample_bytes);
 }
 

@@ -195,7 +195,9 @@ int main(int argc, char **argv) {
         const auto t0 = std::chrono::steady_clock::now();
         for (int f = 0; f < frames + engines - 1; ++f) {
           if (f < frames) {
-            const cs::EventHandle start = f > 0 ? sifts[(f - 1) % engines]->next_frame_start() : nullptr;
+            // As the element: only another engine's frame is waited for.
+            const cs::EventHandle start =
+                f > 0 && engines > 1 ? sifts[(f - 1) % engines]->next_frame_start() : nullptr;
             if (engine_staggers) *engine_staggers = start != nullptr;
             if (staggered && start) cs::stream_wait(streams[f % engines].get(), start);
             sifts[f % engines]->run(image, cs::sift::DescriptorFormat::opencv, streams[f % engines].get());
