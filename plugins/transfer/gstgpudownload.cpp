@@ -327,6 +327,7 @@ static GstFlowReturn download_generate_output(GstBaseTransform *trans, GstBuffer
 
 static gboolean download_sink_event(GstBaseTransform *trans, GstEvent *event) {
   auto *self = GST_GPU_DOWNLOAD(trans);
+  transfer_assume_bytes_without_caps(trans, event);
   if (self->state && self->state->task_started) {
     switch (GST_EVENT_TYPE(event)) {
       case GST_EVENT_FLUSH_START: {
@@ -354,6 +355,7 @@ static gboolean download_query(GstBaseTransform *trans, GstPadDirection directio
 }
 
 static void download_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  if (!gstcs::property_change_allowed(object, pspec)) return;
   if (prop_id == PROP_MAX_IN_FLIGHT)
     GST_GPU_DOWNLOAD(object)->max_in_flight = g_value_get_uint(value);
   else
@@ -396,6 +398,7 @@ static void gst_gpu_download_class_init(GstGpuDownloadClass *klass) {
   trans_class->generate_output = download_generate_output;
   trans_class->transform = gstcs::output_made_elsewhere;  // so that decide_allocation (the page-locked pool) runs
   trans_class->sink_event = download_sink_event;
+  trans_class->transform_meta = transfer_keeps_every_meta;
   trans_class->query = download_query;
   trans_class->passthrough_on_same_caps = TRUE;
   cs_class->start_backend = download_start;

@@ -263,6 +263,11 @@ static GstFlowReturn upload_prepare_output_buffer(GstBaseTransform *trans, GstBu
   return GST_FLOW_OK;
 }
 
+static gboolean upload_sink_event(GstBaseTransform *trans, GstEvent *event) {
+  transfer_assume_bytes_without_caps(trans, event);
+  return GST_BASE_TRANSFORM_CLASS(gst_gpu_upload_parent_class)->sink_event(trans, event);
+}
+
 static GstFlowReturn upload_transform(GstBaseTransform *trans, GstBuffer *inbuf, GstBuffer *outbuf) {
   auto *self = GST_GPU_UPLOAD(trans);
   if (inbuf == outbuf) return GST_FLOW_OK;
@@ -299,6 +304,7 @@ static GstFlowReturn upload_transform(GstBaseTransform *trans, GstBuffer *inbuf,
 enum { PROP_0, PROP_MAX_IN_FLIGHT, PROP_COPY_THREADS };
 
 static void upload_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  if (!gstcs::property_change_allowed(object, pspec)) return;
   if (prop_id == PROP_MAX_IN_FLIGHT)
     GST_GPU_UPLOAD(object)->max_in_flight = g_value_get_uint(value);
   else if (prop_id == PROP_COPY_THREADS)
@@ -351,6 +357,8 @@ static void gst_gpu_upload_class_init(GstGpuUploadClass *klass) {
   trans_class->decide_allocation = upload_decide_allocation;
   trans_class->prepare_output_buffer = upload_prepare_output_buffer;
   trans_class->transform = upload_transform;
+  trans_class->sink_event = upload_sink_event;
+  trans_class->transform_meta = transfer_keeps_every_meta;
   trans_class->passthrough_on_same_caps = TRUE;
   cs_class->start_backend = upload_start;
   cs_class->stop_backend = upload_stop;

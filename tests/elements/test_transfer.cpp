@@ -10,6 +10,7 @@
 #include <iterator>
 #include <string>
 
+#include "play_to_end.h"
 #include "source_allocation.h"
 #include "test_support.h"
 
@@ -315,6 +316,33 @@ TEST(GpuTransfer, StockFilesinkAfterUploadWritesTheBytes) {
   gst_object_unref(src);
   gst_object_unref(up);
   gst_object_unref(pipeline);
+}
+
+// filesrc sends no caps: the stream is taken as bytes, as identity would pass
+// it, on the device where there is one and through the CPU backend elsewhere.
+TEST(Transfer, StreamWithoutCapsIsCopiedAsBytes) {
+  char in_path[] = "/tmp/cs-capsless-in-XXXXXX", out_path[] = "/tmp/cs-capsless-out-XXXXXX";
+  for (char *path : {in_path, out_path}) {
+    const int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    close(fd);
+  }
+  const std::vector<uint8_t> bytes = cs_test::random_bytes(1000003, cs_test::fresh_seed());
+  std::ofstream(in_path, std::ios::binary).write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+  for (const char *middle : {"gpuupload", "gpuupload ! gpudownload", "gpudownload"}) {
+    SCOPED_TRACE(middle);
+    const std::string launch = std::string("filesrc location=") + in_path + " blocksize=65536 ! " + middle +
+                               " ! filesink location=" + out_path;
+    GstElement *pipeline = gst_parse_launch(launch.c_str(), nullptr);
+    ASSERT_NE(pipeline, nullptr);
+    EXPECT_EQ(element_test::play_to_end(pipeline, 60), "");
+    gst_object_unref(pipeline);
+    std::ifstream in(out_path, std::ios::binary);
+    const std::vector<uint8_t> written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_TRUE(written == bytes) << written.size() << " bytes written of " << bytes.size();
+  }
+  std::remove(in_path);
+  std::remove(out_path);
 }
 
 // Sets up `launch`, goes to PAUSED and returns the error message posted.
