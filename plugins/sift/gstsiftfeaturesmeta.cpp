@@ -1,5 +1,7 @@
 #include "gst/cudasensing/sift/gstsiftfeaturesmeta.h"
 
+#include <gst/video/video.h>
+
 #include <cstring>
 
 GType gst_sift_descriptor_format_get_type(void) {
@@ -22,13 +24,33 @@ gsize gst_sift_descriptor_format_element_size(GstSiftDescriptorFormat format) {
   return format == GST_SIFT_DESCRIPTOR_OPENCV ? 1 : sizeof(gfloat);
 }
 
+// Both metas hold positions in the frame (the matches index the features):
+// tagged as depending on the frame's size and orientation, so that elements
+// that crop, flip, rotate, box or scale frames (videocrop, videoflip,
+// videobox, videoscale...) drop them instead of copying stale positions,
+// while copies of the whole frame (gst_buffer_copy, videoconvert at the same
+// size, gpuupload, gpudownload) keep them. Not tied to memory or colours.
+static const gchar *frame_geometry_tags[] = {GST_META_TAG_VIDEO_STR, GST_META_TAG_VIDEO_SIZE_STR,
+                                             GST_META_TAG_VIDEO_ORIENTATION_STR, nullptr};
+
+// Whether a transform keeps the frame's geometry: a copy of the whole frame,
+// or a "scale" to the same size (videoconvert asks that of size-tagged metas).
+static bool keeps_geometry(GQuark type, gpointer data) {
+  if (GST_META_TRANSFORM_IS_COPY(type)) return !static_cast<GstMetaTransformCopy *>(data)->region;
+  if (GST_VIDEO_META_TRANSFORM_IS_SCALE(type)) {
+    const auto *scale = static_cast<GstVideoMetaTransform *>(data);
+    return GST_VIDEO_INFO_WIDTH(scale->in_info) == GST_VIDEO_INFO_WIDTH(scale->out_info) &&
+           GST_VIDEO_INFO_HEIGHT(scale->in_info) == GST_VIDEO_INFO_HEIGHT(scale->out_info);
+  }
+  return false;  // unknown transforms would move the keypoints
+}
+
 // --- features ---
 
 GType gst_sift_features_meta_api_get_type(void) {
   static GType type = 0;
-  static const gchar *tags[] = {nullptr};  // not tied to memory, format or size
   if (g_once_init_enter(&type)) {
-    GType t = gst_meta_api_type_register("GstSiftFeaturesMetaAPI", tags);
+    GType t = gst_meta_api_type_register("GstSiftFeaturesMetaAPI", frame_geometry_tags);
     g_once_init_leave(&type, t);
   }
   return type;
@@ -59,12 +81,7 @@ gsize gst_sift_features_meta_descriptor_bytes(const GstSiftFeaturesMeta *m) {
 
 static gboolean features_transform(GstBuffer *dest, GstMeta *meta, GstBuffer *, GQuark type, gpointer data) {
   auto *m = reinterpret_cast<GstSiftFeaturesMeta *>(meta);
-  if (GST_META_TRANSFORM_IS_COPY(type)) {
-    auto *copy = static_cast<GstMetaTransformCopy *>(data);
-    if (copy->region) return FALSE;  // part of the frame: keypoint coordinates would not fit
-  } else {
-    return FALSE;  // other transforms (scaling, ...) would move the keypoints
-  }
+  if (!keeps_geometry(type, data)) return FALSE;
   GstSiftFeaturesMeta *d = gst_buffer_add_sift_features_meta(dest, m->image_width, m->image_height, m->count,
                                                              m->descriptor_format, m->descriptor_length);
   if (!d) return FALSE;
@@ -110,9 +127,8 @@ GstSiftFeaturesMeta *gst_buffer_add_sift_features_meta(GstBuffer *buffer, guint 
 
 GType gst_sift_matches_meta_api_get_type(void) {
   static GType type = 0;
-  static const gchar *tags[] = {nullptr};
   if (g_once_init_enter(&type)) {
-    GType t = gst_meta_api_type_register("GstSiftMatchesMetaAPI", tags);
+    GType t = gst_meta_api_type_register("GstSiftMatchesMetaAPI", frame_geometry_tags);
     g_once_init_leave(&type, t);
   }
   return type;
@@ -136,7 +152,7 @@ static void matches_free(GstMeta *meta, GstBuffer *) {
 
 static gboolean matches_transform(GstBuffer *dest, GstMeta *meta, GstBuffer *, GQuark type, gpointer data) {
   auto *m = reinterpret_cast<GstSiftMatchesMeta *>(meta);
-  if (!GST_META_TRANSFORM_IS_COPY(type) || static_cast<GstMetaTransformCopy *>(data)->region) return FALSE;
+  if (!keeps_geometry(type, data)) return FALSE;
   GstSiftMatchesMeta *d = gst_buffer_add_sift_matches_meta(dest, m->count);
   if (!d) return FALSE;
   if (m->count) std::memcpy(d->matches, m->matches, sizeof(GstSiftMatch) * m->count);
