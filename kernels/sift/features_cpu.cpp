@@ -91,9 +91,9 @@ std::vector<Match> match_descriptors(const cv::Mat &query, const cv::Mat &train,
     for (const cv::DMatch &m : back) reverse[size_t(m.queryIdx)] = m.trainIdx;
   }
   for (const std::vector<cv::DMatch> &n : nearest) {
-    if (n.empty()) continue;
-    // With one train row there is no second neighbour: the ratio test cannot reject.
-    if (n.size() > 1 && !(double(n[0].distance) < ratio * double(n[1].distance))) continue;
+    // With one train row there is no second neighbour to compare with: the
+    // ratio test cannot tell the match from chance, and keeps none.
+    if (n.size() < 2 || !(double(n[0].distance) < ratio * double(n[1].distance))) continue;
     if (mutual && reverse[size_t(n[0].trainIdx)] != n[0].queryIdx) continue;
     out.push_back({n[0].queryIdx, n[0].trainIdx, n[0].distance, false});
   }

@@ -33,8 +33,8 @@ std::vector<DescriptorMatch> select_matches(const std::vector<NearestTwo> &neare
   const bool mutual = !nearest_query_of_train.empty();
   for (size_t q = 0; q < nearest.size(); ++q) {
     const NearestTwo &n = nearest[q];
-    if (n.best < 0) continue;
-    if (n.second >= 0 && !(double(n.best_distance) < ratio * double(n.second_distance))) continue;
+    if (n.best < 0 || n.second < 0) continue;  // no second neighbour: the ratio test keeps none
+    if (!(double(n.best_distance) < ratio * double(n.second_distance))) continue;
     if (mutual && nearest_query_of_train.at(size_t(n.best)) != int(q)) continue;
     out.push_back({int(q), n.best, n.best_distance});
   }

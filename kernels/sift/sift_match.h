@@ -102,8 +102,8 @@ struct DescriptorMatch {
 };
 
 // Lowe's ratio test on each query's nearest two (kept when the nearest is
-// below `ratio` times the second; with no second neighbour it cannot
-// reject) and, when `nearest_query_of_train` is not empty, the mutual check
+// below `ratio` times the second; with no second neighbour, one train row,
+// nothing is kept, as OpenCV's knnMatch users do) and, when `nearest_query_of_train` is not empty, the mutual check
 // (the train row's own nearest query row must be this query). In query
 // order, as match_descriptors.
 std::vector<DescriptorMatch> select_matches(const std::vector<NearestTwo> &nearest, double ratio,

@@ -45,6 +45,23 @@ inline GstCaps *in_memories(const GstCaps *media, bool cuda) {
   return cuda ? gst_cs_caps_any_memory(media) : gst_cs_caps_with_feature(media, GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY);
 }
 
+// Whether a property may change now, called first in each set_property:
+// those flagged GST_PARAM_MUTABLE_READY are read when the element starts, so
+// while it runs (PAUSED, PLAYING) a change is refused with a warning on the
+// bus, and the value read back stays the one in use.
+inline bool property_change_allowed(GObject *object, GParamSpec *pspec) {
+  if (!(pspec->flags & GST_PARAM_MUTABLE_READY) || !GST_IS_ELEMENT(object)) return true;
+  GstElement *element = GST_ELEMENT(object);
+  GST_OBJECT_LOCK(element);
+  const bool running = GST_STATE(element) > GST_STATE_READY || GST_STATE_PENDING(element) > GST_STATE_READY;
+  GST_OBJECT_UNLOCK(element);
+  if (running)
+    GST_ELEMENT_WARNING(element, CORE, STATE_CHANGE, ("Property '%s' cannot change while the element runs", pspec->name),
+                        ("it is read when the element starts: set it in the NULL or READY state; the value in use "
+                         "is kept"));
+  return !running;
+}
+
 // Posts GST_ELEMENT_ERROR for an exception escaping CUDA work: CUDA errors
 // with their CUDA text, anything else as a stream error.
 void post_error(GstElement *element, const char *doing, const std::exception &error);

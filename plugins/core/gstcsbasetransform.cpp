@@ -1,6 +1,7 @@
 #include <gst/cudasensing/gstcsbasetransform.h>
 
 #include "common/cuda_runtime.h"
+#include "gstcs-cxx.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_cs_base_transform_debug);
 #define GST_CAT_DEFAULT gst_cs_base_transform_debug
@@ -33,6 +34,7 @@ enum { PROP_0, PROP_BACKEND, PROP_DEVICE_ID };
   static_cast<GstCsBaseTransformPrivate *>(gst_cs_base_transform_get_instance_private(GST_CS_BASE_TRANSFORM(self)))
 
 static void set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  if (!gstcs::property_change_allowed(object, pspec)) return;
   auto *priv = PRIV(object);
   GST_OBJECT_LOCK(object);
   switch (prop_id) {

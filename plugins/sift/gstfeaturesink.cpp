@@ -2,9 +2,15 @@
  * file: the project's binary record format (README: one record per frame,
  * read into numpy in a few lines) or OpenCV FileStorage YAML/XML (a sequence
  * `frames` of maps: pts, width, height, descriptor_format, keypoints,
- * descriptors). A frame without the meta gives a record with no keypoints. */
+ * descriptors). A frame without the meta gives a record with no keypoints.
+ *
+ * Every format is written through one FILE, each record flushed and checked,
+ * so that a full disk or a failing device is an error at that frame, not a
+ * file silently cut short: cv::FileStorage ignores failed writes, so the
+ * YAML/XML records are formed by a FileStorage in memory and written here. */
 #include "gstfeaturesink.h"
 
+#include <gst/video/video.h>
 #include <opencv2/core.hpp>
 
 #include <cerrno>
@@ -14,6 +20,7 @@
 #include <string>
 
 #include "gst/cudasensing/sift/gstsiftfeatures-opencv.hpp"
+#include "gstcs-cxx.h"
 #include "sift/features_cpu.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_feature_sink_debug);
@@ -44,8 +51,10 @@ struct _GstFeatureSink {
   gchar *location;
   GstFeatureSinkFormat format;
   std::FILE *file;
-  cv::FileStorage *storage;
+  GstFeatureSinkFormat format_in_use;  // from start to stop
+  std::string *text_end;               // YAML/XML: what closes the document after the last record
   guint64 frames;
+  guint caps_width, caps_height;  // the frames' size by their caps (video/x-raw), 0 otherwise
 };
 
 G_DEFINE_TYPE(GstFeatureSink, gst_feature_sink, GST_TYPE_BASE_SINK)
@@ -67,32 +76,72 @@ static gboolean feature_sink_start(GstBaseSink *sink) {
     return FALSE;
   }
   self->frames = 0;
-  if (format == GST_FEATURE_SINK_FORMAT_BINARY) {
-    self->file = std::fopen(location.c_str(), "wb");
-    if (!self->file) {
-      GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE, ("Cannot open %s for writing", location.c_str()),
-                        ("%s", std::strerror(errno)));
-      return FALSE;
-    }
-    return TRUE;
-  }
-  try {
-    const int flags = cv::FileStorage::WRITE |
-                      (format == GST_FEATURE_SINK_FORMAT_XML ? cv::FileStorage::FORMAT_XML : cv::FileStorage::FORMAT_YAML);
-    auto storage = std::make_unique<cv::FileStorage>(location, flags);
-    if (!storage->isOpened()) throw std::runtime_error("cv::FileStorage could not open it");
-    *storage << "frames" << "[";
-    self->storage = storage.release();
-  } catch (const std::exception &e) {
-    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE, ("Cannot open %s for writing", location.c_str()), ("%s", e.what()));
+  self->format_in_use = format;
+  self->file = std::fopen(location.c_str(), "wb");
+  if (!self->file) {
+    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE, ("Cannot open %s for writing", location.c_str()),
+                      ("%s", std::strerror(errno)));
     return FALSE;
   }
   return TRUE;
 }
 
+static int storage_flags(GstFeatureSinkFormat format) {
+  return cv::FileStorage::WRITE | cv::FileStorage::MEMORY |
+         (format == GST_FEATURE_SINK_FORMAT_XML ? cv::FileStorage::FORMAT_XML : cv::FileStorage::FORMAT_YAML);
+}
+
+// A FileStorage document holding a sequence `frames` of `records` (0 or 1)
+// maps written by `write`, split into what comes before the records, the
+// records, and what closes the document (cv::FileStorage's own text, so that
+// the file reads as if FileStorage had written it).
+struct TextDocument {
+  std::string head, records, end;
+};
+
+template <class Write>
+static TextDocument text_document(GstFeatureSinkFormat format, bool with_record, Write &&write) {
+  cv::FileStorage fs(format == GST_FEATURE_SINK_FORMAT_XML ? ".xml" : ".yml", storage_flags(format));
+  fs << "frames" << "[";
+  if (with_record) {
+    fs << "{";
+    write(fs);
+    fs << "}";
+  }
+  fs << "]";
+  const std::string text = fs.releaseAndGetString();
+  if (!with_record) return {text, "", ""};
+  const bool xml = format == GST_FEATURE_SINK_FORMAT_XML;
+  const std::string open = xml ? "<frames>\n" : "frames:\n", close = xml ? "</frames>" : "";
+  const size_t first = text.find(open), last = xml ? text.rfind(close) : text.size();
+  if (first == std::string::npos || last == std::string::npos || last < first + open.size())
+    throw std::runtime_error("unexpected cv::FileStorage output");
+  const size_t records = first + open.size();
+  return {text.substr(0, records), text.substr(records, last - records), text.substr(last)};
+}
+
+// Writes all of `bytes` and flushes them: a short write or a failed flush
+// (a full disk shows there) throws.
+static void write_checked(std::FILE *file, const void *bytes, size_t size) {
+  if ((size && std::fwrite(bytes, 1, size, file) != size) || std::fflush(file) != 0)
+    throw std::runtime_error(std::string("write failed: ") + std::strerror(errno));
+}
+
 static gboolean feature_sink_stop(GstBaseSink *sink) {
   auto *self = GST_FEATURE_SINK(sink);
   gboolean ok = TRUE;
+  if (self->file && self->format_in_use != GST_FEATURE_SINK_FORMAT_BINARY) {
+    try {  // the end of the document, or a whole empty one
+      const std::string end = self->text_end ? *self->text_end
+                                             : text_document(self->format_in_use, false, [](cv::FileStorage &) {}).head;
+      write_checked(self->file, end.data(), end.size());
+    } catch (const std::exception &e) {
+      GST_ELEMENT_ERROR(self, RESOURCE, WRITE, ("Cannot finish %s", self->location), ("%s", e.what()));
+      ok = FALSE;
+    }
+  }
+  delete self->text_end;
+  self->text_end = nullptr;
   if (self->file) {
     if (std::fclose(self->file) != 0) {
       GST_ELEMENT_ERROR(self, RESOURCE, CLOSE, ("Cannot close %s", self->location), ("%s", std::strerror(errno)));
@@ -100,19 +149,17 @@ static gboolean feature_sink_stop(GstBaseSink *sink) {
     }
     self->file = nullptr;
   }
-  if (self->storage) {
-    try {
-      *self->storage << "]";
-      self->storage->release();
-    } catch (const std::exception &e) {
-      GST_ELEMENT_ERROR(self, RESOURCE, CLOSE, ("Cannot finish %s", self->location), ("%s", e.what()));
-      ok = FALSE;
-    }
-    delete self->storage;
-    self->storage = nullptr;
-  }
   GST_INFO_OBJECT(self, "%" G_GUINT64_FORMAT " frames written", self->frames);
   return ok;
+}
+
+static gboolean feature_sink_set_caps(GstBaseSink *sink, GstCaps *caps) {
+  auto *self = GST_FEATURE_SINK(sink);
+  GstVideoInfo info;
+  const bool video = gst_video_info_from_caps(&info, caps);
+  self->caps_width = video ? guint(GST_VIDEO_INFO_WIDTH(&info)) : 0;
+  self->caps_height = video ? guint(GST_VIDEO_INFO_HEIGHT(&info)) : 0;
+  return TRUE;
 }
 
 static GstFlowReturn feature_sink_render(GstBaseSink *sink, GstBuffer *buffer) {
@@ -129,20 +176,27 @@ static GstFlowReturn feature_sink_render(GstBaseSink *sink, GstBuffer *buffer) {
     format = meta->descriptor_format;
   } else {
     GST_LOG_OBJECT(self, "buffer without SIFT features: empty record");
+    width = self->caps_width;
+    height = self->caps_height;
   }
   const uint64_t pts = GST_BUFFER_PTS_IS_VALID(buffer) ? GST_BUFFER_PTS(buffer) : UINT64_MAX;
   try {
-    if (self->file) {
+    if (self->format_in_use == GST_FEATURE_SINK_FORMAT_BINARY) {
       sift_cpu::write_record(self->file, pts, width, height, sift_cpu::DescriptorFormat(format), f);
+      write_checked(self->file, nullptr, 0);
     } else {
-      cv::FileStorage &fs = *self->storage;
-      fs << "{";
-      fs << "pts" << (pts == UINT64_MAX ? -1.0 : double(pts));
-      fs << "width" << int(width) << "height" << int(height);
-      fs << "descriptor_format" << int(format);
-      cv::write(fs, "keypoints", f.keypoints);
-      fs << "descriptors" << f.descriptors;
-      fs << "}";
+      const TextDocument doc = text_document(self->format_in_use, true, [&](cv::FileStorage &fs) {
+        fs << "pts" << (pts == UINT64_MAX ? -1.0 : double(pts));
+        fs << "width" << int(width) << "height" << int(height);
+        fs << "descriptor_format" << int(format);
+        cv::write(fs, "keypoints", f.keypoints);
+        fs << "descriptors" << f.descriptors;
+      });
+      if (!self->text_end) {
+        write_checked(self->file, doc.head.data(), doc.head.size());
+        self->text_end = new std::string(doc.end);
+      }
+      write_checked(self->file, doc.records.data(), doc.records.size());
     }
   } catch (const std::exception &e) {
     GST_ELEMENT_ERROR(self, RESOURCE, WRITE, ("Cannot write the features of frame %" G_GUINT64_FORMAT " to %s",
@@ -155,6 +209,7 @@ static GstFlowReturn feature_sink_render(GstBaseSink *sink, GstBuffer *buffer) {
 }
 
 static void feature_sink_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  if (!gstcs::property_change_allowed(object, pspec)) return;
   auto *self = GST_FEATURE_SINK(object);
   GST_OBJECT_LOCK(self);
   if (prop_id == PROP_LOCATION) {
@@ -213,6 +268,7 @@ static void gst_feature_sink_class_init(GstFeatureSinkClass *klass) {
   sink_class->start = feature_sink_start;
   sink_class->stop = feature_sink_stop;
   sink_class->render = feature_sink_render;
+  sink_class->set_caps = feature_sink_set_caps;
   gst_type_mark_as_plugin_api(gst_feature_sink_format_get_type(), GstPluginAPIFlags(0));
   GST_DEBUG_CATEGORY_INIT(gst_feature_sink_debug, "featuresink", 0, "SIFT features file sink");
 }

@@ -336,6 +336,7 @@ static gboolean sift_query(GstBaseTransform *trans, GstPadDirection direction, G
 }
 
 static void sift_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  if (!gstcs::property_change_allowed(object, pspec)) return;
   auto *self = GST_SIFT(object);
   GST_OBJECT_LOCK(self);
   if (prop_id == PROP_FRAMES_IN_FLIGHT)

@@ -52,6 +52,7 @@ struct _GstSiftMatcher {
   gboolean post_messages;
   // while running
   std::optional<sift_cpu::Features> *train;  // reference or previous frame
+  GstSiftDescriptorFormat train_format;       // its descriptors' format
   bool train_is_reference;
   GpuMatching *gpu;  // the CUDA backend's, NULL on the CPU backend
   bool logged_cpu_fallback;
@@ -79,6 +80,7 @@ static gboolean match_start(GstCsBaseTransform *base) {
     try {
       std::vector<sift_cpu::Record> records = sift_cpu::read_records(reference);
       if (records.empty()) throw std::runtime_error(reference + ": no records");
+      self->train_format = GstSiftDescriptorFormat(records.front().header.format);
       self->train->emplace(std::move(records.front().features));
       GST_INFO_OBJECT(self, "reference %s: %zu keypoints", reference.c_str(), (*self->train)->keypoints.size());
     } catch (const std::exception &e) {
@@ -173,6 +175,13 @@ static void post_summary(GstSiftMatcher *self, GstBuffer *buf, const GstSiftMatc
   gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), s));
 }
 
+static const char *descriptor_format_name(GstSiftDescriptorFormat format) {
+  GEnumClass *formats = G_ENUM_CLASS(g_type_class_ref(GST_TYPE_SIFT_DESCRIPTOR_FORMAT));
+  const GEnumValue *value = g_enum_get_value(formats, format);
+  g_type_class_unref(formats);  // registered statically: the names stay
+  return value ? value->value_nick : "of an unknown format";
+}
+
 static GstFlowReturn match_transform_ip(GstBaseTransform *trans, GstBuffer *buf) {
   auto *self = GST_SIFT_MATCHER(trans);
   const GstSiftFeaturesMeta *meta = gst_buffer_get_sift_features_meta(buf);
@@ -189,6 +198,15 @@ static GstFlowReturn match_transform_ip(GstBaseTransform *trans, GstBuffer *buf)
   const bool post = self->post_messages;
   GST_OBJECT_UNLOCK(self);
   sift_cpu::Features query{gst_sift::keypoints(*meta), gst_sift::descriptors(*meta)};
+  if (self->train->has_value() && meta->descriptor_format != self->train_format) {
+    // float and RootSIFT rows are both float32: only the formats tell them apart
+    GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("Cannot match the frame's features"),
+                      ("the frame's descriptors are %s, the %s's %s: give both the same descriptor-format",
+                       descriptor_format_name(meta->descriptor_format),
+                       self->train_is_reference ? "reference" : "previous frame",
+                       descriptor_format_name(self->train_format)));
+    return GST_FLOW_ERROR;
+  }
   std::vector<sift_cpu::Match> matches;
   guint train_count = 0;
   cv::Mat h;
@@ -228,6 +246,7 @@ static GstFlowReturn match_transform_ip(GstBaseTransform *trans, GstBuffer *buf)
   GST_LOG_OBJECT(self, "%zu matches of %zu keypoints against %u", matches.size(), query.keypoints.size(), train_count);
   if (post) post_summary(self, buf, out, guint(query.keypoints.size()));
   if (!self->train_is_reference) {
+    self->train_format = meta->descriptor_format;
     self->train->emplace(std::move(query));
     if (self->gpu) self->gpu->train_uploaded = false;
   }
@@ -235,6 +254,7 @@ static GstFlowReturn match_transform_ip(GstBaseTransform *trans, GstBuffer *buf)
 }
 
 static void match_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  if (!gstcs::property_change_allowed(object, pspec)) return;
   auto *self = GST_SIFT_MATCHER(object);
   GST_OBJECT_LOCK(self);
   switch (prop_id) {
@@ -281,6 +301,8 @@ static void gst_sift_matcher_class_init(GstSiftMatcherClass *klass) {
   gobject_class->get_property = match_get_property;
   gobject_class->finalize = match_finalize;
   const auto flags = GParamFlags(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  // read with each frame: they may change while the element runs
+  const auto live_flags = GParamFlags(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);
   g_object_class_install_property(
       gobject_class, PROP_REFERENCE,
       g_param_spec_string("reference", "Reference features",
@@ -292,27 +314,27 @@ static void gst_sift_matcher_class_init(GstSiftMatcherClass *klass) {
       g_param_spec_double("ratio", "Ratio test",
                           "Lowe's ratio test: keep a match when its L2 distance is below ratio times the second "
                           "nearest neighbour's",
-                          0.0, 1.0, 0.8, flags));
+                          0.0, 1.0, 0.8, live_flags));
   g_object_class_install_property(
       gobject_class, PROP_MUTUAL_CHECK,
       g_param_spec_boolean("mutual-check", "Mutual check",
-                           "Keep only pairs that are each other's nearest neighbours", FALSE, flags));
+                           "Keep only pairs that are each other's nearest neighbours", FALSE, live_flags));
   g_object_class_install_property(
       gobject_class, PROP_HOMOGRAPHY,
       g_param_spec_boolean("homography", "Homography",
                            "Estimate the homography from the frame's points to the reference's with RANSAC "
                            "(cv::findHomography; needs 4 matches) and mark the inliers",
-                           FALSE, flags));
+                           FALSE, live_flags));
   g_object_class_install_property(
       gobject_class, PROP_RANSAC_THRESHOLD,
       g_param_spec_double("ransac-threshold", "RANSAC threshold",
-                          "Largest reprojection error, in pixels, of a RANSAC inlier", 0.01, 1000.0, 3.0, flags));
+                          "Largest reprojection error, in pixels, of a RANSAC inlier", 0.01, 1000.0, 3.0, live_flags));
   g_object_class_install_property(
       gobject_class, PROP_POST_MESSAGES,
       g_param_spec_boolean("post-messages", "Post messages",
                            "Post an element message \"siftmatch\" per frame: timestamp, keypoints, "
                            "reference-keypoints, matches, inliers and, when found, homography (9 doubles, row-major)",
-                           FALSE, GParamFlags(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING)));
+                           FALSE, live_flags));
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);

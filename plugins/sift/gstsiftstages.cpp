@@ -284,6 +284,7 @@ static GstStateChangeReturn pyramid_change_state(GstElement *element, GstStateCh
 }
 
 static void pyramid_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  if (!gstcs::property_change_allowed(object, pspec)) return;
   auto *self = GST_SIFT_PYRAMID(object);
   GST_OBJECT_LOCK(self);
   if (prop_id == PYRAMID_PROP_MAX_IN_FLIGHT)
@@ -452,6 +453,7 @@ static GstFlowReturn describe_transform_ip(GstBaseTransform *trans, GstBuffer *b
 }
 
 static void describe_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  if (!gstcs::property_change_allowed(object, pspec)) return;
   auto *self = GST_SIFT_DESCRIBE(object);
   GST_OBJECT_LOCK(self);
   if (!gstsift::set_output_property(self->output, prop_id - DESCRIBE_PROP_OUTPUT_FIRST, value))

@@ -198,6 +198,43 @@ TEST(SiftMeta, SurvivesCopiesAndTransfers) {
                                               GST_SIFT_DESCRIPTOR_ROOTSIFT)));
 }
 
+// The meta's positions belong to the frame's geometry: elements that keep the
+// whole frame keep it (videoconvert, a frame-rate change's copies), those that
+// crop, box, flip, rotate or scale the frame drop it rather than pass stale
+// positions on.
+TEST(SiftMeta, FollowsTheFramesGeometry) {
+  const cv::Mat bgr = textured_bgr(kWidth, kHeight, cs_test::fresh_seed());
+  const std::map<std::string, bool> kept = {
+      {"videoconvert ! video/x-raw,format=RGBA", true},
+      {"videorate ! video/x-raw,framerate=60/1", true},
+      {"queue ! identity", true},
+      {"videocrop left=10 top=4", false},
+      {"videobox left=8 top=8", false},
+      {"videoflip video-direction=180", false},
+      {"videoflip video-direction=90r", false},
+      {"videoscale ! video/x-raw,width=" + std::to_string(kWidth / 2) + ",height=" + std::to_string(kHeight / 2),
+       false},
+  };
+  for (const auto &[middle, keeps] : kept) {
+    SCOPED_TRACE(middle);
+    GstElementFactory *first = gst_element_factory_find(middle.substr(0, middle.find(' ')).c_str());
+    if (!first) {
+      ADD_FAILURE() << "element missing";
+      continue;
+    }
+    gst_object_unref(first);
+    RunResult r = run("sift backend=cpu ! " + middle, frame_caps(GST_VIDEO_FORMAT_I420, kWidth, kHeight),
+                      {make_frame(bgr, GST_VIDEO_FORMAT_I420)});
+    ASSERT_EQ(r.error, "") << r.everything();
+    ASSERT_FALSE(r.buffers.empty());
+    const GstSiftFeaturesMeta *m = gst_buffer_get_sift_features_meta(r.buffers[0]);
+    EXPECT_EQ(m != nullptr, keeps);
+    if (m) {
+      EXPECT_GT(m->count, 0u);
+    }
+  }
+}
+
 TEST(SiftMeta, OpenCVHelperRoundTrip) {
   std::vector<cv::KeyPoint> kps = {cv::KeyPoint(1.5f, 2.25f, 3.f, 45.f, 0.5f, (2 << 8) | 255, -1),
                                    cv::KeyPoint(10.f, 20.f, 7.5f, 359.f, 0.01f, 1, 3)};
@@ -279,6 +316,48 @@ TEST(SiftElement, FramesInFlightPropertyIsDocumentedAndRoundTrips) {
     g_object_get(sift, "frames-in-flight", &got, nullptr);
     EXPECT_EQ(got, value);
   }
+  gst_object_unref(sift);
+}
+
+// Properties read at start cannot change while the element runs: the change is
+// refused with a warning on the bus, and the value read back is the one in use.
+TEST(SiftElement, StartPropertiesAreRefusedWhileRunning) {
+  GstHarness *h = gst_harness_new_parse("sift backend=cpu n-features=7");
+  gst_harness_set_src_caps(h, frame_caps(GST_VIDEO_FORMAT_GRAY8, kWidth, kHeight));
+  const cv::Mat bgr = textured_bgr(kWidth, kHeight, cs_test::fresh_seed());
+  ASSERT_EQ(gst_harness_push(h, make_frame(bgr, GST_VIDEO_FORMAT_GRAY8)), GST_FLOW_OK);
+  GstElement *sift = gst_harness_find_element(h, "sift");
+  GstBus *bus = gst_bus_new();
+  gst_element_set_bus(sift, bus);
+  g_object_set(sift, "n-features", 20, nullptr);
+  gint n = 0;
+  g_object_get(sift, "n-features", &n, nullptr);
+  EXPECT_EQ(n, 7);
+  GstMessage *warning = gst_bus_pop_filtered(bus, GST_MESSAGE_WARNING);
+  ASSERT_NE(warning, nullptr);
+  GError *err = nullptr;
+  gst_message_parse_warning(warning, &err, nullptr);
+  EXPECT_NE(std::string(err->message).find("'n-features' cannot change while the element runs"), std::string::npos)
+      << err->message;
+  g_error_free(err);
+  gst_message_unref(warning);
+  ASSERT_EQ(gst_harness_push(h, make_frame(bgr, GST_VIDEO_FORMAT_GRAY8)), GST_FLOW_OK);
+  GstBuffer *second = nullptr;
+  for (int i = 0; i < 2; ++i) {
+    if (second) gst_buffer_unref(second);
+    second = gst_harness_pull(h);
+  }
+  EXPECT_EQ(gst_buffer_get_sift_features_meta(second)->count, 7u);
+  gst_buffer_unref(second);
+  gst_element_set_bus(sift, nullptr);
+  gst_object_unref(bus);
+  gst_object_unref(sift);
+  gst_harness_teardown(h);
+  // Stopped, the change is taken.
+  sift = gst_element_factory_make("sift", nullptr);
+  g_object_set(sift, "n-features", 20, nullptr);
+  g_object_get(sift, "n-features", &n, nullptr);
+  EXPECT_EQ(n, 20);
   gst_object_unref(sift);
 }
 

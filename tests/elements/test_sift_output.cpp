@@ -128,6 +128,22 @@ TEST(FeatureSink, FrameWithoutMetaGivesAnEmptyRecord) {
   const std::vector<FileRecord> records = read_binary(file.path);
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0].features.keypoints.size(), 0u);
+  EXPECT_EQ(records[0].width, 64u);  // the frame's size, from its caps
+  EXPECT_EQ(records[0].height, 48u);
+}
+
+// A device that fails writes (a full disk) is an error at the frame, in every
+// format: cv::FileStorage alone would have lost the records silently.
+TEST(FeatureSink, FailedWritesAreAnError) {
+  if (access("/dev/full", W_OK) != 0) GTEST_SKIP() << "no /dev/full";
+  for (const char *format : {"binary", "opencv-yaml", "opencv-xml"}) {
+    SCOPED_TRACE(format);
+    RunResult r = run(std::string("sift backend=cpu ! featuresink location=/dev/full format=") + format,
+                      frame_caps(GST_VIDEO_FORMAT_GRAY8, 64, 48),
+                      {make_frame(textured_bgr(64, 48, 3), GST_VIDEO_FORMAT_GRAY8)}, false);
+    EXPECT_NE(r.error.find("Cannot write the features of frame 0"), std::string::npos) << r.everything();
+    EXPECT_NE(r.error_debug.find("No space left"), std::string::npos) << r.everything();
+  }
 }
 
 TEST(FeatureSink, OpenCVFileStorageReadsIt) {
@@ -716,6 +732,42 @@ TEST(SiftMatch, RatioTestMatchesABruteForceReference) {
   for (const auto &[q, t] : expected) differing += (got.count(q) && got[q] == t) ? 0 : 1;
   for (const auto &[q, t] : got) differing += expected.count(q) ? 0 : 1;
   EXPECT_LE(differing, 2u + expected.size() / 100) << got.size() << " vs " << expected.size();
+}
+
+// float and RootSIFT rows are both float32: only the formats tell them apart.
+TEST(SiftMatch, DescriptorFormatsThatDifferAreAClearError) {
+  const cv::Mat image = textured_bgr(160, 120, cs_test::fresh_seed());
+  TempFile reference(".bin");
+  RunResult w = run("sift backend=cpu descriptor-format=rootsift ! featuresink location=" + reference.path,
+                    frame_caps(GST_VIDEO_FORMAT_GRAY8, 160, 120), {make_frame(image, GST_VIDEO_FORMAT_GRAY8)}, false);
+  ASSERT_EQ(w.error, "") << w.everything();
+  RunResult r = run("sift backend=cpu descriptor-format=float ! siftmatch reference=" + reference.path,
+                    frame_caps(GST_VIDEO_FORMAT_GRAY8, 160, 120), {make_frame(image, GST_VIDEO_FORMAT_GRAY8)});
+  EXPECT_NE(r.error.find("Cannot match"), std::string::npos) << r.everything();
+  EXPECT_NE(r.error_debug.find("float, the reference's rootsift"), std::string::npos) << r.everything();
+  RunResult same = run("sift backend=cpu descriptor-format=rootsift ! siftmatch reference=" + reference.path,
+                       frame_caps(GST_VIDEO_FORMAT_GRAY8, 160, 120), {make_frame(image, GST_VIDEO_FORMAT_GRAY8)});
+  ASSERT_EQ(same.error, "") << same.everything();
+  EXPECT_GT(gst_buffer_get_sift_matches_meta(same.buffers[0])->count, 10u);  // the image against itself
+}
+
+// With one reference keypoint there is no second neighbour for the ratio
+// test: no match is kept (else every keypoint of the frame would match it).
+TEST(SiftMatch, OneReferenceKeypointGivesNoMatch) {
+  const cv::Mat image = textured_bgr(160, 120, cs_test::fresh_seed());
+  TempFile reference(".bin");
+  RunResult w = run("sift backend=cpu grid-cols=1 grid-rows=1 max-per-cell=1 ! featuresink location=" +
+                        reference.path,
+                    frame_caps(GST_VIDEO_FORMAT_GRAY8, 160, 120), {make_frame(image, GST_VIDEO_FORMAT_GRAY8)}, false);
+  ASSERT_EQ(w.error, "") << w.everything();
+  RunResult r = run("sift backend=cpu ! siftmatch reference=" + reference.path,
+                    frame_caps(GST_VIDEO_FORMAT_GRAY8, 160, 120), {make_frame(image, GST_VIDEO_FORMAT_GRAY8)});
+  ASSERT_EQ(r.error, "") << r.everything();
+  const GstSiftMatchesMeta *m = gst_buffer_get_sift_matches_meta(r.buffers[0]);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->train_count, 1u);
+  EXPECT_EQ(m->count, 0u);
+  EXPECT_GT(gst_buffer_get_sift_features_meta(r.buffers[0])->count, 10u);
 }
 
 TEST(SiftMatch, FramesWithoutFeaturesAreAClearError) {

@@ -115,18 +115,20 @@ TEST(SiftMatchSelect, RatioTestAndMutualCheck) {
   std::vector<NearestTwo> nearest(4);
   nearest[0] = {2, 1, 10.0f, 20.0f};  // 10 < 0.8 * 20: kept
   nearest[1] = {1, 0, 16.0f, 20.0f};  // 16 == 0.8 * 20: not below, rejected
-  nearest[2] = {0, -1, 50.0f, 0.0f};  // one train row: the ratio test cannot reject
+  nearest[2] = {0, -1, 50.0f, 0.0f};  // one train row: no second neighbour, not kept
   nearest[3] = {};                    // no train rows
   std::vector<DescriptorMatch> m = cs::sift::select_matches(nearest, 0.8, {});
-  ASSERT_EQ(m.size(), 2u);
+  ASSERT_EQ(m.size(), 1u);
   EXPECT_EQ(m[0].query, 0);
   EXPECT_EQ(m[0].train, 2);
   EXPECT_EQ(m[0].distance, 10.0f);
-  EXPECT_EQ(m[1].query, 2);
-  // Mutual: train 2's nearest query is 1, not 0; train 0's is 2.
+  EXPECT_TRUE(cs::sift::select_matches(nearest, 1.0, {}).size() == 2u);  // 16 < 20 passes at 1.0; query 2 never
+  // Mutual: train 2's nearest query is 1, not 0.
   m = cs::sift::select_matches(nearest, 0.8, {2, 0, 1});
+  EXPECT_TRUE(m.empty());
+  m = cs::sift::select_matches(nearest, 0.8, {1, 0, 0});  // train 2's nearest query is 0
   ASSERT_EQ(m.size(), 1u);
-  EXPECT_EQ(m[0].query, 2);
+  EXPECT_EQ(m[0].query, 0);
 }
 
 TEST(SiftMatchSelect, NeighboursRankByFloatDistanceThenIndex) {
