@@ -56,7 +56,8 @@ inline bool property_change_allowed(GObject *object, GParamSpec *pspec) {
   const bool running = GST_STATE(element) > GST_STATE_READY || GST_STATE_PENDING(element) > GST_STATE_READY;
   GST_OBJECT_UNLOCK(element);
   if (running)
-    GST_ELEMENT_WARNING(element, CORE, STATE_CHANGE, ("Property '%s' cannot change while the element runs", pspec->name),
+    GST_ELEMENT_WARNING(element, CORE, STATE_CHANGE,
+                        ("Property '%s' cannot change while the element runs", pspec->name),
                         ("it is read when the element starts: set it in the NULL or READY state; the value in use "
                          "is kept"));
   return !running;
