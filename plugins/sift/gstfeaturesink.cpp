@@ -53,6 +53,7 @@ struct _GstFeatureSink {
   std::FILE *file;
   GstFeatureSinkFormat format_in_use;  // from start to stop
   std::string *text_end;               // YAML/XML: what closes the document after the last record
+  bool write_failed;                   // an error was posted: the file is not finished
   guint64 frames;
   guint caps_width, caps_height;  // the frames' size by their caps (video/x-raw), 0 otherwise
 };
@@ -76,6 +77,7 @@ static gboolean feature_sink_start(GstBaseSink *sink) {
     return FALSE;
   }
   self->frames = 0;
+  self->write_failed = false;
   self->format_in_use = format;
   self->file = std::fopen(location.c_str(), "wb");
   if (!self->file) {
@@ -130,7 +132,7 @@ static void write_checked(std::FILE *file, const void *bytes, size_t size) {
 static gboolean feature_sink_stop(GstBaseSink *sink) {
   auto *self = GST_FEATURE_SINK(sink);
   gboolean ok = TRUE;
-  if (self->file && self->format_in_use != GST_FEATURE_SINK_FORMAT_BINARY) {
+  if (self->file && self->format_in_use != GST_FEATURE_SINK_FORMAT_BINARY && !self->write_failed) {
     try {  // the end of the document, or a whole empty one
       const std::string end = self->text_end ? *self->text_end
                                              : text_document(self->format_in_use, false, [](cv::FileStorage &) {}).head;
@@ -199,6 +201,7 @@ static GstFlowReturn feature_sink_render(GstBaseSink *sink, GstBuffer *buffer) {
       write_checked(self->file, doc.records.data(), doc.records.size());
     }
   } catch (const std::exception &e) {
+    self->write_failed = true;
     GST_ELEMENT_ERROR(self, RESOURCE, WRITE, ("Cannot write the features of frame %" G_GUINT64_FORMAT " to %s",
                                               self->frames, self->location),
                       ("%s", e.what()));
