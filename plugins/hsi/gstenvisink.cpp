@@ -37,6 +37,7 @@
 #include "class-palette.h"
 #include "gst/cudasensing/hsi/gsthsiblockmeta.h"
 #include "hsi-caps.h"
+#include "gstcs-cxx.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_envi_sink_debug);
 #define GST_CAT_DEFAULT gst_envi_sink_debug
@@ -398,6 +399,7 @@ static gboolean envi_sink_event(GstBaseSink *base, GstEvent *event) {
 }
 
 static void envi_sink_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  if (!gstcs::property_change_allowed(object, pspec)) return;
   auto *self = GST_ENVI_SINK(object);
   if (prop_id == PROP_LOCATION) {
     GST_OBJECT_LOCK(self);

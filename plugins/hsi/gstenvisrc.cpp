@@ -20,6 +20,7 @@
 #include "gst/cudasensing/hsi/gsthsiblockmeta.h"
 #include "hsi-caps.h"
 #include "hsi/envi.h"
+#include "gstcs-cxx.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_envi_src_debug);
 #define GST_CAT_DEFAULT gst_envi_src_debug
@@ -257,6 +258,7 @@ static gboolean envi_src_query(GstBaseSrc *base, GstQuery *query) {
 }
 
 static void envi_src_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  if (!gstcs::property_change_allowed(object, pspec)) return;
   auto *self = GST_ENVI_SRC(object);
   GST_OBJECT_LOCK(self);
   switch (prop_id) {

@@ -41,6 +41,7 @@
 #include "hsi/convert.h"
 #include "hsi/references.h"
 #include "hsi/spectral_library.h"
+#include "gstcs-cxx.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_hsi_classify_debug);
 #define GST_CAT_DEFAULT gst_hsi_classify_debug
@@ -842,6 +843,7 @@ enum {
 };
 
 static void classify_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  if (!gstcs::property_change_allowed(object, pspec)) return;
   auto *self = GST_HSI_CLASSIFY(object);
   GST_OBJECT_LOCK(self);
   switch (prop_id) {

@@ -18,6 +18,7 @@
 #include "../core/gstcs-cxx.h"
 #include "class-palette.h"
 #include "hsi/envi.h"
+#include "gstcs-cxx.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_hsi_colorize_debug);
 #define GST_CAT_DEFAULT gst_hsi_colorize_debug
@@ -138,6 +139,7 @@ static GstFlowReturn colorize_transform_frame(GstVideoFilter *filter, GstVideoFr
 }
 
 static void colorize_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  if (!gstcs::property_change_allowed(object, pspec)) return;
   auto *self = GST_HSI_COLORIZE(object);
   if (prop_id == PROP_LOOKUP) {
     GST_OBJECT_LOCK(self);

@@ -18,6 +18,7 @@
 #include "sar-common.h"
 #include "sar/cphd.h"
 #include "sar/geodesy.h"
+#include "gstcs-cxx.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_cphd_sink_debug);
 #define GST_CAT_DEFAULT gst_cphd_sink_debug
@@ -228,6 +229,7 @@ static gboolean cphd_sink_event(GstBaseSink *sink, GstEvent *event) {
 }
 
 static void cphd_sink_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  if (!gstcs::property_change_allowed(object, pspec)) return;
   auto *self = GST_CPHD_SINK(object);
   GST_OBJECT_LOCK(self);
   switch (prop_id) {

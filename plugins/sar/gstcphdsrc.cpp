@@ -21,6 +21,7 @@
 #include "../core/gstcs-cxx.h"
 #include "sar-common.h"
 #include "sar/cphd.h"
+#include "gstcs-cxx.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_cphd_src_debug);
 #define GST_CAT_DEFAULT gst_cphd_src_debug
@@ -366,6 +367,7 @@ static gboolean cphd_src_do_seek(GstBaseSrc *src, GstSegment *segment) {
 }
 
 static void cphd_src_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  if (!gstcs::property_change_allowed(object, pspec)) return;
   auto *self = GST_CPHD_SRC(object);
   GST_OBJECT_LOCK(self);
   switch (prop_id) {

@@ -59,6 +59,7 @@
 #include "sar/backprojection.h"
 #include "sar/banded_image.h"
 #include "sar/geodesy.h"
+#include "gstcs-cxx.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_sar_backproject_debug);
 #define GST_CAT_DEFAULT gst_sar_backproject_debug
@@ -816,6 +817,7 @@ static gboolean bp_stop(GstCsBaseTransform *base) {
 // ------------------------------------------------------------------ properties
 
 static void bp_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  if (!gstcs::property_change_allowed(object, pspec)) return;
   auto *self = GST_SAR_BACKPROJECT(object);
   Settings &p = self->props;
   GST_OBJECT_LOCK(self);

@@ -30,6 +30,7 @@
 #include "sar-common.h"
 #include "sar-enums.h"
 #include "sar/pulse_compressor.h"
+#include "gstcs-cxx.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_sar_pulse_compress_debug);
 #define GST_CAT_DEFAULT gst_sar_pulse_compress_debug
@@ -353,6 +354,7 @@ static GstFlowReturn compress_transform(GstBaseTransform *trans, GstBuffer *inbu
 }
 
 static void compress_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  if (!gstcs::property_change_allowed(object, pspec)) return;
   auto *self = GST_SAR_PULSE_COMPRESS(object);
   GST_OBJECT_LOCK(self);
   switch (prop_id) {

@@ -21,6 +21,7 @@
 #include "sar-common.h"
 #include "sar-enums.h"
 #include "sar/simulator.h"
+#include "gstcs-cxx.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_sar_sim_debug);
 #define GST_CAT_DEFAULT gst_sar_sim_debug
@@ -283,6 +284,7 @@ static GstFlowReturn sim_create(GstPushSrc *src, GstBuffer **out) {
 }
 
 static void sim_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  if (!gstcs::property_change_allowed(object, pspec)) return;
   auto *self = GST_SAR_SIM(object);
   GST_OBJECT_LOCK(self);
   switch (prop_id) {

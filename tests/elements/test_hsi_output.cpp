@@ -40,8 +40,10 @@ struct Rgba {
 // hsiclassify on CUDA); the buffer itself is system memory, which maps alike.
 std::vector<Rgba> colorize(const std::vector<uint16_t> &labels, int width, int height, bool wide,
                            const std::string &lookup = "", bool device_caps = false) {
-  GstHarness *h = gst_harness_new("hsicolorize");
-  if (!lookup.empty()) g_object_set(h->element, "lookup", lookup.c_str(), nullptr);
+  GstElement *colorize = gst_element_factory_make("hsicolorize", nullptr);
+  if (!lookup.empty()) g_object_set(colorize, "lookup", lookup.c_str(), nullptr);  // before it runs
+  GstHarness *h = gst_harness_new_with_element(colorize, "sink", "src");
+  gst_object_unref(colorize);
   GstVideoInfo in;
   gst_video_info_set_format(&in, wide ? GST_VIDEO_FORMAT_GRAY16_LE : GST_VIDEO_FORMAT_GRAY8, guint(width), guint(height));
   GstCaps *caps = gst_video_info_to_caps(&in);
@@ -154,8 +156,10 @@ TEST(HsiColorize, BadLookupIsAnElementError) {
   ScratchDir dir;
   hsi_test::write_text(dir.file("c.hdr"), "ENVI\nsamples = 1\nlines = 1\nbands = 1\ndata type = 1\n"
                                           "class lookup = {0, 0, 0, 300, 1}\n");
-  GstHarness *h = gst_harness_new("hsicolorize");
-  g_object_set(h->element, "lookup", dir.file("c.hdr").c_str(), nullptr);
+  GstElement *colorize = gst_element_factory_make("hsicolorize", nullptr);
+  g_object_set(colorize, "lookup", dir.file("c.hdr").c_str(), nullptr);
+  GstHarness *h = gst_harness_new_with_element(colorize, "sink", "src");
+  gst_object_unref(colorize);
   gst_harness_set_src_caps_str(h, "video/x-raw, format=GRAY8, width=4, height=1, framerate=0/1");
   GstBuffer *buf = gst_buffer_new_allocate(nullptr, 4, nullptr);
   gst_buffer_memset(buf, 0, 1, 4);
