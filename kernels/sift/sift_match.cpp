@@ -11,11 +11,12 @@ namespace cs::sift {
 
 namespace {
 
-// Byte rows as words (the layout the distance function reads), copied so
+// Rows as 32-bit words (the layout the distance functions read), copied so
 // that nothing is read through a pointer of another type.
-std::vector<uint32_t> as_words(const uint8_t *rows, int count) {
-  std::vector<uint32_t> words(size_t(count) * kMatchDescriptorWords);
-  if (count > 0) std::memcpy(words.data(), rows, size_t(count) * kMatchDescriptorBytes);
+template <class Rows>
+std::vector<uint32_t> as_words(const typename Rows::Element *rows, int count) {
+  std::vector<uint32_t> words(size_t(count) * Rows::kWords);
+  if (count > 0) std::memcpy(words.data(), rows, words.size() * sizeof(uint32_t));
   return words;
 }
 
@@ -41,33 +42,57 @@ std::vector<DescriptorMatch> select_matches(const std::vector<NearestTwo> &neare
   return out;
 }
 
-std::vector<NearestTwo> nearest_two_host(const uint8_t *query, int query_count, const uint8_t *train,
-                                         int train_count) {
+namespace {
+
+template <class Rows>
+std::vector<NearestTwo> nearest_two_loops(const typename Rows::Element *query, int query_count,
+                                          const typename Rows::Element *train, int train_count) {
   check_counts(query_count, train_count);
-  const std::vector<uint32_t> q = as_words(query, query_count), t = as_words(train, train_count);
-  auto row = [](const std::vector<uint32_t> &words, int r) { return &words[size_t(r) * kMatchDescriptorWords]; };
-  std::vector<uint32_t> train_norms(static_cast<size_t>(train_count));
-  for (int j = 0; j < train_count; ++j) train_norms[size_t(j)] = descriptor_dot(row(t, j), row(t, j));
+  const std::vector<uint32_t> q = as_words<Rows>(query, query_count), t = as_words<Rows>(train, train_count);
+  auto row = [](const std::vector<uint32_t> &words, int r) { return &words[size_t(r) * Rows::kWords]; };
+  std::vector<uint32_t> train_terms(static_cast<size_t>(train_count));
+  for (int j = 0; j < train_count; ++j) train_terms[size_t(j)] = Rows::row_term(row(t, j));
   std::vector<NearestTwo> out(static_cast<size_t>(query_count));
   for (int i = 0; i < query_count; ++i) {
-    const uint32_t query_norm = descriptor_dot(row(q, i), row(q, i));
+    const uint32_t query_term = Rows::row_term(row(q, i));
     for (int j = 0; j < train_count; ++j)
-      offer_neighbour(out[size_t(i)],
-                      match_distance(distance_squared_from(query_norm, train_norms[size_t(j)],
-                                                           descriptor_dot(row(q, i), row(t, j)))),
-                      j);
+      offer_neighbour(out[size_t(i)], Rows::distance(row(q, i), query_term, row(t, j), train_terms[size_t(j)]), j);
   }
   return out;
 }
 
-std::vector<DescriptorMatch> match_host(const uint8_t *query, int query_count, const uint8_t *train, int train_count,
-                                        double ratio, bool mutual) {
+template <class Rows>
+std::vector<DescriptorMatch> match_loops(const typename Rows::Element *query, int query_count,
+                                         const typename Rows::Element *train, int train_count, double ratio,
+                                         bool mutual) {
   if (query_count == 0 || train_count == 0) return {};
   std::vector<int> nearest_query_of_train;
   if (mutual)
-    for (const NearestTwo &n : nearest_two_host(train, train_count, query, query_count))
+    for (const NearestTwo &n : nearest_two_loops<Rows>(train, train_count, query, query_count))
       nearest_query_of_train.push_back(n.best);
-  return select_matches(nearest_two_host(query, query_count, train, train_count), ratio, nearest_query_of_train);
+  return select_matches(nearest_two_loops<Rows>(query, query_count, train, train_count), ratio,
+                        nearest_query_of_train);
+}
+
+}  // namespace
+
+std::vector<NearestTwo> nearest_two_host(const uint8_t *query, int query_count, const uint8_t *train,
+                                         int train_count) {
+  return nearest_two_loops<ByteDescriptorRows>(query, query_count, train, train_count);
+}
+
+std::vector<NearestTwo> nearest_two_host(const float *query, int query_count, const float *train, int train_count) {
+  return nearest_two_loops<FloatDescriptorRows>(query, query_count, train, train_count);
+}
+
+std::vector<DescriptorMatch> match_host(const uint8_t *query, int query_count, const uint8_t *train, int train_count,
+                                        double ratio, bool mutual) {
+  return match_loops<ByteDescriptorRows>(query, query_count, train, train_count, ratio, mutual);
+}
+
+std::vector<DescriptorMatch> match_host(const float *query, int query_count, const float *train, int train_count,
+                                        double ratio, bool mutual) {
+  return match_loops<FloatDescriptorRows>(query, query_count, train, train_count, ratio, mutual);
 }
 
 }  // namespace cs::sift

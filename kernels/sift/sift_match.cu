@@ -1,19 +1,22 @@
-// CudaMatcher (sift_match.h): brute-force nearest two of 128-byte SIFT
-// descriptors on the GPU.
+// CudaMatcher (sift_match.h): brute-force nearest two of SIFT descriptors
+// (128 bytes or 128 floats a row) on the GPU.
 //
-// One thread per query row holds its descriptor (and its squared norm) in
-// registers; the block's 64 threads walk the train rows through a
-// shared-memory tile with each row's squared norm (every thread reads the
-// same tile word at once: a broadcast, no bank conflicts). Per pair: 32
-// __dp4a for the dot product, which with the two norms gives the exact
-// squared distance (sift_match.h), one square root, two comparisons. The train set is split into chunks along
+// One thread per query row holds its descriptor (and, for bytes, its squared
+// norm) in registers; the block's 64 threads walk the train rows through a
+// shared-memory tile (every thread reads the same tile word at once: a
+// broadcast, no bank conflicts). Per pair of byte rows: 32 __dp4a for the dot
+// product, which with the two norms gives the exact squared distance
+// (sift_match.h); of float rows, 128 differences squared and summed; then
+// one square root, two comparisons. The train set is split into chunks along
 // grid.y so that a few thousand queries still fill the GPU; a second kernel
 // merges the chunks' nearest two per query (the global nearest two are each
 // among their own chunk's nearest two). Work: query_count x train_count x
-// 32 __dp4a; 2000 x 2000 descriptors are 128 M of them, well under a
-// millisecond on an H200 (not measured yet).
+// 32 __dp4a (bytes) or 384 float operations (floats); 2000 x 2000 byte
+// descriptors are 128 M __dp4a, well under a millisecond on an H200.
 #include <algorithm>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "common/cuda_check.h"
 #include "sift/sift_match.h"
@@ -23,18 +26,19 @@ namespace cs::sift {
 namespace {
 
 constexpr int kQueriesPerBlock = 64;
-constexpr int kTrainTileRows = 64;                                 // 8 KB of shared memory
-constexpr int kRowVectors = kMatchDescriptorBytes / sizeof(uint4);  // 16-byte loads per row
+constexpr int kTrainTileRows = 64;  // 8 KB of shared memory for bytes, 32 KB for floats
 
+template <class Rows>
 __global__ void nearest_two_in_chunks(const uint32_t *__restrict__ query, int query_count,
                                       const uint32_t *__restrict__ train, int train_count, int chunk_rows,
                                       NearestTwo *__restrict__ partial) {
+  constexpr int kRowVectors = Rows::kWords / 4;  // 16-byte loads per row
   __shared__ uint4 tile[kTrainTileRows * kRowVectors];
-  __shared__ uint32_t tile_norms[kTrainTileRows];
+  __shared__ uint32_t tile_terms[kTrainTileRows];
   const int q = blockIdx.x * kQueriesPerBlock + threadIdx.x;
   const bool active = q < query_count;
-  uint32_t mine[kMatchDescriptorWords];
-  const uint4 *my_row = reinterpret_cast<const uint4 *>(query + size_t(active ? q : 0) * kMatchDescriptorWords);
+  uint32_t mine[Rows::kWords];
+  const uint4 *my_row = reinterpret_cast<const uint4 *>(query + size_t(active ? q : 0) * Rows::kWords);
 #pragma unroll
   for (int v = 0; v < kRowVectors; ++v) {
     const uint4 words = active ? my_row[v] : make_uint4(0, 0, 0, 0);
@@ -43,26 +47,21 @@ __global__ void nearest_two_in_chunks(const uint32_t *__restrict__ query, int qu
     mine[4 * v + 2] = words.z;
     mine[4 * v + 3] = words.w;
   }
-  const uint32_t my_norm = descriptor_dot(mine, mine);
+  const uint32_t my_term = Rows::row_term(mine);
   const uint32_t *tile_words = reinterpret_cast<const uint32_t *>(tile);
   NearestTwo nearest;
   const int begin = blockIdx.y * chunk_rows, end = min(train_count, begin + chunk_rows);
   for (int first = begin; first < end; first += kTrainTileRows) {
     const int rows = min(kTrainTileRows, end - first);
     __syncthreads();  // the previous tile is no longer read
-    const uint4 *source = reinterpret_cast<const uint4 *>(train + size_t(first) * kMatchDescriptorWords);
+    const uint4 *source = reinterpret_cast<const uint4 *>(train + size_t(first) * Rows::kWords);
     for (int i = threadIdx.x; i < rows * kRowVectors; i += blockDim.x) tile[i] = source[i];
     __syncthreads();
-    for (int r = threadIdx.x; r < rows; r += blockDim.x) {
-      const uint32_t *row = tile_words + r * kMatchDescriptorWords;
-      tile_norms[r] = descriptor_dot(row, row);
-    }
+    for (int r = threadIdx.x; r < rows; r += blockDim.x) tile_terms[r] = Rows::row_term(tile_words + r * Rows::kWords);
     __syncthreads();
     if (!active) continue;
-    for (int r = 0; r < rows; ++r) {
-      const uint32_t dot = descriptor_dot(mine, tile_words + r * kMatchDescriptorWords);
-      offer_neighbour(nearest, match_distance(distance_squared_from(my_norm, tile_norms[r], dot)), first + r);
-    }
+    for (int r = 0; r < rows; ++r)
+      offer_neighbour(nearest, Rows::distance(mine, my_term, tile_words + r * Rows::kWords, tile_terms[r]), first + r);
   }
   if (active) partial[size_t(blockIdx.y) * query_count + q] = nearest;
 }
@@ -117,25 +116,46 @@ struct CudaMatcher::Impl {
   int device;
   int multiprocessors = 1;
   int train_count = 0;
+  bool train_floats = false;  // the kind of the train rows
   GrowingBlock train_rows, query_rows, partial, forward, backward;
+
+  template <class Rows>
+  void set_train(const typename Rows::Element *train, int count, StreamHandle stream) {
+    if (count < 0) throw std::invalid_argument("negative train count " + std::to_string(count));
+    DeviceGuard guard(device);
+    const size_t bytes = size_t(count) * Rows::kWords * sizeof(uint32_t);
+    train_rows.reserve(bytes, stream);
+    if (bytes) copy_async(train_rows.get<void>(), train, bytes, stream);
+    train_count = count;
+    train_floats = std::is_same_v<Rows, FloatDescriptorRows>;
+  }
 
   // Uploads the query rows and enqueues their nearest two train rows into
   // forward; with `mutual` also each train row's nearest query row into
-  // backward (the same kernel with the roles swapped).
-  void enqueue_matching(const uint8_t *query, int query_count, bool mutual, StreamHandle stream) {
-    const size_t bytes = size_t(query_count) * kMatchDescriptorBytes;
+  // backward (the same kernel with the roles swapped). False when there is
+  // nothing to match.
+  template <class Rows>
+  bool enqueue_matching(const typename Rows::Element *query, int query_count, bool mutual, StreamHandle stream) {
+    if (query_count < 0) throw std::invalid_argument("negative query count " + std::to_string(query_count));
+    if (std::is_same_v<Rows, FloatDescriptorRows> != train_floats && train_count > 0)
+      throw std::invalid_argument(std::string("query rows of ") + (train_floats ? "bytes" : "floats") +
+                                  " against train rows of " + (train_floats ? "floats" : "bytes"));
+    if (query_count == 0 || train_count == 0) return false;
+    const size_t bytes = size_t(query_count) * Rows::kWords * sizeof(uint32_t);
     query_rows.reserve(bytes, stream);
     copy_async(query_rows.get<void>(), query, bytes, stream);
     forward.reserve(size_t(query_count) * sizeof(NearestTwo), stream);
-    nearest_two_async(query_rows.get<uint32_t>(), query_count, train_rows.get<uint32_t>(), train_count,
-                      forward.get<NearestTwo>(), stream);
-    if (!mutual) return;
+    nearest_two_async<Rows>(query_rows.get<uint32_t>(), query_count, train_rows.get<uint32_t>(), train_count,
+                            forward.get<NearestTwo>(), stream);
+    if (!mutual) return true;
     backward.reserve(size_t(train_count) * sizeof(NearestTwo), stream);
-    nearest_two_async(train_rows.get<uint32_t>(), train_count, query_rows.get<uint32_t>(), query_count,
-                      backward.get<NearestTwo>(), stream);
+    nearest_two_async<Rows>(train_rows.get<uint32_t>(), train_count, query_rows.get<uint32_t>(), query_count,
+                            backward.get<NearestTwo>(), stream);
+    return true;
   }
 
   // Enqueues the nearest two `b` rows of each `a` row into `out` (device).
+  template <class Rows>
   void nearest_two_async(const uint32_t *a, int a_count, const uint32_t *b, int b_count, NearestTwo *out,
                          StreamHandle stream) {
     const int query_blocks = (a_count + kQueriesPerBlock - 1) / kQueriesPerBlock;
@@ -145,12 +165,37 @@ struct CudaMatcher::Impl {
     const int chunk_rows = (tiles + chunks - 1) / chunks * kTrainTileRows;
     const int used_chunks = (b_count + chunk_rows - 1) / chunk_rows;
     partial.reserve(size_t(used_chunks) * size_t(a_count) * sizeof(NearestTwo), stream);
-    nearest_two_in_chunks<<<dim3(unsigned(query_blocks), unsigned(used_chunks)), kQueriesPerBlock, 0, stream>>>(
+    nearest_two_in_chunks<Rows><<<dim3(unsigned(query_blocks), unsigned(used_chunks)), kQueriesPerBlock, 0, stream>>>(
         a, a_count, b, b_count, chunk_rows, partial.get<NearestTwo>());
     check_launch("nearest_two_in_chunks");
     merge_chunks<<<unsigned((a_count + 255) / 256), 256, 0, stream>>>(partial.get<NearestTwo>(), used_chunks, a_count,
                                                                     out);
     check_launch("merge_chunks");
+  }
+
+  template <class Rows>
+  std::vector<NearestTwo> nearest_two(const typename Rows::Element *query, int query_count, StreamHandle stream) {
+    DeviceGuard guard(device);
+    std::vector<NearestTwo> out(static_cast<size_t>(std::max(query_count, 0)));
+    if (!enqueue_matching<Rows>(query, query_count, false, stream)) return out;
+    copy_async(out.data(), forward.get<void>(), out.size() * sizeof(NearestTwo), stream);
+    stream_synchronize(stream);
+    return out;
+  }
+
+  template <class Rows>
+  std::vector<DescriptorMatch> match(const typename Rows::Element *query, int query_count, double ratio, bool mutual,
+                                     StreamHandle stream) {
+    DeviceGuard guard(device);
+    if (!enqueue_matching<Rows>(query, query_count, mutual, stream)) return {};
+    std::vector<NearestTwo> ahead(static_cast<size_t>(query_count)), back(mutual ? size_t(train_count) : 0);
+    copy_async(ahead.data(), forward.get<void>(), ahead.size() * sizeof(NearestTwo), stream);
+    if (mutual) copy_async(back.data(), backward.get<void>(), back.size() * sizeof(NearestTwo), stream);
+    stream_synchronize(stream);  // the one wait of a frame
+    std::vector<int> nearest_query_of_train;
+    nearest_query_of_train.reserve(back.size());
+    for (const NearestTwo &n : back) nearest_query_of_train.push_back(n.best);
+    return select_matches(ahead, ratio, nearest_query_of_train);
   }
 };
 
@@ -166,39 +211,29 @@ int CudaMatcher::device() const { return impl_->device; }
 int CudaMatcher::train_count() const { return impl_->train_count; }
 
 void CudaMatcher::set_train(const uint8_t *train, int train_count, StreamHandle stream) {
-  if (train_count < 0) throw std::invalid_argument("negative train count " + std::to_string(train_count));
-  DeviceGuard guard(impl_->device);
-  const size_t bytes = size_t(train_count) * kMatchDescriptorBytes;
-  impl_->train_rows.reserve(bytes, stream);
-  if (bytes) copy_async(impl_->train_rows.get<void>(), train, bytes, stream);
-  impl_->train_count = train_count;
+  impl_->set_train<ByteDescriptorRows>(train, train_count, stream);
+}
+
+void CudaMatcher::set_train(const float *train, int train_count, StreamHandle stream) {
+  impl_->set_train<FloatDescriptorRows>(train, train_count, stream);
 }
 
 std::vector<NearestTwo> CudaMatcher::nearest_two(const uint8_t *query, int query_count, StreamHandle stream) {
-  if (query_count < 0) throw std::invalid_argument("negative query count " + std::to_string(query_count));
-  std::vector<NearestTwo> out(static_cast<size_t>(query_count));
-  if (query_count == 0 || impl_->train_count == 0) return out;
-  DeviceGuard guard(impl_->device);
-  impl_->enqueue_matching(query, query_count, false, stream);
-  copy_async(out.data(), impl_->forward.get<void>(), out.size() * sizeof(NearestTwo), stream);
-  stream_synchronize(stream);
-  return out;
+  return impl_->nearest_two<ByteDescriptorRows>(query, query_count, stream);
+}
+
+std::vector<NearestTwo> CudaMatcher::nearest_two(const float *query, int query_count, StreamHandle stream) {
+  return impl_->nearest_two<FloatDescriptorRows>(query, query_count, stream);
 }
 
 std::vector<DescriptorMatch> CudaMatcher::match(const uint8_t *query, int query_count, double ratio, bool mutual,
                                                 StreamHandle stream) {
-  if (query_count < 0) throw std::invalid_argument("negative query count " + std::to_string(query_count));
-  if (query_count == 0 || impl_->train_count == 0) return {};
-  DeviceGuard guard(impl_->device);
-  impl_->enqueue_matching(query, query_count, mutual, stream);
-  std::vector<NearestTwo> forward(static_cast<size_t>(query_count)), backward(mutual ? size_t(impl_->train_count) : 0);
-  copy_async(forward.data(), impl_->forward.get<void>(), forward.size() * sizeof(NearestTwo), stream);
-  if (mutual) copy_async(backward.data(), impl_->backward.get<void>(), backward.size() * sizeof(NearestTwo), stream);
-  stream_synchronize(stream);  // the one wait of a frame
-  std::vector<int> nearest_query_of_train;
-  nearest_query_of_train.reserve(backward.size());
-  for (const NearestTwo &n : backward) nearest_query_of_train.push_back(n.best);
-  return select_matches(forward, ratio, nearest_query_of_train);
+  return impl_->match<ByteDescriptorRows>(query, query_count, ratio, mutual, stream);
+}
+
+std::vector<DescriptorMatch> CudaMatcher::match(const float *query, int query_count, double ratio, bool mutual,
+                                                StreamHandle stream) {
+  return impl_->match<FloatDescriptorRows>(query, query_count, ratio, mutual, stream);
 }
 
 }  // namespace cs::sift

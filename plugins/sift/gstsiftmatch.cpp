@@ -5,11 +5,12 @@
  * (cv::findHomography) from the frame's points to the reference's. Frames
  * pass through unchanged.
  *
- * Backends: CUDA matches byte descriptors (descriptor-format=opencv) with
- * cs::sift::CudaMatcher (sift_match.h; the reference's descriptors stay on
- * the device, the previous frame's are uploaded once per frame); float
- * descriptors, and the CPU backend, use features_cpu's cv::BFMatcher. Both
- * give the same matches (sift_match.h says why).
+ * Backends: CUDA matches every descriptor format (bytes, float, RootSIFT)
+ * with cs::sift::CudaMatcher (sift_match.h; the reference's descriptors stay
+ * on the device, the previous frame's are uploaded once per frame); the CPU
+ * backend uses features_cpu's cv::BFMatcher. Byte descriptors give the same
+ * matches on both; float ones the same but for ratios within float rounding
+ * of the threshold (sift_match.h says why).
  *
  * Against the previous frame, a flush (a seek) or a new stream starts afresh:
  * the first frame after it has nothing to match, as the stream's first frame.
@@ -123,33 +124,41 @@ static gboolean match_sink_event(GstBaseTransform *trans, GstEvent *event) {
   return GST_BASE_TRANSFORM_CLASS(gst_sift_matcher_parent_class)->sink_event(trans, event);
 }
 
-// Whether the CUDA matcher takes these descriptors: 128 bytes per row.
+// Whether the CUDA matcher takes these descriptors: rows of 128 bytes, or
+// of 128 floats, both sides alike.
 static bool gpu_can_match(const cv::Mat &query, const cv::Mat &train) {
-  return query.type() == CV_8U && train.type() == CV_8U && query.cols == cs::sift::kMatchDescriptorBytes &&
-         train.cols == cs::sift::kMatchDescriptorBytes && query.isContinuous() && train.isContinuous();
+  const bool bytes = query.type() == CV_8U && query.cols == cs::sift::kMatchDescriptorBytes;
+  const bool floats = query.type() == CV_32F && query.cols == cs::sift::kMatchDescriptorFloats;
+  return (bytes || floats) && train.type() == query.type() && train.cols == query.cols && query.isContinuous() &&
+         train.isContinuous();
 }
 
 // The frame's matches (ratio test, mutual check), sorted by query index: on
-// the device for byte descriptors on the CUDA backend, else cv::BFMatcher.
+// the device on the CUDA backend, else cv::BFMatcher.
 static std::vector<sift_cpu::Match> find_matches(GstSiftMatcher *self, const cv::Mat &query, const cv::Mat &train,
                                                  double ratio, bool mutual) {
   if (!self->gpu || query.empty() || train.empty() || !gpu_can_match(query, train)) {
     if (self->gpu && !self->logged_cpu_fallback && !query.empty() && !train.empty()) {
-      GST_INFO_OBJECT(self, "float descriptors are matched on the CPU (the CUDA matcher takes byte descriptors, "
-                      "descriptor-format=opencv)");
+      GST_INFO_OBJECT(self, "descriptors of %d columns matched on the CPU (the CUDA matcher takes rows of 128)",
+                      query.cols);
       self->logged_cpu_fallback = true;
     }
     return sift_cpu::match_descriptors(query, train, ratio, mutual);
   }
   GpuMatching &gpu = *self->gpu;
+  const bool floats = query.type() == CV_32F;
   if (!gpu.train_uploaded) {
-    gpu.matcher.set_train(train.ptr<uint8_t>(), train.rows, gpu.stream.get());
+    if (floats)
+      gpu.matcher.set_train(train.ptr<float>(), train.rows, gpu.stream.get());
+    else
+      gpu.matcher.set_train(train.ptr<uint8_t>(), train.rows, gpu.stream.get());
     gpu.train_uploaded = true;
   }
+  const std::vector<cs::sift::DescriptorMatch> found =
+      floats ? gpu.matcher.match(query.ptr<float>(), query.rows, ratio, mutual, gpu.stream.get())
+             : gpu.matcher.match(query.ptr<uint8_t>(), query.rows, ratio, mutual, gpu.stream.get());
   std::vector<sift_cpu::Match> out;
-  for (const cs::sift::DescriptorMatch &m :
-       gpu.matcher.match(query.ptr<uint8_t>(), query.rows, ratio, mutual, gpu.stream.get()))
-    out.push_back({m.query, m.train, m.distance, false});
+  for (const cs::sift::DescriptorMatch &m : found) out.push_back({m.query, m.train, m.distance, false});
   return out;
 }
 

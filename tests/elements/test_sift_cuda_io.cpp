@@ -11,6 +11,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <utility>
 
@@ -352,22 +353,41 @@ TEST(GpuSiftMatchElement, CudaBackendGivesTheCpuBackendsMatches) {
   CS_REQUIRE_GPU();
   const cv::Mat first = textured_bgr(320, 240, cs_test::fresh_seed());
   const std::vector<cv::Mat> frames = {first, rotated(first, 8.0), rotated(first, -15.0)};
-  // Byte descriptors run on the device; float ones take the CPU path on both backends.
-  for (const std::string sift_options : {"", "descriptor-format=float"})
+  // Every format runs on the device. Byte descriptors give OpenCV's matches
+  // exactly; float ones (float, RootSIFT) may differ where a ratio lies within
+  // float rounding of the threshold, their distances in the last bits.
+  for (const std::string sift_options : {"", "descriptor-format=float", "descriptor-format=rootsift"})
     for (const std::string options : {"", "mutual-check=true", "ratio=0.6"}) {
       SCOPED_TRACE("sift " + sift_options + " ! siftmatch " + options);
+      CapturedLog log({"siftmatch"});
       const auto cpu = run_matches("siftmatch backend=cpu " + options, sift_options, frames);
       const auto cuda = run_matches("siftmatch backend=cuda " + options, sift_options, frames);
+      EXPECT_EQ(log.take().find("matched on the CPU"), std::string::npos) << "the CUDA backend fell back";
       ASSERT_EQ(cpu.size(), frames.size());
       ASSERT_EQ(cuda.size(), frames.size());
       EXPECT_GT(cpu[1].size(), 50u) << "the rotated frame should match its predecessor";
+      const bool exact = sift_options.empty();
       for (size_t f = 0; f < frames.size(); ++f) {
-        ASSERT_EQ(cuda[f].size(), cpu[f].size()) << "frame " << f;
-        for (size_t i = 0; i < cpu[f].size(); ++i) {
-          ASSERT_EQ(cuda[f][i].query_index, cpu[f][i].query_index) << "frame " << f << ", match " << i;
-          ASSERT_EQ(cuda[f][i].train_index, cpu[f][i].train_index) << "frame " << f << ", match " << i;
-          ASSERT_EQ(cuda[f][i].distance, cpu[f][i].distance) << "frame " << f << ", match " << i;
+        std::map<guint32, GstSiftMatch> on_cpu, on_cuda;
+        for (const GstSiftMatch &m : cpu[f]) on_cpu[m.query_index] = m;
+        for (const GstSiftMatch &m : cuda[f]) on_cuda[m.query_index] = m;
+        size_t differing = 0;
+        for (const auto &[q, m] : on_cpu) {
+          const auto other = on_cuda.find(q);
+          if (other == on_cuda.end() || other->second.train_index != m.train_index) {
+            ++differing;
+          } else if (exact) {
+            EXPECT_EQ(other->second.distance, m.distance) << "frame " << f << ", query " << q;
+          } else {
+            EXPECT_NEAR(other->second.distance, m.distance, 1e-5 * m.distance) << "frame " << f << ", query " << q;
+          }
         }
+        for (const auto &[q, m] : on_cuda) differing += on_cpu.count(q) ? 0 : 1;
+        if (exact)
+          EXPECT_EQ(differing, 0u) << "frame " << f;
+        else
+          EXPECT_LE(differing, 2u + on_cpu.size() / 100) << "frame " << f << ": " << on_cuda.size() << " vs "
+                                                           << on_cpu.size();
       }
     }
 }

@@ -8,6 +8,7 @@
 #include <opencv2/features2d.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <map>
 #include <random>
 
 #include "sift/features_cpu.h"
@@ -93,7 +94,80 @@ void expect_same_matches(const std::vector<DescriptorMatch> &got, const std::vec
   }
 }
 
+// Float rows as siftmatch gets them: OpenCV's float descriptors, or
+// RootSIFT's (L1-normalised, square-rooted), of the same pictures.
+std::vector<MatchCase> real_float_cases(bool root) {
+  std::vector<MatchCase> cases = real_cases();
+  for (MatchCase &c : cases)
+    for (cv::Mat *m : {&c.query, &c.train}) {
+      cv::Mat f;
+      m->convertTo(f, CV_32F);
+      if (root)
+        for (int r = 0; r < f.rows; ++r) {
+          cv::Mat row = f.row(r);
+          row /= std::max(cv::norm(row, cv::NORM_L1), 1e-12);
+          cv::sqrt(row, row);
+        }
+      *m = f;
+    }
+  return cases;
+}
+
+// Random float rows with exact duplicates and rows a little apart, every
+// row normalised as RootSIFT's are.
+MatchCase float_case(int query_rows, int train_rows, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> value(0.0f, 1.0f), nudge(-0.02f, 0.02f);
+  std::uniform_int_distribution<int> pick(0, std::max(0, train_rows - 1));
+  MatchCase c{"random float rows, " + std::to_string(query_rows) + " x " + std::to_string(train_rows),
+              cv::Mat(query_rows, cs::sift::kMatchDescriptorFloats, CV_32F),
+              cv::Mat(train_rows, cs::sift::kMatchDescriptorFloats, CV_32F)};
+  auto fill = [&](cv::Mat row) {
+    for (int k = 0; k < row.cols; ++k) row.at<float>(0, k) = value(rng);
+  };
+  for (int r = 0; r < train_rows; ++r) {
+    if (r > 1 && r % 5 == 0)
+      c.train.row(pick(rng) % r).copyTo(c.train.row(r));  // an exact duplicate
+    else
+      fill(c.train.row(r));
+  }
+  for (int r = 0; r < query_rows; ++r) {
+    if (train_rows > 0 && r % 2 == 0) {
+      c.train.row(pick(rng)).copyTo(c.query.row(r));
+      for (int k = 0; k < c.query.cols; ++k) c.query.at<float>(r, k) += nudge(rng);
+    } else {
+      fill(c.query.row(r));
+    }
+  }
+  for (cv::Mat *m : {&c.query, &c.train})
+    for (int r = 0; r < m->rows; ++r) cv::normalize(m->row(r), m->row(r));
+  return c;
+}
+
+// Float matches against OpenCV's: the same but where a ratio lies within
+// float rounding of the threshold (OpenCV sums in another order).
+void expect_close_matches(const std::vector<DescriptorMatch> &got, const std::vector<sift_cpu::Match> &want,
+                          const std::string &what) {
+  std::map<int, DescriptorMatch> by_query;
+  for (const DescriptorMatch &m : got) by_query[m.query] = m;
+  size_t differing = 0;
+  for (const sift_cpu::Match &m : want) {
+    const auto other = by_query.find(m.query);
+    if (other == by_query.end() || other->second.train != m.train) {
+      ++differing;
+      continue;
+    }
+    EXPECT_NEAR(other->second.distance, m.distance, 1e-5 * m.distance) << what << ", query " << m.query;
+    by_query.erase(other);
+  }
+  differing += by_query.size();
+  EXPECT_LE(differing, 2u + want.size() / 100) << what << ": " << got.size() << " against " << want.size();
+}
+
 std::vector<DescriptorMatch> host_matches(const MatchCase &c, double ratio, bool mutual) {
+  if (c.query.type() == CV_32F)
+    return cs::sift::match_host(c.query.ptr<float>(), c.query.rows, c.train.ptr<float>(), c.train.rows, ratio,
+                                mutual);
   return cs::sift::match_host(c.query.ptr<uint8_t>(), c.query.rows, c.train.ptr<uint8_t>(), c.train.rows, ratio,
                               mutual);
 }
@@ -167,6 +241,35 @@ TEST(SiftMatchHost, TiesAndRoundingFollowOpenCV) {
     }
 }
 
+TEST(SiftMatchHost, FloatRowsAgreeWithOpenCVsMatcher) {
+  const std::vector<MatchCase> cases = real_float_cases(false);
+  if (cases.empty()) GTEST_SKIP() << "scikit-image's pictures are absent (python3-skimage; or set CS_SKIMAGE_DATA)";
+  for (bool root : {false, true})
+    for (const MatchCase &c : real_float_cases(root))
+      for (bool mutual : {false, true}) {
+        const std::string what = c.name + (root ? ", RootSIFT" : ", float") + (mutual ? ", mutual" : "");
+        const auto want = sift_cpu::match_descriptors(c.query, c.train, 0.8, mutual);
+        std::printf("%s: %d x %d descriptors, %zu matches\n", what.c_str(), c.query.rows, c.train.rows, want.size());
+        EXPECT_GT(want.size(), 0u);
+        expect_close_matches(host_matches(c, 0.8, mutual), want, what);
+      }
+}
+
+TEST(SiftMatchHost, FloatDistanceIsTheL2Norm) {
+  const MatchCase c = float_case(20, 30, cs_test::fresh_seed());
+  const std::vector<NearestTwo> n = cs::sift::nearest_two_host(c.query.ptr<float>(), 20, c.train.ptr<float>(), 30);
+  for (int i = 0; i < 20; ++i) {
+    double best = INFINITY;
+    int best_row = -1;
+    for (int j = 0; j < 30; ++j) {
+      const double d = cv::norm(c.query.row(i), c.train.row(j), cv::NORM_L2);
+      if (d < best) best = d, best_row = j;
+    }
+    EXPECT_NEAR(n[size_t(i)].best_distance, best, 1e-6) << "query " << i;
+    EXPECT_EQ(n[size_t(i)].best, best_row) << "query " << i;
+  }
+}
+
 TEST(SiftMatchHost, EmptySetsGiveNoMatches) {
   const MatchCase c = tied_case(5, 5, 1);
   EXPECT_TRUE(cs::sift::match_host(c.query.ptr<uint8_t>(), 5, nullptr, 0, 0.8, true).empty());
@@ -225,6 +328,68 @@ TEST(GpuSiftMatch, NearestTwoEqualTheHostLoopsAtEverySize) {
   }
 }
 
+// Float rows: the kernel and the host loops sum in the same order, so the
+// nearest two and their distances are the same floats.
+TEST(GpuSiftMatch, FloatRowsEqualTheHostLoopsAtEverySize) {
+  CS_REQUIRE_GPU();
+  cs::Stream stream(kDevice);
+  cs::sift::CudaMatcher matcher(kDevice);
+  for (auto [q, t] : {std::pair{1, 1}, std::pair{1, 2}, std::pair{63, 65}, std::pair{64, 64}, std::pair{65, 129},
+                      std::pair{1000, 3001}, std::pair{5000, 200}}) {
+    const MatchCase c = float_case(q, t, cs_test::fresh_seed());
+    matcher.set_train(c.train.ptr<float>(), c.train.rows, stream.get());
+    const std::vector<NearestTwo> got = matcher.nearest_two(c.query.ptr<float>(), q, stream.get());
+    const std::vector<NearestTwo> want = cs::sift::nearest_two_host(c.query.ptr<float>(), q, c.train.ptr<float>(), t);
+    ASSERT_EQ(got.size(), want.size()) << c.name;
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(got[i].best, want[i].best) << c.name << ", query " << i;
+      ASSERT_EQ(got[i].second, want[i].second) << c.name << ", query " << i;
+      ASSERT_EQ(got[i].best_distance, want[i].best_distance) << c.name << ", query " << i;
+      if (want[i].second >= 0) {
+        ASSERT_EQ(got[i].second_distance, want[i].second_distance) << c.name << ", query " << i;
+      }
+    }
+    for (bool mutual : {false, true}) {
+      const std::vector<DescriptorMatch> on_device = matcher.match(c.query.ptr<float>(), q, 0.8, mutual, stream.get());
+      const std::vector<DescriptorMatch> on_host = host_matches(c, 0.8, mutual);
+      ASSERT_EQ(on_device.size(), on_host.size()) << c.name;
+      for (size_t i = 0; i < on_host.size(); ++i) {
+        ASSERT_EQ(on_device[i].query, on_host[i].query) << c.name;
+        ASSERT_EQ(on_device[i].train, on_host[i].train) << c.name;
+        ASSERT_EQ(on_device[i].distance, on_host[i].distance) << c.name;
+      }
+    }
+  }
+}
+
+TEST(GpuSiftMatch, FloatRowsAgreeWithOpenCVsMatcherOnRealFeatures) {
+  CS_REQUIRE_GPU();
+  if (real_cases().empty()) GTEST_SKIP() << "scikit-image's pictures are absent";
+  cs::Stream stream(kDevice);
+  cs::sift::CudaMatcher matcher(kDevice);
+  for (bool root : {false, true})
+    for (const MatchCase &c : real_float_cases(root)) {
+      matcher.set_train(c.train.ptr<float>(), c.train.rows, stream.get());
+      for (bool mutual : {false, true})
+        expect_close_matches(matcher.match(c.query.ptr<float>(), c.query.rows, 0.8, mutual, stream.get()),
+                             sift_cpu::match_descriptors(c.query, c.train, 0.8, mutual),
+                             c.name + (root ? ", RootSIFT" : ", float") + (mutual ? ", mutual" : ""));
+    }
+}
+
+TEST(GpuSiftMatch, RowsOfAnotherKindThanTheTrainSetAreRefused) {
+  CS_REQUIRE_GPU();
+  cs::Stream stream(kDevice);
+  cs::sift::CudaMatcher matcher(kDevice);
+  const MatchCase bytes = tied_case(5, 5, 1);
+  const MatchCase floats = float_case(5, 5, 1);
+  matcher.set_train(bytes.train.ptr<uint8_t>(), 5, stream.get());
+  EXPECT_THROW(matcher.match(floats.query.ptr<float>(), 5, 0.8, false, stream.get()), std::invalid_argument);
+  matcher.set_train(floats.train.ptr<float>(), 5, stream.get());
+  EXPECT_THROW(matcher.match(bytes.query.ptr<uint8_t>(), 5, 0.8, false, stream.get()), std::invalid_argument);
+  EXPECT_NO_THROW(matcher.match(floats.query.ptr<float>(), 5, 0.8, false, stream.get()));
+}
+
 TEST(GpuSiftMatch, EmptySetsGiveNoMatches) {
   CS_REQUIRE_GPU();
   cs::Stream stream(kDevice);
@@ -232,8 +397,8 @@ TEST(GpuSiftMatch, EmptySetsGiveNoMatches) {
   const MatchCase c = tied_case(5, 5, 1);
   EXPECT_TRUE(matcher.match(c.query.ptr<uint8_t>(), 5, 0.8, true, stream.get()).empty());  // no train set yet
   matcher.set_train(c.train.ptr<uint8_t>(), 5, stream.get());
-  EXPECT_TRUE(matcher.match(nullptr, 0, 0.8, true, stream.get()).empty());
-  matcher.set_train(nullptr, 0, stream.get());
+  EXPECT_TRUE(matcher.match(static_cast<const uint8_t *>(nullptr), 0, 0.8, true, stream.get()).empty());
+  matcher.set_train(static_cast<const uint8_t *>(nullptr), 0, stream.get());
   EXPECT_TRUE(matcher.match(c.query.ptr<uint8_t>(), 5, 0.8, false, stream.get()).empty());
 }
 
