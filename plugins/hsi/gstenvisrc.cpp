@@ -138,11 +138,7 @@ static GstFlowReturn envi_src_create(GstPushSrc *push, GstBuffer **out) {
   const size_t count = size_t(MIN(guint64(self->lines_per_buffer), end - first));
   const size_t bytes = self->reader->block_bytes(count);
   GstBuffer *buf = gstcs::acquire_source_buffer(GST_BASE_SRC(push), self->pool, bytes);
-  if (!buf) {
-    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Cannot allocate %zu bytes for %zu lines", bytes, count),
-                      (nullptr));
-    return GST_FLOW_ERROR;
-  }
+  if (!buf) return GST_FLOW_ERROR;  // the error is posted
   GstMapInfo map;
   gst_buffer_map(buf, &map, GST_MAP_WRITE);
   try {

@@ -195,7 +195,7 @@ static GstFlowReturn cphd_src_create(GstPushSrc *src, GstBuffer **out) {
   try {
     buf = gstcs::acquire_source_buffer(GST_BASE_SRC(src), self->pool,
                                        static_cast<size_t>(count) * st->format.bytes_per_pulse());
-    if (!buf) throw std::runtime_error("cannot allocate a buffer");
+    if (!buf) return GST_FLOW_ERROR;  // the error is posted
     std::vector<cs::sar::PulseParameters> pvp = st->reader->read_pvp(st->channel, first, count);
     GstMapInfo map;
     gst_buffer_map(buf, &map, GST_MAP_WRITE);

@@ -242,6 +242,18 @@ TEST(SarSimSettings, BadTargetListIsAClearError) {
   EXPECT_NE(run3.error.find("simulation"), std::string::npos) << run3.error;
 }
 
+// A block larger than any machine's memory (2^54 bytes) is an element error
+// that says how much was asked, not the end of the process.
+TEST(SarSimSettings, BlockTooLargeForMemoryIsAnError) {
+  PipelineRun run;
+  run_pipeline("sarsim num-pulses=1048576 pulses-per-buffer=1048576 samples-per-pulse=2147483647 ! "
+               "appsink name=out sync=false",
+               &run);
+  const std::string bytes = std::to_string(uint64_t(1048576) * 2147483647 * 8);
+  EXPECT_NE(run.error.find("Cannot allocate a buffer of " + bytes + " bytes"), std::string::npos) << run.error;
+  EXPECT_TRUE(run.samples.empty());
+}
+
 // ---------------------------------------------------------------- CPHD
 
 struct RoundTripCase {
