@@ -691,3 +691,68 @@ TEST(CphdSrcSeeking, DurationAndSeekByTransmitTime) {
   EXPECT_EQ(std::get<2>(blocks.front()), 11 * GST_MSECOND);
   EXPECT_EQ(std::get<0>(blocks.back()), 39u) << "11, 15, ... 35, 39";
 }
+
+// TxTime out of order (vector 0 sent at vector 5's time; every vector earlier
+// than the one before): the stream starts at vector 0 and holds every vector,
+// and a seek in time, which would bisect on TxTime, is refused with a warning.
+TEST(CphdSrcSeeking, TxTimeOutOfOrderKeepsEveryVectorAndRefusesTimeSeeks) {
+  const int64_t pulses = 12;
+  cs::sar::PhaseHistorySimulator sim(config_for(Domain::FX, pulses));
+  std::vector<cs::sar::PulseParameters> pvp(static_cast<size_t>(pulses));
+  std::vector<std::complex<float>> samples(static_cast<size_t>(pulses * sim.samples_per_pulse()));
+  sim.generate(0, pulses, pvp.data(), samples.data());
+  const std::vector<cs::sar::PulseParameters> in_order = pvp;
+  std::vector<cs::sar::PulseParameters> first_late = in_order, reversed = in_order;
+  first_late[0].tx_time = in_order[5].tx_time;
+  for (size_t i = 0; i < reversed.size(); ++i) reversed[i].tx_time = in_order[reversed.size() - 1 - i].tx_time;
+  for (const auto *order : {&first_late, &reversed}) {
+    SCOPED_TRACE(order == &first_late ? "vector 0 at vector 5's time" : "reversed");
+    TempFile file("disorder.cphd");
+    {
+      cs::sar::CphdWriter writer(file.path(), sim.cphd_metadata(pulses));
+      writer.write(0, *order, samples.data());
+      writer.close();
+    }
+    GstElement *pipeline = gst_parse_launch(
+        ("cphdsrc location=" + file.path() + " pulses-per-buffer=4 ! appsink name=out sync=false").c_str(), nullptr);
+    ASSERT_NE(pipeline, nullptr);
+    GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "out");
+    g_object_set(sink, "wait-on-eos", FALSE, nullptr);
+    gst_element_set_state(pipeline, GST_STATE_PAUSED);
+    ASSERT_EQ(gst_element_get_state(pipeline, nullptr, nullptr, 10 * GST_SECOND), GST_STATE_CHANGE_SUCCESS);
+    EXPECT_FALSE(gst_element_seek_simple(pipeline, GST_FORMAT_TIME, GST_SEEK_FLAG_FLUSH, 2 * GST_MSECOND));
+    GstBus *bus = gst_element_get_bus(pipeline);
+    GstMessage *warning = gst_bus_pop_filtered(bus, GST_MESSAGE_WARNING);
+    std::string text;
+    if (warning) {
+      GError *error = nullptr;
+      gst_message_parse_warning(warning, &error, nullptr);
+      text = error ? error->message : "";
+      g_clear_error(&error);
+      gst_message_unref(warning);
+    }
+    EXPECT_NE(text.find("TxTime"), std::string::npos) << text;
+    gst_element_set_state(pipeline, GST_STATE_PLAYING);
+    GstMessage *end =
+        gst_bus_timed_pop_filtered(bus, 30 * GST_SECOND, GstMessageType(GST_MESSAGE_ERROR | GST_MESSAGE_EOS));
+    ASSERT_NE(end, nullptr);
+    EXPECT_EQ(GST_MESSAGE_TYPE(end), GST_MESSAGE_EOS)
+        << (GST_MESSAGE_TYPE(end) == GST_MESSAGE_ERROR ? error_text(end) : "");
+    gst_message_unref(end);
+    gst_object_unref(bus);
+    std::vector<double> times;
+    guint64 next = 0;
+    while (GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 0)) {
+      const GstSarPulseMeta *m = gst_buffer_get_sar_pulse_meta(gst_sample_get_buffer(sample));
+      EXPECT_EQ(m->first_pulse, next);
+      next = m->first_pulse + m->n_pulses;
+      for (guint i = 0; i < m->n_pulses; ++i) times.push_back(m->pulses[i].tx_time);
+      gst_sample_unref(sample);
+    }
+    ASSERT_EQ(times.size(), size_t(pulses)) << "every vector, from vector 0";
+    for (size_t i = 0; i < times.size(); ++i) EXPECT_EQ(times[i], (*order)[i].tx_time) << i;
+    gst_element_set_state(pipeline, GST_STATE_NULL);
+    gst_object_unref(sink);
+    gst_object_unref(pipeline);
+  }
+}
