@@ -349,6 +349,10 @@ static gboolean cphd_src_prepare_seek_segment(GstBaseSrc *src, GstEvent *seek, G
   const gint64 first = gstcs::unit_seek_position(r->start_type, r->start, st->num_vectors, 0);
   const gint64 stop_vector = gstcs::unit_seek_position(r->stop_type, r->stop, st->num_vectors,
                                                        std::min(self->stop_pulse, st->num_vectors));
+  if (first > stop_vector) {
+    GST_WARNING_OBJECT(self, "cannot seek from vector %" G_GINT64_FORMAT " to %" G_GINT64_FORMAT, first, stop_vector);
+    return FALSE;
+  }
   gint64 start_time = 0, stop_time = -1;
   try {
     if (!vector_time(st, first, &start_time)) return FALSE;

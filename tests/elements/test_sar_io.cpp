@@ -676,6 +676,21 @@ TEST(CphdSrcSeeking, SeekByVector) {
   EXPECT_EQ(value, 30) << "the vector after the last one pushed";
 }
 
+// A seek whose start is after its stop is refused before anything is
+// flushed: the stream goes on as it was, every vector from the first.
+TEST(CphdSrcSeeking, StartAfterStopIsRefused) {
+  PausedCphd c;
+  ASSERT_TRUE(c.written && c.paused);
+  const auto flush = GstSeekFlags(GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_ACCURATE);
+  EXPECT_FALSE(
+      gst_element_seek(c.pipeline, 1.0, GST_FORMAT_DEFAULT, flush, GST_SEEK_TYPE_SET, 30, GST_SEEK_TYPE_SET, 10));
+  EXPECT_FALSE(gst_element_seek(c.pipeline, 1.0, GST_FORMAT_TIME, flush, GST_SEEK_TYPE_SET, 30 * GST_MSECOND,
+                                GST_SEEK_TYPE_SET, 10 * GST_MSECOND));
+  const std::vector<PausedCphd::Block> blocks = c.blocks();
+  ASSERT_EQ(blocks.size(), 10u);
+  for (guint64 i = 0; i < blocks.size(); ++i) EXPECT_EQ(std::get<0>(blocks[i]), 4 * i);
+}
+
 TEST(CphdSrcSeeking, DurationAndSeekByTransmitTime) {
   PausedCphd c;
   ASSERT_TRUE(c.written && c.paused);
