@@ -910,8 +910,8 @@ static void gst_hsi_classify_class_init(GstHsiClassifyClass *klass) {
       gobject_class, PROP_ENTRIES,
       g_param_spec_string("entries", "Library entries",
                           "Comma-separated library entries to classify with, by name or 0-based index (class k = "
-                          "the k-th entry listed); empty = every entry. Entries without data at a used band are "
-                          "skipped and logged",
+                          "the k-th entry listed; a listed entry without data at a used band is an error); empty = "
+                          "every entry, those without data at a used band skipped and logged",
                           nullptr, flags));
   g_object_class_install_property(
       gobject_class, PROP_METHOD,

@@ -412,6 +412,30 @@ TEST(HsiClassifyErrors, UnknownEntryAndEmptyBandRange) {
   EXPECT_EQ(r.samples.size(), 4u);
 }
 
+// Class k is the k-th entry listed: a listed entry without data (a NaN
+// channel, or NaN throughout) is an error that names it, not an entry left out
+// and the later classes renumbered. Of all entries, it is skipped.
+TEST(HsiClassifyErrors, ListedEntryWithoutDataNamesIt) {
+  ScratchDir dir;
+  const std::string cube = write_small_cube(dir);
+  hsi_test::write_text(dir.file("lib.csv"), "wavelength (nm), a, gap, void, b\n450, 0.1, 0.2, nan, 0.3\n"
+                                            "550, 0.2, nan, nan, 0.1\n650, 0.3, 0.1, nan, 0.2\n"
+                                            "750, 0.3, 0.1, nan, 0.1\n850, 0.3, 0.1, nan, 0.3\n");
+  const std::string library = " library=\"" + dir.file("lib.csv") + "\"";
+  for (const char *entries : {"a,gap,b", "a,void,b", "void"}) {
+    SCOPED_TRACE(entries);
+    const RunResult r = run_pipeline(classify_launch(cube, 3, std::string("backend=cpu entries=\"") + entries + "\"" +
+                                                                  library));
+    EXPECT_EQ(r.error_source, "hsiclassify0") << r.everything();
+    const std::string named = std::string(entries).find("gap") != std::string::npos ? "'gap'" : "'void'";
+    EXPECT_NE(r.everything().find(named), std::string::npos) << r.everything();
+    EXPECT_EQ(r.samples.size(), 0u);
+  }
+  const RunResult every = run_pipeline(classify_launch(cube, 3, "backend=cpu" + library));
+  EXPECT_TRUE(every.error.empty()) << every.everything();
+  EXPECT_EQ(every.samples.size(), 4u);
+}
+
 namespace {
 
 // The kernel classifier of `cube` against every entry of `library` on all
