@@ -63,6 +63,11 @@ struct Settings {
   bool honour_bbl = true;
 };
 
+// The threshold the classifier gets: the property's, or the method's default.
+double threshold_of(const Settings &settings) {
+  return settings.threshold == kMethodDefaultThreshold ? default_threshold(settings.method) : settings.threshold;
+}
+
 // What set_caps prepares for one input stream.
 struct Prepared {
   hsi_caps::Stream stream;
@@ -148,8 +153,7 @@ std::shared_ptr<Prepared> prepare(const Settings &settings, const SpectralLibrar
   }
   ClassifierConfig config;
   config.method = settings.method;
-  config.threshold = settings.threshold == kMethodDefaultThreshold ? default_threshold(settings.method)
-                                                                   : settings.threshold;
+  config.threshold = threshold_of(settings);
   config.precision = settings.precision;
   p->classifier = std::make_unique<SpectralClassifier>(config, choice.references, choice.bands, cube_nm);
   for (const UnusableReference &u : p->classifier->unusable_references())
@@ -356,6 +360,11 @@ static gboolean classify_start(GstCsBaseTransform *base) {
   st->settings.honour_bbl = self->honour_bbl;
   st->rules = self->output == GST_HSI_OUTPUT_RULE_IMAGES;
   GST_OBJECT_UNLOCK(self);
+  if (const std::string problem = threshold_problem(st->settings.method, threshold_of(st->settings));
+      !problem.empty()) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Bad threshold property: %s", problem.c_str()), (nullptr));
+    return FALSE;
+  }
   if (st->settings.library.empty()) {
     GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("No spectral library given"),
                       ("Set the library property to an ENVI spectral library (.sli/.hdr) or a CSV file"));

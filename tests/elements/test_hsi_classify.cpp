@@ -436,6 +436,40 @@ TEST(HsiClassifyErrors, ListedEntryWithoutDataNamesIt) {
   EXPECT_EQ(every.samples.size(), 4u);
 }
 
+// A threshold outside what the method scores is refused at start; so is a
+// spectral angle or divergence over a single band (every one is the same),
+// as correlation and band fit over too few bands are.
+TEST(HsiClassifyErrors, ThresholdOutsideTheMethodsScoresAndTooFewBands) {
+  ScratchDir dir;
+  const std::string cube = write_small_cube(dir);
+  hsi_test::write_text(dir.file("lib.csv"), "wavelength (nm), a, b\n450, 0.1, 0.2\n550, 0.2, 0.3\n650, 0.3, 0.1\n"
+                                            "750, 0.3, 0.1\n850, 0.3, 0.4\n");
+  const std::string library = " library=\"" + dir.file("lib.csv") + "\"";
+  for (const char *settings : {"method=sam threshold=-0.1", "method=sam threshold=3.5", "method=sid threshold=-1",
+                               "method=euclidean threshold=-0.5", "method=correlation threshold=1.5",
+                               "method=correlation threshold=-1.5", "method=bandfit threshold=2"}) {
+    SCOPED_TRACE(settings);
+    const RunResult r = run_pipeline(classify_launch(cube, 3, std::string("backend=cpu ") + settings + library));
+    EXPECT_EQ(r.error_source, "hsiclassify0") << r.everything();
+    EXPECT_NE(r.error.find("threshold"), std::string::npos) << r.everything();
+    EXPECT_EQ(r.samples.size(), 0u);
+  }
+  for (const char *settings : {"method=sam first-band=4", "method=sid first-band=4"}) {
+    SCOPED_TRACE(settings);
+    const RunResult r = run_pipeline(classify_launch(cube, 3, std::string("backend=cpu ") + settings + library));
+    EXPECT_EQ(r.error_source, "hsiclassify0") << r.everything();
+    EXPECT_NE(r.error_debug.find("needs at least 2 bands"), std::string::npos) << r.everything();
+  }
+  // The ends of each range, and a distance over one band, are fine.
+  for (const char *settings : {"method=sam threshold=0", "method=correlation threshold=-1",
+                               "method=bandfit threshold=1", "method=euclidean first-band=4"}) {
+    SCOPED_TRACE(settings);
+    const RunResult r = run_pipeline(classify_launch(cube, 3, std::string("backend=cpu ") + settings + library));
+    EXPECT_TRUE(r.error.empty()) << r.everything();
+    EXPECT_EQ(r.samples.size(), 4u);
+  }
+}
+
 namespace {
 
 // The kernel classifier of `cube` against every entry of `library` on all
