@@ -438,8 +438,10 @@ static std::string harness_error(GstHarness *h, GstBus *bus) {
 TEST(CphdErrors, SinkRefusesAnUnwritableLocationAtStart) {
   TempFile file("folder.cphd");
   ASSERT_EQ(g_mkdir(file.path().c_str(), 0755), 0);
-  const std::pair<std::string, std::string> cases[] = {
-      {"/nonexistent-folder/pulses.cphd", "folder does not exist"}, {file.path(), "is a directory"}};
+  // /proc takes no new files, whatever access() says (to root, say).
+  const std::pair<std::string, std::string> cases[] = {{"/nonexistent-folder/pulses.cphd", "folder does not exist"},
+                                                       {file.path(), "is a directory"},
+                                                       {"/proc/pulses.cphd", "pulses.cphd"}};
   for (const auto &[location, reason] : cases) {
     SCOPED_TRACE(location);
     GstElement *sink = gst_element_factory_make("cphdsink", nullptr);
@@ -513,17 +515,31 @@ TEST(CphdErrors, SinkRefusesIncompleteCaps) {
   gst_harness_teardown(h);
 }
 
+// Pulses beyond max-pulses are an error; the file keeps the pulses that fit
+// (those of a buffer that straddles the limit too) and is a valid file.
 TEST(CphdErrors, SinkSaysWhenTheReservedRoomIsFull) {
-  TempFile file("small.cphd");
-  PipelineRun run;
-  run_pipeline(sarsim(Domain::FX, 12, 4) + " ! cphdsink max-pulses=5 location=" + file.path(), &run);
-  EXPECT_NE(run.error.find("declared with 5 vectors"), std::string::npos) << run.error;
-  // What was written before the error is still a valid file.
-  PipelineRun read;
-  run_pipeline("cphdsrc location=" + file.path() + " ! appsink name=out sync=false", &read);
-  EXPECT_EQ(read.error, "");
-  bool consecutive = false;
-  EXPECT_EQ(all_pulses(read, &consecutive).size(), 4u);
+  for (int per_buffer : {4, 20}) {
+    SCOPED_TRACE(std::to_string(per_buffer) + " pulses per buffer");
+    TempFile file("small.cphd");
+    PipelineRun run;
+    run_pipeline(sarsim(Domain::FX, 12, per_buffer) + " ! cphdsink max-pulses=5 location=" + file.path(), &run);
+    EXPECT_NE(run.error.find("max-pulses=5"), std::string::npos) << run.error;
+    EXPECT_NE(run.error.find("pulses 5.." + std::to_string(per_buffer == 4 ? 7 : 11) + " are not written"),
+              std::string::npos)
+        << run.error;
+    PipelineRun read;
+    run_pipeline("cphdsrc location=" + file.path() + " ! appsink name=out sync=false", &read);
+    EXPECT_EQ(read.error, "");
+    bool consecutive = false;
+    const std::vector<GstSarPulseParameters> pulses = all_pulses(read, &consecutive);
+    EXPECT_TRUE(consecutive);
+    ASSERT_EQ(pulses.size(), 5u);
+    PipelineRun direct;
+    run_pipeline(sarsim(Domain::FX, 5, 5) + " ! appsink name=out sync=false", &direct);
+    const std::vector<GstSarPulseParameters> expected = all_pulses(direct, &consecutive);
+    ASSERT_EQ(expected.size(), 5u);
+    for (size_t i = 0; i < 5; ++i) EXPECT_EQ(pulses[i].tx_time, expected[i].tx_time) << i;
+  }
 }
 
 // Files written by the kernels' writer in each stored format, with AmpSF:
