@@ -562,6 +562,14 @@ static bool ensure_height(GstHsiClassify *self, size_t lines) {
   return ok;
 }
 
+// A block of no lines (an empty buffer) is dropped: it has no class map.
+static GstFlowReturn classify_submit_input_buffer(GstBaseTransform *trans, gboolean is_discont, GstBuffer *input) {
+  if (gst_buffer_get_size(input) > 0)
+    return GST_BASE_TRANSFORM_CLASS(gst_hsi_classify_parent_class)->submit_input_buffer(trans, is_discont, input);
+  gst_buffer_unref(input);
+  return GST_FLOW_OK;
+}
+
 static GstFlowReturn classify_prepare_output_buffer(GstBaseTransform *trans, GstBuffer *in, GstBuffer **out) {
   auto *self = GST_HSI_CLASSIFY(trans);
   ClassifyState *st = self->state;
@@ -991,6 +999,7 @@ static void gst_hsi_classify_class_init(GstHsiClassifyClass *klass) {
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
   trans_class->transform_caps = classify_transform_caps;
   trans_class->set_caps = classify_set_caps;
+  trans_class->submit_input_buffer = classify_submit_input_buffer;
   trans_class->prepare_output_buffer = classify_prepare_output_buffer;
   trans_class->transform = classify_transform;
   trans_class->sink_event = classify_sink_event;

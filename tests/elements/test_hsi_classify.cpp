@@ -1,5 +1,6 @@
 // hsiclassify: class maps of envisrc streams, against the kernel classifier
 // (real data) and against known answers (synthetic cubes); bad input.
+#include <gst/check/gstharness.h>
 #include <gtest/gtest.h>
 #include <gst/video/video.h>
 
@@ -468,6 +469,44 @@ TEST(HsiClassifyErrors, ThresholdOutsideTheMethodsScoresAndTooFewBands) {
     EXPECT_TRUE(r.error.empty()) << r.everything();
     EXPECT_EQ(r.samples.size(), 4u);
   }
+}
+
+// A block of no lines (an empty buffer) passes without a class map or an
+// error; the blocks around it are classified as ever.
+TEST(HsiClassify, EmptyBlockPassesWithoutError) {
+  ScratchDir dir;
+  hsi_test::write_text(dir.file("lib.csv"), "wavelength (nm), a, b\n450, 0.1, 0.2\n550, 0.2, 0.3\n650, 0.3, 0.1\n"
+                                            "750, 0.3, 0.1\n850, 0.3, 0.4\n");
+  GstHarness *h = gst_harness_new_parse(("hsiclassify backend=cpu library=\"" + dir.file("lib.csv") + "\"").c_str());
+  GstBus *bus = gst_bus_new();
+  gst_element_set_bus(h->element, bus);
+  gst_harness_set_src_caps_str(h, "application/x-hyperspectral, samples=(int)4, bands=(int)5, interleave=(string)bsq, "
+                                  "format=(string)f32, endianness=(int)1234, wavelengths=(double)<450.0, 550.0, "
+                                  "650.0, 750.0, 850.0>");
+  auto block = [](size_t lines) {
+    GstBuffer *buf = gst_buffer_new_allocate(nullptr, lines * 4 * 5 * sizeof(float), nullptr);
+    GstMapInfo map;
+    gst_buffer_map(buf, &map, GST_MAP_WRITE);
+    for (size_t i = 0; i < map.size / sizeof(float); ++i) reinterpret_cast<float *>(map.data)[i] = 0.1f + 0.01f * i;
+    gst_buffer_unmap(buf, &map);
+    return buf;
+  };
+  EXPECT_EQ(gst_harness_push(h, block(2)), GST_FLOW_OK);
+  EXPECT_EQ(gst_harness_push(h, gst_buffer_new()), GST_FLOW_OK) << "no lines";
+  EXPECT_EQ(gst_harness_push(h, block(3)), GST_FLOW_OK);
+  EXPECT_EQ(gst_harness_buffers_received(h), 2u);
+  for (gsize size : {gsize(2 * 4), gsize(3 * 4)}) {
+    GstBuffer *map = gst_harness_pull(h);
+    ASSERT_NE(map, nullptr);
+    EXPECT_EQ(gst_buffer_get_size(map), size) << "GRAY8 class map, 4 samples a line";
+    gst_buffer_unref(map);
+  }
+  GstMessage *error = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
+  EXPECT_EQ(error, nullptr);
+  if (error) gst_message_unref(error);
+  gst_element_set_bus(h->element, nullptr);
+  gst_object_unref(bus);
+  gst_harness_teardown(h);
 }
 
 namespace {
