@@ -604,6 +604,17 @@ TEST(SarBackprojectBadInput, NonFiniteSample) {
   EXPECT_NE(e.find("bin 17"), std::string::npos) << e;
 }
 
+// Positions beyond any platform's reach (a damaged file's 1e300 m) are
+// refused as non-finite ones are, not turned into an image of NaN.
+TEST(SarBackprojectBadInput, PositionBeyondReach) {
+  std::mt19937_64 rng(cs_test::fresh_seed());
+  GstBuffer *b = profile_buffer(4, true, rng);
+  GstSarPulseMeta *meta = gst_buffer_get_sar_pulse_meta(b);
+  meta->pulses[1].rcv_pos[2] = 1e300;
+  const std::string e = bad_input_error(kProfileCaps, "", {b});
+  EXPECT_NE(e.find("pulse 1: a position lies more than 1e9 m"), std::string::npos) << e;
+}
+
 TEST(SarBackprojectBadInput, AbsurdGrid) {
   std::mt19937_64 rng(cs_test::fresh_seed());
   std::string e = bad_input_error(kProfileCaps, "width=65536 height=65536", {profile_buffer(1, true, rng)});
