@@ -234,11 +234,18 @@ TEST(EnviSrcErrors, DataFileShorterThanHeaderSays) {
   std::printf("[ message  ] %s\n", r.everything().c_str());
 }
 
+// A missing file or a directory is said to be that (not a missing data file
+// next to a header that does not exist either).
 TEST(EnviSrcErrors, MissingFileAndNoLocation) {
   ScratchDir dir;
   RunResult r = run_pipeline(launch_envisrc(dir.file("absent.hdr"), 3));
   EXPECT_FALSE(r.error.empty());
   EXPECT_EQ(r.error_source, "envisrc0");
+  EXPECT_NE(r.error_debug.find("the ENVI header does not exist"), std::string::npos) << r.everything();
+  r = run_pipeline(launch_envisrc(dir.file("absent.img"), 3));
+  EXPECT_NE(r.error_debug.find("the ENVI data file does not exist"), std::string::npos) << r.everything();
+  r = run_pipeline(launch_envisrc(dir.path(), 3));
+  EXPECT_NE(r.error_debug.find("is a directory"), std::string::npos) << r.everything();
   r = run_pipeline("envisrc ! appsink name=sink");
   EXPECT_FALSE(r.error.empty());
   EXPECT_NE(r.error.find("No file name"), std::string::npos) << r.everything();

@@ -163,6 +163,30 @@ TEST(HsiColorize, BadLookupIsAnElementError) {
   gst_harness_teardown(h);
 }
 
+// A lookup that names a directory says so (a directory opens as a stream of
+// 2^63 - 1 bytes).
+TEST(HsiColorize, LookupThatIsADirectorySaysSo) {
+  ScratchDir dir;
+  GstHarness *h = gst_harness_new("hsicolorize");
+  g_object_set(h->element, "lookup", dir.path().c_str(), nullptr);
+  GstBus *bus = gst_bus_new();
+  gst_element_set_bus(h->element, bus);
+  gst_harness_set_src_caps_str(h, "video/x-raw, format=GRAY8, width=4, height=1, framerate=0/1");
+  GstBuffer *buf = gst_buffer_new_allocate(nullptr, 4, nullptr);
+  gst_buffer_memset(buf, 0, 1, 4);
+  EXPECT_NE(gst_harness_push(h, buf), GST_FLOW_OK);
+  GstMessage *msg = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
+  gchar *debug = nullptr;
+  if (msg) gst_message_parse_error(msg, nullptr, &debug);
+  const std::string text = debug ? debug : "";
+  g_free(debug);
+  if (msg) gst_message_unref(msg);
+  EXPECT_NE(text.find("is a directory"), std::string::npos) << text;
+  gst_element_set_bus(h->element, nullptr);
+  gst_object_unref(bus);
+  gst_harness_teardown(h);
+}
+
 // --- envisink ---
 
 namespace {
