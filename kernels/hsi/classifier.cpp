@@ -2,6 +2,8 @@
 #include "hsi/classifier.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <stdexcept>
@@ -31,6 +33,30 @@ std::optional<Method> parse_method(const std::string &name) {
 
 double default_threshold(Method method) {
   return method == Method::sam ? 0.10 : std::numeric_limits<double>::quiet_NaN();
+}
+
+std::string threshold_problem(Method method, double threshold) {
+  if (std::isnan(threshold)) return "";
+  double low = 0, high = INFINITY;
+  const char *what = "";
+  switch (method) {
+    case Method::sam:
+      high = M_PI;
+      what = "an angle in [0, pi] rad";
+      break;
+    case Method::sid: what = "a divergence, not negative"; break;
+    case Method::euclidean: what = "a distance, not negative"; break;
+    case Method::correlation:
+    case Method::bandfit:
+      low = -1;
+      high = 1;
+      what = "a coefficient in [-1, 1]";
+      break;
+  }
+  if (threshold >= low && threshold <= high) return "";
+  char text[160];
+  std::snprintf(text, sizeof text, "threshold %g is outside what %s scores (%s)", threshold, method_name(method), what);
+  return text;
 }
 
 ClassMapFormat class_map_format_for(size_t classes) {
@@ -126,6 +152,8 @@ SpectralClassifier::SpectralClassifier(const ClassifierConfig &config, const Ref
   if (references.spectra.size() != K * cube_bands_)
     throw std::invalid_argument("reference set holds " + std::to_string(references.spectra.size()) +
                                 " values, expected " + std::to_string(K) + " x " + std::to_string(cube_bands_));
+  if (const std::string problem = threshold_problem(config.method, config.threshold); !problem.empty())
+    throw std::invalid_argument(problem);
   if (bands_.size() < size_t(minimum_bands(config.method)))
     throw std::invalid_argument(std::string(method_name(config.method)) + " needs at least " +
                                 std::to_string(minimum_bands(config.method)) + " bands, " +

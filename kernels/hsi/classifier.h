@@ -33,6 +33,11 @@ const char *method_name(Method method);
 std::optional<Method> parse_method(const std::string &name);
 // ENVI's usual SAM threshold is 0.10 rad; the other methods have no default (NaN).
 double default_threshold(Method method);
+// Why `threshold` cannot bound `method`'s scores, "" when it can (NaN, no
+// threshold, always can): SAM's angle lies in [0, pi] rad, SID's divergence
+// and the Euclidean distance are not negative, correlation and band fit
+// coefficients lie in [-1, 1].
+std::string threshold_problem(Method method, double threshold);
 
 enum class ClassMapFormat { gray8, gray16 };
 // gray8 when K <= 254, else gray16.

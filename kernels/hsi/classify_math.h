@@ -119,9 +119,10 @@ inline constexpr float kSidFloor = 1e-12f;
 CS_HD constexpr bool higher_is_better(Method m) { return m == Method::correlation || m == Method::bandfit; }
 // Planes of prepared reference values per method (SID keeps q and log q).
 CS_HD constexpr int table_planes(Method m) { return m == Method::sid ? 2 : 1; }
-// Fewest selected bands for which the method means something.
+// Fewest selected bands for which the method means something (over one band
+// every spectral angle and divergence is the same).
 CS_HD constexpr int minimum_bands(Method m) {
-  return m == Method::bandfit ? 3 : (m == Method::correlation ? 2 : 1);
+  return m == Method::bandfit ? 3 : (m == Method::euclidean ? 1 : 2);
 }
 
 // The prepared references, one flat float array (host, device or constant

@@ -1,6 +1,7 @@
 // The CUDA entry points in a build without CUDA: same API, every use throws
 // (callers check cs::device_count() first, which is 0 here).
 #include "common/cuda_runtime.h"
+#include "hsi/bip_tensor.h"
 #include "hsi/classifier.h"
 #include "hsi/convert.h"
 
@@ -31,5 +32,9 @@ CudaSpectralClassifier::Kernel CudaSpectralClassifier::kernel_for(const CubeBloc
 void CudaSpectralClassifier::set_bip_tensor_enabled(bool) {}
 const char *CudaSpectralClassifier::bip_tensor_product() const { return ""; }
 bool CudaSpectralClassifier::screens(const CubeBlock &, const ClassificationOutput &) const { return false; }
+
+// No device runs wgmma here, so none has a TF32 reading to find.
+bool bip_tensor::wgmma_available(int) { return false; }
+Tf32Reading bip_tensor::tf32_reading(int) { return Tf32Reading::unknown; }
 
 }  // namespace cs::hsi

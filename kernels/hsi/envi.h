@@ -100,7 +100,12 @@ struct EnviHeader {
 
 // Parses header text. `source` names the file in error messages.
 EnviHeader parse_envi_header(const std::string &text, const std::string &source);
+// Throws EnviError saying why when `path` is no file to read (missing, a
+// directory).
 EnviHeader read_envi_header(const std::string &path);
+// Why `path` is not a regular file ("does not exist", "is a directory", ...),
+// "" when it is one.
+std::string not_a_regular_file(const std::string &path);
 
 // Nanometres per unit for ENVI `wavelength units` text; 0 when not a length.
 double nanometres_per_unit(const std::string &units);

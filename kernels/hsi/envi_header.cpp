@@ -348,6 +348,9 @@ EnviHeader parse_envi_header(const std::string &text, const std::string &source)
 }
 
 EnviHeader read_envi_header(const std::string &path) {
+  // A directory opens as a stream of "LLONG_MAX bytes"; say what it is instead.
+  if (const std::string why = not_a_regular_file(path); !why.empty())
+    throw EnviError(path + ": the header file " + why);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw EnviError(path + ": cannot open the header file");
   in.seekg(0, std::ios::end);

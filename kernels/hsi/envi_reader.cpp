@@ -15,10 +15,7 @@ namespace cs::hsi {
 
 namespace {
 
-bool is_regular_file(const std::string &path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
+bool is_regular_file(const std::string &path) { return not_a_regular_file(path).empty(); }
 
 bool ends_with_ci(const std::string &s, const std::string &suffix) {
   return s.size() >= suffix.size() && text::lower(s.substr(s.size() - suffix.size())) == suffix;
@@ -33,9 +30,18 @@ std::string strip_extension(const std::string &path) {
 
 }  // namespace
 
+std::string not_a_regular_file(const std::string &path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return errno == ENOENT ? "does not exist" : std::strerror(errno);
+  if (S_ISDIR(st.st_mode)) return "is a directory";
+  return S_ISREG(st.st_mode) ? "" : "is not a regular file";
+}
+
 EnviFiles locate_envi_files(const std::string &path) {
   EnviFiles files;
   if (ends_with_ci(path, ".hdr")) {
+    if (const std::string why = not_a_regular_file(path); !why.empty())
+      throw EnviError(path + ": the ENVI header " + why);
     files.header = path;
     const std::string base = path.substr(0, path.size() - 4);
     for (const char *ext : {"", ".img", ".dat", ".raw", ".bsq", ".bil", ".bip", ".sli", ".IMG", ".DAT", ".SLI"}) {
@@ -48,6 +54,8 @@ EnviFiles locate_envi_files(const std::string &path) {
       throw EnviError(path + ": no data file next to the header (tried " + base + " with no extension, .img, .dat, "
                       ".raw, .bsq, .bil, .bip and .sli)");
   } else {
+    if (const std::string why = not_a_regular_file(path); !why.empty())
+      throw EnviError(path + ": the ENVI data file " + why);
     files.data = path;
     for (const std::string &candidate : {path + ".hdr", strip_extension(path) + ".hdr", strip_extension(path) + ".HDR"}) {
       if (is_regular_file(candidate)) {

@@ -63,15 +63,22 @@ ReferenceChoice choose_references(const SpectralLibrary &library, size_t cube_ba
     if (b < 0 || size_t(b) >= cube_bands)
       throw std::invalid_argument("band " + std::to_string(b) + " is outside the cube's " + std::to_string(cube_bands));
 
+  const bool listed = !request.names.empty() || !request.indices.empty();
   ReferenceChoice choice;
   for (int b : request.bands) {
     bool any_data = false;
     for (size_t e : entries) any_data = any_data || !std::isnan(library.entry(e)[b]);
     (any_data ? choice.bands : choice.uncovered_bands).push_back(b);
   }
-  if (choice.bands.empty())
-    throw std::invalid_argument(library.source + " has no data at any of the " + std::to_string(request.bands.size()) +
-                                " selected bands (wavelength ranges do not overlap?)");
+  if (choice.bands.empty()) {
+    std::string which = library.source;
+    if (listed) {  // name them: all NaN there is as likely as ranges that miss each other
+      which += ": ";
+      for (size_t i = 0; i < entries.size(); ++i) which += (i ? ", '" : "'") + library.names[entries[i]] + "'";
+    }
+    throw std::invalid_argument(which + " has no data at any of the " + std::to_string(request.bands.size()) +
+                                " selected bands (NaN there, or wavelength ranges that do not overlap?)");
+  }
 
   ReferenceSet &refs = choice.references;
   refs.bands = cube_bands;
@@ -88,7 +95,12 @@ ReferenceChoice choose_references(const SpectralLibrary &library, size_t cube_ba
                            " selected bands (first: band " + std::to_string(first_missing);
       if (size_t(first_missing) < library.wavelengths_nm.size())
         reason += ", " + std::to_string(library.wavelengths_nm[first_missing]) + " nm";
-      choice.skipped.push_back({e, library.names[e], reason + ")"});
+      reason += ")";
+      // A listed entry left out would shift every later one's place.
+      if (listed)
+        throw std::invalid_argument(library.source + ": listed entry '" + library.names[e] + "' has " + reason +
+                                    "; only entries with data at every selected band can be listed");
+      choice.skipped.push_back({e, library.names[e], reason});
       continue;
     }
     refs.names.push_back(library.names[e]);

@@ -54,10 +54,13 @@ struct ReferenceChoice {
 
 // `library` must already be on the cube's bands (resample_library), so its
 // channel count is the cube's band count. Bands where none of the chosen
-// entries has data (outside the library's range) are dropped; then an entry
-// missing any remaining band is skipped and reported, never zero-filled.
-// Throws std::invalid_argument for unknown names, bad indices, a channel
-// count that differs from the cube's, or nothing left to classify with.
+// entries has data (outside the library's range) are dropped; then, with
+// every entry chosen (an empty request), an entry missing any remaining band
+// is skipped and reported, never zero-filled. Entries the request lists keep
+// their order and places: one missing a remaining band is an error naming it.
+// Throws std::invalid_argument for unknown names, bad indices, a listed entry
+// without data, a channel count that differs from the cube's, or nothing left
+// to classify with (naming the listed entries).
 ReferenceChoice choose_references(const SpectralLibrary &library, size_t cube_bands, const ReferenceRequest &request);
 
 }  // namespace cs::hsi

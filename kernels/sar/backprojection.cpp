@@ -25,6 +25,12 @@ void require(bool ok, const std::string &what) {
 
 bool finite(const Vec3 &v) { return std::isfinite(v.x) && std::isfinite(v.y) && std::isfinite(v.z); }
 
+// Farthest a position may lie from the origin: 1e9 m, beyond the Moon's orbit
+// from the Earth's centre. A position beyond is a damaged file's, and squared
+// ranges from it head for overflow (1e300 m makes every range infinite).
+constexpr double kMaxPositionM = 1e9;
+bool within_reach(const Vec3 &v) { return norm(v) <= kMaxPositionM; }
+
 Pos3 to_pos(const Vec3 &v) { return {v.x, v.y, v.z}; }
 
 std::string lower(std::string s) {
@@ -166,6 +172,8 @@ PreparedPulses prepare_pulses(const BackprojectionConfig &config, const RangePro
     const BackprojectionPulse &b = block.pulse_info[k];
     const std::string which = "pulse " + std::to_string(k) + ": ";
     require(finite(b.tx_pos) && finite(b.rcv_pos) && finite(b.srp_pos), which + "non-finite position");
+    require(within_reach(b.tx_pos) && within_reach(b.rcv_pos) && within_reach(b.srp_pos),
+            which + "a position lies more than 1e9 m from the origin");
     require(std::isfinite(b.axis.bin_spacing_m) && b.axis.bin_spacing_m > 0 && std::isfinite(b.axis.first_bin_m),
             which + "the range axis needs a positive bin spacing and a finite first bin");
     require(std::isfinite(b.centre_frequency_hz) && b.centre_frequency_hz > 0,

@@ -51,12 +51,21 @@ bool answer_unit_query(GstQuery *query, const SourceUnits &units) {
   }
 }
 
+// Nothing either for a start after the stop (both set): the sources refuse
+// that before the base class flushes (gst_segment_do_seek asserts on it).
 std::optional<SeekRequest> forward_seek(GstElement *source, GstEvent *seek, const char *units) {
   SeekRequest r;
   gst_event_parse_seek(seek, &r.rate, &r.format, &r.flags, &r.start_type, &r.start, &r.stop_type, &r.stop);
-  if (r.rate > 0.0) return r;
-  GST_WARNING_OBJECT(source, "cannot seek at rate %g: %s are read forwards only", r.rate, units);
-  return std::nullopt;
+  if (r.rate <= 0.0) {
+    GST_WARNING_OBJECT(source, "cannot seek at rate %g: %s are read forwards only", r.rate, units);
+    return std::nullopt;
+  }
+  if (r.start_type == GST_SEEK_TYPE_SET && r.stop_type == GST_SEEK_TYPE_SET && r.stop != -1 && r.start > r.stop) {
+    GST_WARNING_OBJECT(source, "cannot seek from %" G_GINT64_FORMAT " to %" G_GINT64_FORMAT
+                       ": the start is after the stop", r.start, r.stop);
+    return std::nullopt;
+  }
+  return r;
 }
 
 gint64 unit_seek_position(GstSeekType type, gint64 value, gint64 total, gint64 kept) {

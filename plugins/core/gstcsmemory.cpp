@@ -9,6 +9,44 @@
 GST_DEBUG_CATEGORY_STATIC(gst_cs_memory_debug);
 #define GST_CAT_DEFAULT gst_cs_memory_debug
 
+/* ---------------- checked system memory ---------------- */
+
+/* GStreamer's system-memory allocator ends the process when malloc fails
+ * (g_malloc), as a block sized from a file or a property can make it do. This
+ * one stands in for it in the pools and blocks below: the same memory (it
+ * belongs to the system allocator, so it maps and frees as that one's), from
+ * g_try_malloc, and NULL when there is not that much. */
+typedef struct {
+  GstAllocator parent;
+} GstCsCheckedAllocator;
+
+typedef struct {
+  GstAllocatorClass parent_class;
+} GstCsCheckedAllocatorClass;
+
+G_DEFINE_TYPE(GstCsCheckedAllocator, gst_cs_checked_allocator, GST_TYPE_ALLOCATOR)
+
+static GstMemory *checked_alloc_vfunc(GstAllocator *allocator, gsize size, GstAllocationParams *params) {
+  const gsize align = params->align | gst_memory_alignment;
+  const gsize maxsize = size + params->prefix + params->padding;
+  if (maxsize < size || maxsize + align < maxsize) return nullptr;  // wrapped around: more than memory holds
+  auto *block = static_cast<guint8 *>(g_try_malloc(maxsize + align));
+  if (!block) {
+    GST_WARNING_OBJECT(allocator, "cannot allocate %" G_GSIZE_FORMAT " bytes of system memory", maxsize);
+    return nullptr;
+  }
+  guint8 *data = block + ((align + 1 - (guintptr(block) & align)) & align);
+  if (params->flags & GST_MEMORY_FLAG_ZERO_PREFIXED) memset(data, 0, params->prefix);
+  if (params->flags & GST_MEMORY_FLAG_ZERO_PADDED) memset(data + params->prefix + size, 0, params->padding);
+  return gst_memory_new_wrapped(params->flags, data, maxsize, params->prefix, size, block, g_free);
+}
+
+static void gst_cs_checked_allocator_class_init(GstCsCheckedAllocatorClass *klass) {
+  GST_ALLOCATOR_CLASS(klass)->alloc = checked_alloc_vfunc;
+}
+
+static void gst_cs_checked_allocator_init(GstCsCheckedAllocator *) {}
+
 namespace {
 using BufferRef = std::shared_ptr<cs::MirroredBuffer>;
 
@@ -27,13 +65,31 @@ void set_gerror(GError **error, const std::exception &e) {
 }
 
 namespace {
+// `allocator`, or the checked allocator where it is the system one (or NULL,
+// which stands for that).
+GstAllocator *checked(GstAllocator *allocator) {
+  if (allocator && g_strcmp0(allocator->mem_type, GST_ALLOCATOR_SYSMEM) != 0) return allocator;
+  static GstAllocator *system = [] {
+    auto *a = GST_ALLOCATOR_CAST(gst_object_ref_sink(g_object_new(gst_cs_checked_allocator_get_type(), nullptr)));
+    GST_OBJECT_FLAG_SET(a, GST_OBJECT_FLAG_MAY_BE_LEAKED);
+    return a;
+  }();
+  return system;
+}
+
+// A buffer of `bytes` from `allocator` (NULL: system memory), or NULL.
+GstBuffer *new_buffer(GstAllocator *allocator, gsize bytes, const GstAllocationParams &params) {
+  GstAllocationParams copy = params;
+  return gst_buffer_new_allocate(checked(allocator), bytes, &copy);
+}
+
 // A buffer of `bytes` from the allocator the base class took from the query.
 GstBuffer *new_source_buffer(GstBaseSrc *src, gsize bytes) {
   GstAllocator *allocator = nullptr;
   GstAllocationParams params;
   gst_allocation_params_init(&params);
   gst_base_src_get_allocator(src, &allocator, &params);
-  GstBuffer *buf = gst_buffer_new_allocate(allocator, bytes, &params);
+  GstBuffer *buf = new_buffer(allocator, bytes, params);
   if (allocator) gst_object_unref(allocator);
   return buf;
 }
@@ -47,7 +103,7 @@ GstBufferPool *make_block_pool(GstObject *owner, GstCaps *caps, gsize block_byte
   GstStructure *config = gst_buffer_pool_get_config(pool);
   // Two blocks made when the pool starts; more as they are asked for.
   gst_buffer_pool_config_set_params(config, caps, guint(block_bytes), 2, 0);
-  gst_buffer_pool_config_set_allocator(config, allocator, &params);
+  gst_buffer_pool_config_set_allocator(config, checked(allocator), &params);
   if (!gst_buffer_pool_set_config(pool, config) || !gst_buffer_pool_set_active(pool, TRUE)) {
     GST_WARNING_OBJECT(owner, "cannot set up a pool of %" G_GSIZE_FORMAT "-byte blocks: allocating per buffer",
                        block_bytes);
@@ -106,8 +162,7 @@ GstBuffer *OutputPool::acquire(GstObject *owner, GstAllocator *allocator, const 
     gst_buffer_set_size(buf, gssize(bytes));
     return buf;
   }
-  GstAllocationParams copy = params;
-  return gst_buffer_new_allocate(allocator, bytes, &copy);
+  return new_buffer(allocator, bytes, params);
 }
 
 void drop_pool(GstBufferPool **pool) {
@@ -116,14 +171,20 @@ void drop_pool(GstBufferPool **pool) {
   gst_clear_object(pool);
 }
 
+// NULL after posting the error on `src`: every source says the same.
 GstBuffer *acquire_source_buffer(GstBaseSrc *src, GstBufferPool *pool, gsize bytes) {
   GstBuffer *buf = nullptr;
-  if (!pool || gst_buffer_pool_acquire_buffer(pool, &buf, nullptr) != GST_FLOW_OK) return new_source_buffer(src, bytes);
-  if (gst_buffer_get_size(buf) < bytes) {  // the pool's blocks are smaller than this one
-    gst_buffer_unref(buf);
-    return new_source_buffer(src, bytes);
+  if (pool && gst_buffer_pool_acquire_buffer(pool, &buf, nullptr) == GST_FLOW_OK) {
+    if (gst_buffer_get_size(buf) >= bytes) {
+      gst_buffer_set_size(buf, gssize(bytes));
+      return buf;
+    }
+    gst_buffer_unref(buf);  // the pool's blocks are smaller than this one
   }
-  gst_buffer_set_size(buf, gssize(bytes));
+  buf = new_source_buffer(src, bytes);
+  if (!buf)
+    GST_ELEMENT_ERROR(src, RESOURCE, NO_SPACE_LEFT, ("Cannot allocate a buffer of %" G_GSIZE_FORMAT " bytes", bytes),
+                      (nullptr));
   return buf;
 }
 

@@ -17,6 +17,8 @@
  * keeps them), with map info's reference pixel moved by the first line
  * written (a stream that starts mid-scene after a seek), so the file lies
  * where the scene does in ENVI, QGIS and GDAL.
+ * One file holds one stream: a second one (another STREAM_START, as after a
+ * concat) is an error, and the file keeps the first one's lines.
  * Input in device memory (memory:CudaSensing) is taken as it is: mapping it
  * for reading downloads it. */
 #include "gstenvisink.h"
@@ -62,6 +64,10 @@ struct SinkState {
   std::vector<std::pair<std::string, std::string>> georeferencing;
   std::optional<guint64> first_line;
   guint64 next_line = 0;  // file line after the last block written
+  // The stream the file holds (its STREAM_START's id); another one is refused
+  // and nothing after it is written, so that the lines written stay.
+  std::string stream_id;
+  bool other_stream = false;
 };
 
 // `cube.img` -> `cube.hdr`; a name without extension gets `.hdr` appended.
@@ -352,6 +358,7 @@ static GstFlowReturn render_rules(GstEnviSink *self, GstBuffer *buffer) {
 static GstFlowReturn envi_sink_render(GstBaseSink *base, GstBuffer *buffer) {
   auto *self = GST_ENVI_SINK(base);
   SinkState *st = self->state;
+  if (st->other_stream) return GST_FLOW_ERROR;  // said at its STREAM_START
   if (st->rules) return render_rules(self, buffer);
   GstVideoFrame frame;
   if (!gst_video_frame_map(&frame, &st->info, buffer, GST_MAP_READ)) {
@@ -388,10 +395,33 @@ static GstFlowReturn envi_sink_render(GstBaseSink *base, GstBuffer *buffer) {
   return GST_FLOW_OK;
 }
 
+// Whether the stream that `stream_start` begins is the file's: the first
+// one, or the same again. A second stream (after a concat, say) would write
+// over the first one's lines from its own first line: an error instead.
+static bool accept_stream(GstEnviSink *self, GstEvent *stream_start) {
+  SinkState *st = self->state;
+  if (st->other_stream) return false;  // said already (the event is sticky: it comes again with the next buffer)
+  const gchar *id = nullptr;
+  gst_event_parse_stream_start(stream_start, &id);
+  const std::string stream_id = id ? id : "";
+  if (st->stream_id.empty() || st->stream_id == stream_id) {
+    st->stream_id = stream_id;
+    return true;
+  }
+  GST_ELEMENT_ERROR(self, STREAM, FAILED,
+                    ("A second stream arrived: one ENVI file holds one raster; %s keeps the first one's %"
+                     G_GUINT64_FORMAT " lines", st->data_path.c_str(), st->lines),
+                    ("stream '%s' after stream '%s'", stream_id.c_str(), st->stream_id.c_str()));
+  st->other_stream = true;
+  return false;
+}
+
 // The header goes out before EOS reaches the application.
 static gboolean envi_sink_event(GstBaseSink *base, GstEvent *event) {
   auto *self = GST_ENVI_SINK(base);
-  if (GST_EVENT_TYPE(event) == GST_EVENT_EOS && !write_header(self)) {
+  const bool refused = (GST_EVENT_TYPE(event) == GST_EVENT_STREAM_START && !accept_stream(self, event)) ||
+                       (GST_EVENT_TYPE(event) == GST_EVENT_EOS && !write_header(self));
+  if (refused) {
     gst_event_unref(event);
     return FALSE;
   }

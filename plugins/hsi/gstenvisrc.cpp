@@ -9,7 +9,8 @@
  * when line-duration gives the stream a time axis; a seek's stop ends the
  * stream after that line. Position and duration answer in lines, and in time
  * with line-duration. Lines are read forwards only: a negative rate is
- * refused. */
+ * refused, as are a start after the stop and, without line-duration, time
+ * seeks other than back to the start; before anything is flushed. */
 #include "gstenvisrc.h"
 
 #include <algorithm>
@@ -139,11 +140,7 @@ static GstFlowReturn envi_src_create(GstPushSrc *push, GstBuffer **out) {
   const size_t count = size_t(MIN(guint64(self->lines_per_buffer), end - first));
   const size_t bytes = self->reader->block_bytes(count);
   GstBuffer *buf = gstcs::acquire_source_buffer(GST_BASE_SRC(push), self->pool, bytes);
-  if (!buf) {
-    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Cannot allocate %zu bytes for %zu lines", bytes, count),
-                      (nullptr));
-    return GST_FLOW_ERROR;
-  }
+  if (!buf) return GST_FLOW_ERROR;  // the error is posted
   GstMapInfo map;
   gst_buffer_map(buf, &map, GST_MAP_WRITE);
   try {
@@ -202,10 +199,44 @@ static gboolean envi_src_prepare_seek_segment(GstBaseSrc *base, GstEvent *seek, 
   self->line_seek_stop = r->stop_type == GST_SEEK_TYPE_NONE
                              ? self->stop_line
                              : guint64(gstcs::unit_seek_position(r->stop_type, r->stop, lines, lines));
+  if (self->line_seek_first > self->line_seek_stop) {
+    GST_WARNING_OBJECT(self, "cannot seek from line %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT,
+                       self->line_seek_first, self->line_seek_stop);
+    return FALSE;
+  }
   self->line_seek_pending = true;
   gst_segment_do_seek(segment, r->rate, GST_FORMAT_TIME, r->flags, GST_SEEK_TYPE_NONE, -1, GST_SEEK_TYPE_NONE, -1,
                       nullptr);
   return TRUE;
+}
+
+// Whether `seek` is refused (with the reason logged). Checked before the
+// base class flushes for it: it asks prepare_seek_segment only about seeks
+// in another format than the segment's (time), and after flushing.
+static bool envi_src_seek_refused(GstEnviSrc *self, GstEvent *seek) {
+  const std::optional<gstcs::SeekRequest> r = gstcs::forward_seek(GST_ELEMENT(self), seek, "lines");
+  if (!r) return true;
+  if (r->format != GST_FORMAT_TIME || line_duration_of(self) > 0) return false;
+  // Back to the start needs no time axis.
+  const bool from_start = r->start_type == GST_SEEK_TYPE_NONE || (r->start_type == GST_SEEK_TYPE_SET && r->start == 0);
+  const bool to_end = r->stop_type == GST_SEEK_TYPE_NONE || r->stop == -1;
+  if (from_start && to_end) return false;
+  GST_WARNING_OBJECT(self, "no time axis (line-duration=0): seek by line (GST_FORMAT_DEFAULT) instead");
+  return true;
+}
+
+// Seeks through the pad (a pipeline's) and sent to the element.
+static gboolean envi_src_event(GstBaseSrc *base, GstEvent *event) {
+  if (GST_EVENT_TYPE(event) == GST_EVENT_SEEK && envi_src_seek_refused(GST_ENVI_SRC(base), event)) return FALSE;
+  return GST_BASE_SRC_CLASS(gst_envi_src_parent_class)->event(base, event);
+}
+
+static gboolean envi_src_send_event(GstElement *element, GstEvent *event) {
+  if (GST_EVENT_TYPE(event) == GST_EVENT_SEEK && envi_src_seek_refused(GST_ENVI_SRC(element), event)) {
+    gst_event_unref(event);
+    return FALSE;
+  }
+  return GST_ELEMENT_CLASS(gst_envi_src_parent_class)->send_event(element, event);
 }
 
 static gboolean envi_src_do_seek(GstBaseSrc *base, GstSegment *segment) {
@@ -220,10 +251,7 @@ static gboolean envi_src_do_seek(GstBaseSrc *base, GstSegment *segment) {
     if (GST_CLOCK_TIME_IS_VALID(segment->start)) first = segment->start / line_duration;
     // The lines that start before the stop time.
     if (GST_CLOCK_TIME_IS_VALID(segment->stop)) stop = (segment->stop + line_duration - 1) / line_duration;
-  } else if (segment->start != 0 || GST_CLOCK_TIME_IS_VALID(segment->stop)) {
-    GST_WARNING_OBJECT(self, "no time axis (line-duration=0): seek by line (GST_FORMAT_DEFAULT) instead");
-    return FALSE;
-  }
+  }  // else back to the start: other time seeks without a time axis are refused (envi_src_seek_refused)
   first = MIN(first, scene_lines(self));
   GST_DEBUG_OBJECT(self, "seek: lines from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT, first, stop);
   set_next_line(self, first);
@@ -351,6 +379,8 @@ static void gst_envi_src_class_init(GstEnviSrcClass *klass) {
   base_class->stop = envi_src_stop;
   base_class->get_caps = envi_src_get_caps;
   base_class->is_seekable = envi_src_is_seekable;
+  base_class->event = envi_src_event;
+  element_class->send_event = envi_src_send_event;
   base_class->prepare_seek_segment = envi_src_prepare_seek_segment;
   base_class->do_seek = envi_src_do_seek;
   base_class->query = envi_src_query;

@@ -64,6 +64,11 @@ struct Settings {
   bool honour_bbl = true;
 };
 
+// The threshold the classifier gets: the property's, or the method's default.
+double threshold_of(const Settings &settings) {
+  return settings.threshold == kMethodDefaultThreshold ? default_threshold(settings.method) : settings.threshold;
+}
+
 // What set_caps prepares for one input stream.
 struct Prepared {
   hsi_caps::Stream stream;
@@ -149,8 +154,7 @@ std::shared_ptr<Prepared> prepare(const Settings &settings, const SpectralLibrar
   }
   ClassifierConfig config;
   config.method = settings.method;
-  config.threshold = settings.threshold == kMethodDefaultThreshold ? default_threshold(settings.method)
-                                                                   : settings.threshold;
+  config.threshold = threshold_of(settings);
   config.precision = settings.precision;
   p->classifier = std::make_unique<SpectralClassifier>(config, choice.references, choice.bands, cube_nm);
   for (const UnusableReference &u : p->classifier->unusable_references())
@@ -357,6 +361,11 @@ static gboolean classify_start(GstCsBaseTransform *base) {
   st->settings.honour_bbl = self->honour_bbl;
   st->rules = self->output == GST_HSI_OUTPUT_RULE_IMAGES;
   GST_OBJECT_UNLOCK(self);
+  if (const std::string problem = threshold_problem(st->settings.method, threshold_of(st->settings));
+      !problem.empty()) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Bad threshold property: %s", problem.c_str()), (nullptr));
+    return FALSE;
+  }
   if (st->settings.library.empty()) {
     GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("No spectral library given"),
                       ("Set the library property to an ENVI spectral library (.sli/.hdr) or a CSV file"));
@@ -552,6 +561,14 @@ static bool ensure_height(GstHsiClassify *self, size_t lines) {
   }
   gst_caps_unref(current);
   return ok;
+}
+
+// A block of no lines (an empty buffer) is dropped: it has no class map.
+static GstFlowReturn classify_submit_input_buffer(GstBaseTransform *trans, gboolean is_discont, GstBuffer *input) {
+  if (gst_buffer_get_size(input) > 0)
+    return GST_BASE_TRANSFORM_CLASS(gst_hsi_classify_parent_class)->submit_input_buffer(trans, is_discont, input);
+  gst_buffer_unref(input);
+  return GST_FLOW_OK;
 }
 
 static GstFlowReturn classify_prepare_output_buffer(GstBaseTransform *trans, GstBuffer *in, GstBuffer **out) {
@@ -912,8 +929,8 @@ static void gst_hsi_classify_class_init(GstHsiClassifyClass *klass) {
       gobject_class, PROP_ENTRIES,
       g_param_spec_string("entries", "Library entries",
                           "Comma-separated library entries to classify with, by name or 0-based index (class k = "
-                          "the k-th entry listed); empty = every entry. Entries without data at a used band are "
-                          "skipped and logged",
+                          "the k-th entry listed; a listed entry without data at a used band is an error); empty = "
+                          "every entry, those without data at a used band skipped and logged",
                           nullptr, flags));
   g_object_class_install_property(
       gobject_class, PROP_METHOD,
@@ -984,6 +1001,7 @@ static void gst_hsi_classify_class_init(GstHsiClassifyClass *klass) {
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
   trans_class->transform_caps = classify_transform_caps;
   trans_class->set_caps = classify_set_caps;
+  trans_class->submit_input_buffer = classify_submit_input_buffer;
   trans_class->prepare_output_buffer = classify_prepare_output_buffer;
   trans_class->transform = classify_transform;
   trans_class->sink_event = classify_sink_event;

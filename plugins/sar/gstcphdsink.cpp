@@ -8,9 +8,11 @@
  * data (TxTime1/2, FxMin/Max, reference geometry...) are written then. */
 #include "gstcphdsink.h"
 
+#include <fcntl.h>
 #include <glib/gstdio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <memory>
 #include <string>
@@ -90,6 +92,17 @@ static cs::sar::CphdMetadata metadata_for(const gstsar::PhaseHistoryFormat &f, c
   return m;
 }
 
+// Whether `location` opens for writing (errno says why not); a file this
+// creates is removed again. Opening tells what access() does not: a file
+// system that refuses files (/proc), or a read-only one when run as root.
+static bool can_write(const char *location, bool exists) {
+  const int fd = g_open(location, O_WRONLY | O_CREAT, 0666);
+  if (fd < 0) return false;
+  close(fd);
+  if (!exists) g_unlink(location);
+  return true;
+}
+
 static gboolean cphd_sink_start(GstBaseSink *sink) {
   auto *self = GST_CPHD_SINK(sink);
   if (!self->location || !*self->location) {
@@ -105,7 +118,7 @@ static gboolean cphd_sink_start(GstBaseSink *sink) {
     refused = "it is a directory";
   else if (!g_file_test(folder, G_FILE_TEST_IS_DIR))
     refused = "its folder does not exist";
-  else if (g_access(exists ? self->location : folder, W_OK) != 0)
+  else if (!can_write(self->location, exists))
     refused = g_strerror(errno);
   g_free(folder);
   if (refused) {
@@ -192,27 +205,40 @@ static GstFlowReturn cphd_sink_render(GstBaseSink *sink, GstBuffer *buf) {
                       (nullptr));
     return GST_FLOW_ERROR;
   }
+  guint fits = pulses;  // what the room reserved for max-pulses vectors still takes
   try {
     if (!st->writer)
       st->writer = std::make_unique<cs::sar::CphdWriter>(self->location,
                                                          metadata_for(st->format, meta->pulses[0], self->max_pulses));
-    const std::vector<cs::sar::PulseParameters> pvp = gstsar::pulses_of(meta);
-    GstMapInfo map;
-    if (!gst_buffer_map(buf, &map, GST_MAP_READ)) throw std::runtime_error("cannot map the buffer");
-    try {
-      if (st->format.format == gstsar::WireFormat::CF32)
-        st->writer->write(0, pvp, reinterpret_cast<const std::complex<float> *>(map.data));
-      else
-        st->writer->write_raw(0, pvp, map.data);
-    } catch (...) {
+    fits = guint(std::clamp<gint64>(self->max_pulses - st->writer->vectors_written(0), 0, pulses));
+    std::vector<cs::sar::PulseParameters> pvp = gstsar::pulses_of(meta);
+    pvp.resize(fits);
+    if (fits > 0) {
+      GstMapInfo map;
+      if (!gst_buffer_map(buf, &map, GST_MAP_READ)) throw std::runtime_error("cannot map the buffer");
+      try {
+        if (st->format.format == gstsar::WireFormat::CF32)
+          st->writer->write(0, pvp, reinterpret_cast<const std::complex<float> *>(map.data));
+        else
+          st->writer->write_raw(0, pvp, map.data);
+      } catch (...) {
+        gst_buffer_unmap(buf, &map);
+        throw;
+      }
       gst_buffer_unmap(buf, &map);
-      throw;
     }
-    gst_buffer_unmap(buf, &map);
   } catch (const std::exception &e) {
     GST_ELEMENT_ERROR(self, RESOURCE, WRITE,
                       ("Cannot write pulses %" G_GUINT64_FORMAT "..%" G_GUINT64_FORMAT " to '%s': %s",
                        meta->first_pulse, meta->first_pulse + pulses - 1, self->location, e.what()),
+                      (nullptr));
+    return GST_FLOW_ERROR;
+  }
+  if (fits < pulses) {  // the file keeps the pulses that fitted, and is finished when the element stops
+    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT,
+                      ("'%s' is full: max-pulses=%" G_GINT64_FORMAT " reserved room for that many vectors; pulses %"
+                       G_GUINT64_FORMAT "..%" G_GUINT64_FORMAT " are not written",
+                       self->location, self->max_pulses, meta->first_pulse + fits, meta->first_pulse + pulses - 1),
                       (nullptr));
     return GST_FLOW_ERROR;
   }
@@ -277,7 +303,8 @@ static void gst_cphd_sink_class_init(GstCphdSinkClass *klass) {
       gobject_class, PROP_MAX_PULSES,
       g_param_spec_int64("max-pulses", "Maximum pulses",
                          "Most pulses the file can take: CPHD puts the per-vector parameters before the signal, "
-                         "so room for this many is reserved (272 bytes each); more is an error",
+                         "so room for this many is reserved (272 bytes each); more is an error, and the file "
+                         "keeps the pulses that fit",
                          1, G_MAXINT32, kDefaultMaxPulses, flags));
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_set_static_metadata(

@@ -7,7 +7,8 @@
  * meta; CF8 and CI2 files go out as complex float32 with AmpSF already
  * applied (the meta's amp_sf is then 1). Buffer times are TxTime from the
  * channel's first vector; the element answers DURATION and seeks in TIME to
- * the first vector transmitted at or after the seek position, and by vector
+ * the first vector transmitted at or after the seek position (refused, with a
+ * warning, where TxTime is not finite and non-decreasing), and by vector
  * (pulse) index in GST_FORMAT_DEFAULT, where a seek's stop ends the stream
  * before that vector; POSITION, DURATION, SEEKING and CONVERT answer in both.
  * Vectors are read forwards only: a negative rate is refused. */
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "../core/gstcs-cxx.h"
@@ -37,6 +39,9 @@ struct ReaderState {
   double first_tx_time = 0;
   double last_tx_time = 0;
   gstsar::PhaseHistoryFormat format;
+  // The first vector whose TxTime is not finite or is below the previous
+  // one's, -1 when none: read at the first lookup by time (tx_time_disorder).
+  std::optional<int64_t> tx_time_disorder;
 };
 }  // namespace
 
@@ -196,7 +201,7 @@ static GstFlowReturn cphd_src_create(GstPushSrc *src, GstBuffer **out) {
   try {
     buf = gstcs::acquire_source_buffer(GST_BASE_SRC(src), self->pool,
                                        static_cast<size_t>(count) * st->format.bytes_per_pulse());
-    if (!buf) throw std::runtime_error("cannot allocate a buffer");
+    if (!buf) return GST_FLOW_ERROR;  // the error is posted
     std::vector<cs::sar::PulseParameters> pvp = st->reader->read_pvp(st->channel, first, count);
     GstMapInfo map;
     gst_buffer_map(buf, &map, GST_MAP_WRITE);
@@ -251,8 +256,27 @@ static bool duration_time(const ReaderState *st, gint64 *out) {
   return true;
 }
 
-// The first vector transmitted at or after `seconds` of stream time
-// (TxTime is non-decreasing in a CPHD channel; found by bisection).
+// The first vector whose TxTime breaks the order that lookups by time rely
+// on (finite, non-decreasing), or -1; the channel's PVP are read once.
+static int64_t tx_time_disorder(ReaderState *st) {
+  if (st->tx_time_disorder) return *st->tx_time_disorder;
+  constexpr int64_t kChunk = 65536;
+  int64_t found = -1;
+  double previous = -INFINITY;
+  for (int64_t first = 0; first < st->num_vectors && found < 0; first += kChunk) {
+    const std::vector<cs::sar::PulseParameters> pvp =
+        st->reader->read_pvp(st->channel, first, std::min(kChunk, st->num_vectors - first));
+    for (size_t i = 0; i < pvp.size() && found < 0; ++i) {
+      if (!std::isfinite(pvp[i].tx_time) || pvp[i].tx_time < previous) found = first + int64_t(i);
+      previous = pvp[i].tx_time;
+    }
+  }
+  st->tx_time_disorder = found;
+  return found;
+}
+
+// The first vector transmitted at or after `seconds` of stream time, found
+// by bisection (callers check tx_time_disorder first).
 static int64_t first_vector_at(ReaderState *st, double seconds) {
   int64_t lo = 0, hi = st->num_vectors;  // the vector lies in [lo, hi]
   while (lo < hi) {
@@ -296,6 +320,7 @@ static gboolean cphd_src_query(GstBaseSrc *src, GstQuery *query) {
   };
   units.to_unit = [&](gint64 time, gint64 *vector) {
     try {
+      if (tx_time_disorder(st) >= 0) return false;
       *vector = first_vector_at(st, double(time) / GST_SECOND);
       return true;
     } catch (const std::exception &e) {
@@ -325,6 +350,10 @@ static gboolean cphd_src_prepare_seek_segment(GstBaseSrc *src, GstEvent *seek, G
   const gint64 first = gstcs::unit_seek_position(r->start_type, r->start, st->num_vectors, 0);
   const gint64 stop_vector = gstcs::unit_seek_position(r->stop_type, r->stop, st->num_vectors,
                                                        std::min(self->stop_pulse, st->num_vectors));
+  if (first > stop_vector) {
+    GST_WARNING_OBJECT(self, "cannot seek from vector %" G_GINT64_FORMAT " to %" G_GINT64_FORMAT, first, stop_vector);
+    return FALSE;
+  }
   gint64 start_time = 0, stop_time = -1;
   try {
     if (!vector_time(st, first, &start_time)) return FALSE;
@@ -341,6 +370,45 @@ static gboolean cphd_src_prepare_seek_segment(GstBaseSrc *src, GstEvent *seek, G
   return TRUE;
 }
 
+// Whether `seek` is refused (with the reason said). Checked before the base
+// class flushes for it: it asks prepare_seek_segment only about seeks in
+// another format than the segment's (time), and after flushing.
+static bool cphd_src_seek_refused(GstCphdSrc *self, GstEvent *seek) {
+  const std::optional<gstcs::SeekRequest> r = gstcs::forward_seek(GST_ELEMENT(self), seek, "vectors");
+  if (!r) return true;
+  ReaderState *st = self->state;
+  if (!st || r->format != GST_FORMAT_TIME) return false;
+  int64_t disorder = -1;
+  try {
+    disorder = tx_time_disorder(st);
+  } catch (const std::exception &e) {
+    GST_ELEMENT_ERROR(self, STREAM, DECODE, ("Cannot seek in '%s': %s", self->location, e.what()), (nullptr));
+    return true;
+  }
+  if (disorder < 0) return false;
+  // A bisection on TxTime would land anywhere.
+  GST_ELEMENT_WARNING(self, STREAM, DECODE,
+                      ("Cannot seek in time in '%s': TxTime of vector %" G_GINT64_FORMAT
+                       " is not finite or is earlier than the vector before",
+                       self->location, disorder),
+                      ("seek by vector (GST_FORMAT_DEFAULT) instead"));
+  return true;
+}
+
+// Seeks through the pad (a pipeline's) and sent to the element.
+static gboolean cphd_src_event(GstBaseSrc *src, GstEvent *event) {
+  if (GST_EVENT_TYPE(event) == GST_EVENT_SEEK && cphd_src_seek_refused(GST_CPHD_SRC(src), event)) return FALSE;
+  return GST_BASE_SRC_CLASS(gst_cphd_src_parent_class)->event(src, event);
+}
+
+static gboolean cphd_src_send_event(GstElement *element, GstEvent *event) {
+  if (GST_EVENT_TYPE(event) == GST_EVENT_SEEK && cphd_src_seek_refused(GST_CPHD_SRC(element), event)) {
+    gst_event_unref(event);
+    return FALSE;
+  }
+  return GST_ELEMENT_CLASS(gst_cphd_src_parent_class)->send_event(element, event);
+}
+
 static gboolean cphd_src_do_seek(GstBaseSrc *src, GstSegment *segment) {
   auto *self = GST_CPHD_SRC(src);
   ReaderState *st = self->state;
@@ -350,7 +418,7 @@ static gboolean cphd_src_do_seek(GstBaseSrc *src, GstSegment *segment) {
     first = self->pulse_seek_first;
     stop = self->pulse_seek_stop;
     self->pulse_seek_pending = false;
-  } else {
+  } else if (segment->start > 0) {  // a time seek that cphd_src_seek_refused let through (the start needs no lookup)
     try {
       first = first_vector_at(st, double(segment->start) / GST_SECOND);
     } catch (const std::exception &e) {
@@ -444,6 +512,8 @@ static void gst_cphd_src_class_init(GstCphdSrcClass *klass) {
   src_class->decide_allocation = cphd_src_decide_allocation;
   src_class->query = cphd_src_query;
   src_class->is_seekable = cphd_src_is_seekable;
+  src_class->event = cphd_src_event;
+  element_class->send_event = cphd_src_send_event;
   src_class->prepare_seek_segment = cphd_src_prepare_seek_segment;
   src_class->do_seek = cphd_src_do_seek;
   GST_PUSH_SRC_CLASS(klass)->create = cphd_src_create;

@@ -20,7 +20,8 @@
  * default refresh interval). Only the pulses an image still needs are kept, in
  * a ring of A + stride profiles (A when stride >= A), so endless streams run
  * in constant memory; pulses that belong to no image (stride > A) are skipped,
- * and a partial aperture at end-of-stream makes no image. The LATENCY query
+ * and a partial aperture at end-of-stream makes no image (a warning says how
+ * many pulses that leaves out, or that no image was formed). The LATENCY query
  * adds the aperture's span, (aperture - 1) pulse intervals, once pulses have
  * shown the interval.
  *
@@ -755,6 +756,34 @@ static GstFlowReturn bp_generate_output(GstBaseTransform *trans, GstBuffer **out
   return ret;
 }
 
+// At end-of-stream: says what of the stream no image holds, as the sinks say
+// that an empty stream wrote nothing (pulses that fell between sparse
+// apertures, stride > aperture, are skipped by design and not counted).
+static void warn_pulses_in_no_image(GstSarBackproject *self) {
+  const BackprojectState *st = self->state;
+  const Settings &s = st->settings;
+  if (s.aperture == 0) {  // whole-stream mode, which made its image unless no pulse came
+    if (st->accumulated == 0)
+      GST_ELEMENT_WARNING(self, STREAM, FAILED, ("No pulses arrived: no image was formed"), (nullptr));
+    return;
+  }
+  if (st->next_image == 0) {
+    GST_ELEMENT_WARNING(self, STREAM, FAILED,
+                        ("The stream ended after %" G_GINT64_FORMAT " pulses, fewer than the aperture of %"
+                         G_GINT64_FORMAT ": no image was formed", st->pulses_seen, s.aperture),
+                        (nullptr));
+    return;
+  }
+  const int64_t last_end = (st->next_image - 1) * s.stride + s.aperture;
+  const int64_t left_out = st->pulses_seen - std::max(last_end, st->next_image * s.stride);
+  if (left_out > 0)
+    GST_ELEMENT_WARNING(self, STREAM, FAILED,
+                        ("The last %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT " pulses are in no image: the stream "
+                         "ended before image %" G_GINT64_FORMAT "'s aperture of %" G_GINT64_FORMAT " pulses was full",
+                         left_out, st->pulses_seen, st->next_image, s.aperture),
+                        (nullptr));
+}
+
 static gboolean bp_sink_event(GstBaseTransform *trans, GstEvent *event) {
   auto *self = GST_SAR_BACKPROJECT(trans);
   BackprojectState *st = self->state;
@@ -770,9 +799,8 @@ static gboolean bp_sink_event(GstBaseTransform *trans, GstEvent *event) {
         });
         st->accumulated = 0;
         if (made == GST_FLOW_OK) gst_pad_push(GST_BASE_TRANSFORM_SRC_PAD(trans), out);
-      } else if (st && st->settings.aperture > 0 && st->pulses_seen > st->next_image * st->settings.stride) {
-        GST_INFO_OBJECT(self, "end of stream: %" G_GINT64_FORMAT " pulses after the last image make no full aperture",
-                        st->pulses_seen - st->next_image * st->settings.stride);
+      } else if (st && st->negotiated) {
+        warn_pulses_in_no_image(self);
       }
       break;
     case GST_EVENT_FLUSH_STOP:

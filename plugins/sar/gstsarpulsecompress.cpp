@@ -78,6 +78,9 @@ struct CompressState {
 
 // Raw complex float32 pairs, host byte order.
 std::vector<std::complex<float>> read_reference_waveform(const std::string &path) {
+  // A directory opens as a stream of "LLONG_MAX bytes"; say what it is instead.
+  if (g_file_test(path.c_str(), G_FILE_TEST_IS_DIR))
+    throw std::runtime_error("reference waveform '" + path + "' is a directory, not a file of samples");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw std::runtime_error("cannot open reference waveform '" + path + "'");
   const std::streamoff bytes = in.tellg();

@@ -244,7 +244,7 @@ static GstFlowReturn sim_create(GstPushSrc *src, GstBuffer **out) {
   try {
     GstBuffer *buf = gstcs::acquire_source_buffer(GST_BASE_SRC(src), self->pool,
                                                   samples * gstsar::wire_bytes_per_sample(st->format.format));
-    if (!buf) throw std::runtime_error("cannot allocate a buffer");
+    if (!buf) return GST_FLOW_ERROR;  // the error is posted
     st->pvp.resize(static_cast<size_t>(count));
     GstMapInfo map;
     gst_buffer_map(buf, &map, GST_MAP_WRITE);

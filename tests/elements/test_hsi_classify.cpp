@@ -1,5 +1,6 @@
 // hsiclassify: class maps of envisrc streams, against the kernel classifier
 // (real data) and against known answers (synthetic cubes); bad input.
+#include <gst/check/gstharness.h>
 #include <gtest/gtest.h>
 #include <gst/video/video.h>
 
@@ -410,6 +411,102 @@ TEST(HsiClassifyErrors, UnknownEntryAndEmptyBandRange) {
   r = run_pipeline(classify_launch(cube, 3, "backend=cpu entries=\"b,0\" library=\"" + dir.file("lib.csv") + "\""));
   EXPECT_TRUE(r.error.empty()) << r.everything();
   EXPECT_EQ(r.samples.size(), 4u);
+}
+
+// Class k is the k-th entry listed: a listed entry without data (a NaN
+// channel, or NaN throughout) is an error that names it, not an entry left out
+// and the later classes renumbered. Of all entries, it is skipped.
+TEST(HsiClassifyErrors, ListedEntryWithoutDataNamesIt) {
+  ScratchDir dir;
+  const std::string cube = write_small_cube(dir);
+  hsi_test::write_text(dir.file("lib.csv"), "wavelength (nm), a, gap, void, b\n450, 0.1, 0.2, nan, 0.3\n"
+                                            "550, 0.2, nan, nan, 0.1\n650, 0.3, 0.1, nan, 0.2\n"
+                                            "750, 0.3, 0.1, nan, 0.1\n850, 0.3, 0.1, nan, 0.3\n");
+  const std::string library = " library=\"" + dir.file("lib.csv") + "\"";
+  for (const char *entries : {"a,gap,b", "a,void,b", "void"}) {
+    SCOPED_TRACE(entries);
+    const RunResult r = run_pipeline(classify_launch(cube, 3, std::string("backend=cpu entries=\"") + entries + "\"" +
+                                                                  library));
+    EXPECT_EQ(r.error_source, "hsiclassify0") << r.everything();
+    const std::string named = std::string(entries).find("gap") != std::string::npos ? "'gap'" : "'void'";
+    EXPECT_NE(r.everything().find(named), std::string::npos) << r.everything();
+    EXPECT_EQ(r.samples.size(), 0u);
+  }
+  const RunResult every = run_pipeline(classify_launch(cube, 3, "backend=cpu" + library));
+  EXPECT_TRUE(every.error.empty()) << every.everything();
+  EXPECT_EQ(every.samples.size(), 4u);
+}
+
+// A threshold outside what the method scores is refused at start; so is a
+// spectral angle or divergence over a single band (every one is the same),
+// as correlation and band fit over too few bands are.
+TEST(HsiClassifyErrors, ThresholdOutsideTheMethodsScoresAndTooFewBands) {
+  ScratchDir dir;
+  const std::string cube = write_small_cube(dir);
+  hsi_test::write_text(dir.file("lib.csv"), "wavelength (nm), a, b\n450, 0.1, 0.2\n550, 0.2, 0.3\n650, 0.3, 0.1\n"
+                                            "750, 0.3, 0.1\n850, 0.3, 0.4\n");
+  const std::string library = " library=\"" + dir.file("lib.csv") + "\"";
+  for (const char *settings : {"method=sam threshold=-0.1", "method=sam threshold=3.5", "method=sid threshold=-1",
+                               "method=euclidean threshold=-0.5", "method=correlation threshold=1.5",
+                               "method=correlation threshold=-1.5", "method=bandfit threshold=2"}) {
+    SCOPED_TRACE(settings);
+    const RunResult r = run_pipeline(classify_launch(cube, 3, std::string("backend=cpu ") + settings + library));
+    EXPECT_EQ(r.error_source, "hsiclassify0") << r.everything();
+    EXPECT_NE(r.error.find("threshold"), std::string::npos) << r.everything();
+    EXPECT_EQ(r.samples.size(), 0u);
+  }
+  for (const char *settings : {"method=sam first-band=4", "method=sid first-band=4"}) {
+    SCOPED_TRACE(settings);
+    const RunResult r = run_pipeline(classify_launch(cube, 3, std::string("backend=cpu ") + settings + library));
+    EXPECT_EQ(r.error_source, "hsiclassify0") << r.everything();
+    EXPECT_NE(r.error_debug.find("needs at least 2 bands"), std::string::npos) << r.everything();
+  }
+  // The ends of each range, and a distance over one band, are fine.
+  for (const char *settings : {"method=sam threshold=0", "method=correlation threshold=-1",
+                               "method=bandfit threshold=1", "method=euclidean first-band=4"}) {
+    SCOPED_TRACE(settings);
+    const RunResult r = run_pipeline(classify_launch(cube, 3, std::string("backend=cpu ") + settings + library));
+    EXPECT_TRUE(r.error.empty()) << r.everything();
+    EXPECT_EQ(r.samples.size(), 4u);
+  }
+}
+
+// A block of no lines (an empty buffer) passes without a class map or an
+// error; the blocks around it are classified as ever.
+TEST(HsiClassify, EmptyBlockPassesWithoutError) {
+  ScratchDir dir;
+  hsi_test::write_text(dir.file("lib.csv"), "wavelength (nm), a, b\n450, 0.1, 0.2\n550, 0.2, 0.3\n650, 0.3, 0.1\n"
+                                            "750, 0.3, 0.1\n850, 0.3, 0.4\n");
+  GstHarness *h = gst_harness_new_parse(("hsiclassify backend=cpu library=\"" + dir.file("lib.csv") + "\"").c_str());
+  GstBus *bus = gst_bus_new();
+  gst_element_set_bus(h->element, bus);
+  gst_harness_set_src_caps_str(h, "application/x-hyperspectral, samples=(int)4, bands=(int)5, interleave=(string)bsq, "
+                                  "format=(string)f32, endianness=(int)1234, wavelengths=(double)<450.0, 550.0, "
+                                  "650.0, 750.0, 850.0>");
+  auto block = [](size_t lines) {
+    GstBuffer *buf = gst_buffer_new_allocate(nullptr, lines * 4 * 5 * sizeof(float), nullptr);
+    GstMapInfo map;
+    gst_buffer_map(buf, &map, GST_MAP_WRITE);
+    for (size_t i = 0; i < map.size / sizeof(float); ++i) reinterpret_cast<float *>(map.data)[i] = 0.1f + 0.01f * i;
+    gst_buffer_unmap(buf, &map);
+    return buf;
+  };
+  EXPECT_EQ(gst_harness_push(h, block(2)), GST_FLOW_OK);
+  EXPECT_EQ(gst_harness_push(h, gst_buffer_new()), GST_FLOW_OK) << "no lines";
+  EXPECT_EQ(gst_harness_push(h, block(3)), GST_FLOW_OK);
+  EXPECT_EQ(gst_harness_buffers_received(h), 2u);
+  for (gsize size : {gsize(2 * 4), gsize(3 * 4)}) {
+    GstBuffer *map = gst_harness_pull(h);
+    ASSERT_NE(map, nullptr);
+    EXPECT_EQ(gst_buffer_get_size(map), size) << "GRAY8 class map, 4 samples a line";
+    gst_buffer_unref(map);
+  }
+  GstMessage *error = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
+  EXPECT_EQ(error, nullptr);
+  if (error) gst_message_unref(error);
+  gst_element_set_bus(h->element, nullptr);
+  gst_object_unref(bus);
+  gst_harness_teardown(h);
 }
 
 namespace {

@@ -234,11 +234,18 @@ TEST(EnviSrcErrors, DataFileShorterThanHeaderSays) {
   std::printf("[ message  ] %s\n", r.everything().c_str());
 }
 
+// A missing file or a directory is said to be that (not a missing data file
+// next to a header that does not exist either).
 TEST(EnviSrcErrors, MissingFileAndNoLocation) {
   ScratchDir dir;
   RunResult r = run_pipeline(launch_envisrc(dir.file("absent.hdr"), 3));
   EXPECT_FALSE(r.error.empty());
   EXPECT_EQ(r.error_source, "envisrc0");
+  EXPECT_NE(r.error_debug.find("the ENVI header does not exist"), std::string::npos) << r.everything();
+  r = run_pipeline(launch_envisrc(dir.file("absent.img"), 3));
+  EXPECT_NE(r.error_debug.find("the ENVI data file does not exist"), std::string::npos) << r.everything();
+  r = run_pipeline(launch_envisrc(dir.path(), 3));
+  EXPECT_NE(r.error_debug.find("is a directory"), std::string::npos) << r.everything();
   r = run_pipeline("envisrc ! appsink name=sink");
   EXPECT_FALSE(r.error.empty());
   EXPECT_NE(r.error.find("No file name"), std::string::npos) << r.everything();
@@ -411,6 +418,25 @@ TEST(EnviSrc, SeekByLineWithoutATimeAxis) {
   EXPECT_EQ(c.blocks(), (std::vector<Block>{{4, 3, GST_CLOCK_TIME_NONE}, {7, 2, GST_CLOCK_TIME_NONE}}));
   EXPECT_TRUE(gst_element_query_position(c.src, GST_FORMAT_DEFAULT, &value));
   EXPECT_EQ(value, 9) << "the line after the last one pushed";
+}
+
+// A seek the source refuses (in time without a time axis; a start after the
+// stop) is refused before anything is flushed: the stream goes on as it was,
+// every line from the first.
+TEST(EnviSrc, RefusedSeeksLeaveTheStreamAsItWas) {
+  for (const char *options : {"", "line-duration=1000000"}) {
+    SCOPED_TRACE(options);
+    const bool timed = *options != '\0';
+    SeekableCube c(options);
+    ASSERT_TRUE(c.paused);
+    if (!timed) {
+      EXPECT_FALSE(c.seek(1.0, GST_FORMAT_TIME, 2500 * GST_USECOND, 4500 * GST_USECOND)) << "no time axis";
+    }
+    EXPECT_FALSE(c.seek(1.0, GST_FORMAT_DEFAULT, 7, 2)) << "lines 7 to 2";
+    EXPECT_FALSE(c.seek(1.0, GST_FORMAT_TIME, 7 * GST_MSECOND, 2 * GST_MSECOND)) << "7 ms to 2 ms";
+    auto at = [timed](guint64 line) { return timed ? line * GST_MSECOND : GST_CLOCK_TIME_NONE; };
+    EXPECT_EQ(c.blocks(), (std::vector<Block>{{0, 3, at(0)}, {3, 3, at(3)}, {6, 3, at(6)}, {9, 1, at(9)}}));
+  }
 }
 
 // With line-duration a seek by line is a seek to that line's time (lines and

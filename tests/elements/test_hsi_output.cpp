@@ -167,6 +167,30 @@ TEST(HsiColorize, BadLookupIsAnElementError) {
   gst_harness_teardown(h);
 }
 
+// A lookup that names a directory says so (a directory opens as a stream of
+// 2^63 - 1 bytes).
+TEST(HsiColorize, LookupThatIsADirectorySaysSo) {
+  ScratchDir dir;
+  GstHarness *h = gst_harness_new("hsicolorize");
+  g_object_set(h->element, "lookup", dir.path().c_str(), nullptr);
+  GstBus *bus = gst_bus_new();
+  gst_element_set_bus(h->element, bus);
+  gst_harness_set_src_caps_str(h, "video/x-raw, format=GRAY8, width=4, height=1, framerate=0/1");
+  GstBuffer *buf = gst_buffer_new_allocate(nullptr, 4, nullptr);
+  gst_buffer_memset(buf, 0, 1, 4);
+  EXPECT_NE(gst_harness_push(h, buf), GST_FLOW_OK);
+  GstMessage *msg = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
+  gchar *debug = nullptr;
+  if (msg) gst_message_parse_error(msg, nullptr, &debug);
+  const std::string text = debug ? debug : "";
+  g_free(debug);
+  if (msg) gst_message_unref(msg);
+  EXPECT_NE(text.find("is a directory"), std::string::npos) << text;
+  gst_element_set_bus(h->element, nullptr);
+  gst_object_unref(bus);
+  gst_harness_teardown(h);
+}
+
 // --- envisink ---
 
 namespace {
@@ -495,6 +519,41 @@ TEST(EnviSinkErrors, NoLocationOrUnwritable) {
   r = run_pipeline(head + "location=" + dir.file("no/such/folder/c.img") + " t. ! queue ! appsink name=sink");
   EXPECT_EQ(r.error_source, "out") << r.everything();
   EXPECT_NE(r.error.find("Cannot write"), std::string::npos) << r.everything();
+}
+
+// A second stream (a second STREAM_START, as after a concat) is an error, not
+// a second scene written over the first: the file keeps the first one's lines.
+TEST(EnviSinkErrors, SecondStreamIsAnErrorAndKeepsTheFirstScene) {
+  ScratchDir dir;
+  GstHarness *h = gst_harness_new_parse(("envisink async=false location=" + dir.file("one.img")).c_str());
+  GstBus *bus = gst_bus_new();
+  gst_element_set_bus(h->element, bus);
+  gst_harness_set_src_caps_str(h, "video/x-raw, format=GRAY8, width=4, height=2, framerate=0/1");
+  auto block = [](guint8 label) {
+    GstBuffer *buf = gst_buffer_new_allocate(nullptr, 8, nullptr);
+    gst_buffer_memset(buf, 0, label, 8);
+    gst_buffer_add_hsi_block_meta(buf, 0, 2, 2);
+    return buf;
+  };
+  EXPECT_EQ(gst_harness_push(h, block(3)), GST_FLOW_OK);
+  gst_harness_push_event(h, gst_event_new_stream_start("another scene"));
+  GstMessage *msg = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
+  std::string error;
+  if (msg) {
+    GError *err = nullptr;
+    gst_message_parse_error(msg, &err, nullptr);
+    error = err ? err->message : "";
+    g_clear_error(&err);
+    gst_message_unref(msg);
+  }
+  EXPECT_NE(error.find("one ENVI file holds one raster"), std::string::npos) << error;
+  EXPECT_NE(gst_harness_push(h, block(5)), GST_FLOW_OK) << "the second scene's lines are not written";
+  gst_element_set_bus(h->element, nullptr);
+  gst_object_unref(bus);
+  gst_harness_teardown(h);
+  const EnviReader reader(dir.file("one.img"));
+  EXPECT_EQ(reader.header().lines, 2u);
+  EXPECT_EQ(reader.read_lines(0, 2), std::vector<uint8_t>(8, 3));
 }
 
 // A stream that ends without class maps: the header of an empty image (0

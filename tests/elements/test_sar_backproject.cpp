@@ -324,6 +324,52 @@ TEST(SarBackproject, SparseAperturesSkipPulses) {
   EXPECT_LT(bp_test::signal_to_error_db(image_of(sparse, 1), image_of(dense, 6)), 20.0);
 }
 
+// Pulses that no image holds when the stream ends are said, not dropped
+// silently: an aperture longer than the stream forms no image, and the pulses
+// after the last full aperture are counted (a stream without pulses too).
+TEST(SarBackproject, EndOfStreamSaysWhatNoImageHolds) {
+  cs::sar::SimulatorConfig sc = bp_test::collection(Geometry::Airborne);
+  sc.targets.push_back({cs::sar::Vec3{1.3, -2.1, 0}, {1, 0}});
+  struct Case {
+    int64_t pulses;
+    const char *settings;
+    size_t images;
+    const char *warning;  // "" = none
+  };
+  for (const Case &c : {Case{50, "aperture=1000", 0, "ended after 50 pulses, fewer than the aperture of 1000"},
+                        Case{50, "aperture=20", 2, "The last 10 of 50 pulses are in no image"},
+                        Case{50, "aperture=20 stride=12", 3, "The last 6 of 50 pulses are in no image"},
+                        Case{50, "aperture=10 stride=25", 2, ""}, Case{50, "aperture=25", 2, ""},
+                        Case{0, "", 0, "No pulses arrived"}}) {
+    SCOPED_TRACE(std::to_string(c.pulses) + " pulses, " + c.settings);
+    sc.num_pulses = c.pulses;
+    GstElement *pipeline = gst_parse_launch(
+        (sim_launch(sc, 16) + bp_chain("", std::string("width=16 height=16 ") + c.settings)).c_str(), nullptr);
+    ASSERT_NE(pipeline, nullptr);
+    GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "out");
+    g_object_set(sink, "wait-on-eos", FALSE, nullptr);
+    GstPad *pad = gst_element_get_static_pad(sink, "sink");
+    size_t images = 0;
+    gst_pad_add_probe(
+        pad, GST_PAD_PROBE_TYPE_BUFFER,
+        [](GstPad *, GstPadProbeInfo *, gpointer count) {
+          ++*static_cast<size_t *>(count);
+          return GST_PAD_PROBE_OK;
+        },
+        &images, nullptr);
+    gst_object_unref(pad);
+    std::string warnings;
+    EXPECT_EQ(element_test::play_to_end(pipeline, 60, &warnings), "");
+    EXPECT_EQ(images, c.images);
+    if (*c.warning)
+      EXPECT_NE(warnings.find(c.warning), std::string::npos) << warnings;
+    else
+      EXPECT_EQ(warnings, "");
+    gst_object_unref(sink);
+    gst_object_unref(pipeline);
+  }
+}
+
 // The CPU backend's images come from a pool of the allocator that
 // downstream proposes (page-locked memory when gpuupload follows), as the
 // other CPU outputs do, and hold the same images as with the default
@@ -556,6 +602,17 @@ TEST(SarBackprojectBadInput, NonFiniteSample) {
   const std::string e = bad_input_error(kProfileCaps, "", {b});
   EXPECT_NE(e.find("pulse 2 has a non-finite sample"), std::string::npos) << e;
   EXPECT_NE(e.find("bin 17"), std::string::npos) << e;
+}
+
+// Positions beyond any platform's reach (a damaged file's 1e300 m) are
+// refused as non-finite ones are, not turned into an image of NaN.
+TEST(SarBackprojectBadInput, PositionBeyondReach) {
+  std::mt19937_64 rng(cs_test::fresh_seed());
+  GstBuffer *b = profile_buffer(4, true, rng);
+  GstSarPulseMeta *meta = gst_buffer_get_sar_pulse_meta(b);
+  meta->pulses[1].rcv_pos[2] = 1e300;
+  const std::string e = bad_input_error(kProfileCaps, "", {b});
+  EXPECT_NE(e.find("pulse 1: a position lies more than 1e9 m"), std::string::npos) << e;
 }
 
 TEST(SarBackprojectBadInput, AbsurdGrid) {

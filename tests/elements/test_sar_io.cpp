@@ -242,6 +242,18 @@ TEST(SarSimSettings, BadTargetListIsAClearError) {
   EXPECT_NE(run3.error.find("simulation"), std::string::npos) << run3.error;
 }
 
+// A block larger than any machine's memory (2^54 bytes) is an element error
+// that says how much was asked, not the end of the process.
+TEST(SarSimSettings, BlockTooLargeForMemoryIsAnError) {
+  PipelineRun run;
+  run_pipeline("sarsim num-pulses=1048576 pulses-per-buffer=1048576 samples-per-pulse=2147483647 ! "
+               "appsink name=out sync=false",
+               &run);
+  const std::string bytes = std::to_string(uint64_t(1048576) * 2147483647 * 8);
+  EXPECT_NE(run.error.find("Cannot allocate a buffer of " + bytes + " bytes"), std::string::npos) << run.error;
+  EXPECT_TRUE(run.samples.empty());
+}
+
 // ---------------------------------------------------------------- CPHD
 
 struct RoundTripCase {
@@ -426,8 +438,10 @@ static std::string harness_error(GstHarness *h, GstBus *bus) {
 TEST(CphdErrors, SinkRefusesAnUnwritableLocationAtStart) {
   TempFile file("folder.cphd");
   ASSERT_EQ(g_mkdir(file.path().c_str(), 0755), 0);
-  const std::pair<std::string, std::string> cases[] = {
-      {"/nonexistent-folder/pulses.cphd", "folder does not exist"}, {file.path(), "is a directory"}};
+  // /proc takes no new files, whatever access() says (to root, say).
+  const std::pair<std::string, std::string> cases[] = {{"/nonexistent-folder/pulses.cphd", "folder does not exist"},
+                                                       {file.path(), "is a directory"},
+                                                       {"/proc/pulses.cphd", "pulses.cphd"}};
   for (const auto &[location, reason] : cases) {
     SCOPED_TRACE(location);
     GstElement *sink = gst_element_factory_make("cphdsink", nullptr);
@@ -501,17 +515,31 @@ TEST(CphdErrors, SinkRefusesIncompleteCaps) {
   gst_harness_teardown(h);
 }
 
+// Pulses beyond max-pulses are an error; the file keeps the pulses that fit
+// (those of a buffer that straddles the limit too) and is a valid file.
 TEST(CphdErrors, SinkSaysWhenTheReservedRoomIsFull) {
-  TempFile file("small.cphd");
-  PipelineRun run;
-  run_pipeline(sarsim(Domain::FX, 12, 4) + " ! cphdsink max-pulses=5 location=" + file.path(), &run);
-  EXPECT_NE(run.error.find("declared with 5 vectors"), std::string::npos) << run.error;
-  // What was written before the error is still a valid file.
-  PipelineRun read;
-  run_pipeline("cphdsrc location=" + file.path() + " ! appsink name=out sync=false", &read);
-  EXPECT_EQ(read.error, "");
-  bool consecutive = false;
-  EXPECT_EQ(all_pulses(read, &consecutive).size(), 4u);
+  for (int per_buffer : {4, 20}) {
+    SCOPED_TRACE(std::to_string(per_buffer) + " pulses per buffer");
+    TempFile file("small.cphd");
+    PipelineRun run;
+    run_pipeline(sarsim(Domain::FX, 12, per_buffer) + " ! cphdsink max-pulses=5 location=" + file.path(), &run);
+    EXPECT_NE(run.error.find("max-pulses=5"), std::string::npos) << run.error;
+    EXPECT_NE(run.error.find("pulses 5.." + std::to_string(per_buffer == 4 ? 7 : 11) + " are not written"),
+              std::string::npos)
+        << run.error;
+    PipelineRun read;
+    run_pipeline("cphdsrc location=" + file.path() + " ! appsink name=out sync=false", &read);
+    EXPECT_EQ(read.error, "");
+    bool consecutive = false;
+    const std::vector<GstSarPulseParameters> pulses = all_pulses(read, &consecutive);
+    EXPECT_TRUE(consecutive);
+    ASSERT_EQ(pulses.size(), 5u);
+    PipelineRun direct;
+    run_pipeline(sarsim(Domain::FX, 5, 5) + " ! appsink name=out sync=false", &direct);
+    const std::vector<GstSarPulseParameters> expected = all_pulses(direct, &consecutive);
+    ASSERT_EQ(expected.size(), 5u);
+    for (size_t i = 0; i < 5; ++i) EXPECT_EQ(pulses[i].tx_time, expected[i].tx_time) << i;
+  }
 }
 
 // Files written by the kernels' writer in each stored format, with AmpSF:
@@ -664,6 +692,21 @@ TEST(CphdSrcSeeking, SeekByVector) {
   EXPECT_EQ(value, 30) << "the vector after the last one pushed";
 }
 
+// A seek whose start is after its stop is refused before anything is
+// flushed: the stream goes on as it was, every vector from the first.
+TEST(CphdSrcSeeking, StartAfterStopIsRefused) {
+  PausedCphd c;
+  ASSERT_TRUE(c.written && c.paused);
+  const auto flush = GstSeekFlags(GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_ACCURATE);
+  EXPECT_FALSE(
+      gst_element_seek(c.pipeline, 1.0, GST_FORMAT_DEFAULT, flush, GST_SEEK_TYPE_SET, 30, GST_SEEK_TYPE_SET, 10));
+  EXPECT_FALSE(gst_element_seek(c.pipeline, 1.0, GST_FORMAT_TIME, flush, GST_SEEK_TYPE_SET, 30 * GST_MSECOND,
+                                GST_SEEK_TYPE_SET, 10 * GST_MSECOND));
+  const std::vector<PausedCphd::Block> blocks = c.blocks();
+  ASSERT_EQ(blocks.size(), 10u);
+  for (guint64 i = 0; i < blocks.size(); ++i) EXPECT_EQ(std::get<0>(blocks[i]), 4 * i);
+}
+
 TEST(CphdSrcSeeking, DurationAndSeekByTransmitTime) {
   PausedCphd c;
   ASSERT_TRUE(c.written && c.paused);
@@ -678,4 +721,69 @@ TEST(CphdSrcSeeking, DurationAndSeekByTransmitTime) {
   EXPECT_EQ(std::get<0>(blocks.front()), 11u);
   EXPECT_EQ(std::get<2>(blocks.front()), 11 * GST_MSECOND);
   EXPECT_EQ(std::get<0>(blocks.back()), 39u) << "11, 15, ... 35, 39";
+}
+
+// TxTime out of order (vector 0 sent at vector 5's time; every vector earlier
+// than the one before): the stream starts at vector 0 and holds every vector,
+// and a seek in time, which would bisect on TxTime, is refused with a warning.
+TEST(CphdSrcSeeking, TxTimeOutOfOrderKeepsEveryVectorAndRefusesTimeSeeks) {
+  const int64_t pulses = 12;
+  cs::sar::PhaseHistorySimulator sim(config_for(Domain::FX, pulses));
+  std::vector<cs::sar::PulseParameters> pvp(static_cast<size_t>(pulses));
+  std::vector<std::complex<float>> samples(static_cast<size_t>(pulses * sim.samples_per_pulse()));
+  sim.generate(0, pulses, pvp.data(), samples.data());
+  const std::vector<cs::sar::PulseParameters> in_order = pvp;
+  std::vector<cs::sar::PulseParameters> first_late = in_order, reversed = in_order;
+  first_late[0].tx_time = in_order[5].tx_time;
+  for (size_t i = 0; i < reversed.size(); ++i) reversed[i].tx_time = in_order[reversed.size() - 1 - i].tx_time;
+  for (const auto *order : {&first_late, &reversed}) {
+    SCOPED_TRACE(order == &first_late ? "vector 0 at vector 5's time" : "reversed");
+    TempFile file("disorder.cphd");
+    {
+      cs::sar::CphdWriter writer(file.path(), sim.cphd_metadata(pulses));
+      writer.write(0, *order, samples.data());
+      writer.close();
+    }
+    GstElement *pipeline = gst_parse_launch(
+        ("cphdsrc location=" + file.path() + " pulses-per-buffer=4 ! appsink name=out sync=false").c_str(), nullptr);
+    ASSERT_NE(pipeline, nullptr);
+    GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "out");
+    g_object_set(sink, "wait-on-eos", FALSE, nullptr);
+    gst_element_set_state(pipeline, GST_STATE_PAUSED);
+    ASSERT_EQ(gst_element_get_state(pipeline, nullptr, nullptr, 10 * GST_SECOND), GST_STATE_CHANGE_SUCCESS);
+    EXPECT_FALSE(gst_element_seek_simple(pipeline, GST_FORMAT_TIME, GST_SEEK_FLAG_FLUSH, 2 * GST_MSECOND));
+    GstBus *bus = gst_element_get_bus(pipeline);
+    GstMessage *warning = gst_bus_pop_filtered(bus, GST_MESSAGE_WARNING);
+    std::string text;
+    if (warning) {
+      GError *error = nullptr;
+      gst_message_parse_warning(warning, &error, nullptr);
+      text = error ? error->message : "";
+      g_clear_error(&error);
+      gst_message_unref(warning);
+    }
+    EXPECT_NE(text.find("TxTime"), std::string::npos) << text;
+    gst_element_set_state(pipeline, GST_STATE_PLAYING);
+    GstMessage *end =
+        gst_bus_timed_pop_filtered(bus, 30 * GST_SECOND, GstMessageType(GST_MESSAGE_ERROR | GST_MESSAGE_EOS));
+    ASSERT_NE(end, nullptr);
+    EXPECT_EQ(GST_MESSAGE_TYPE(end), GST_MESSAGE_EOS)
+        << (GST_MESSAGE_TYPE(end) == GST_MESSAGE_ERROR ? error_text(end) : "");
+    gst_message_unref(end);
+    gst_object_unref(bus);
+    std::vector<double> times;
+    guint64 next = 0;
+    while (GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 0)) {
+      const GstSarPulseMeta *m = gst_buffer_get_sar_pulse_meta(gst_sample_get_buffer(sample));
+      EXPECT_EQ(m->first_pulse, next);
+      next = m->first_pulse + m->n_pulses;
+      for (guint i = 0; i < m->n_pulses; ++i) times.push_back(m->pulses[i].tx_time);
+      gst_sample_unref(sample);
+    }
+    ASSERT_EQ(times.size(), size_t(pulses)) << "every vector, from vector 0";
+    for (size_t i = 0; i < times.size(); ++i) EXPECT_EQ(times[i], (*order)[i].tx_time) << i;
+    gst_element_set_state(pipeline, GST_STATE_NULL);
+    gst_object_unref(sink);
+    gst_object_unref(pipeline);
+  }
 }

@@ -200,6 +200,9 @@ TEST(SarPulseCompressReference, WaveformFileReplacesTheChirp) {
                                           "! fakesink",
                &missing);
   EXPECT_NE(missing.error.find("/nonexistent.cf32"), std::string::npos) << missing.error;
+  PipelineRun folder;  // a directory opens as a stream of 2^63 - 1 bytes: said to be a directory instead
+  run_pipeline(sim_launch(domain, 1, 1) + " ! sarpulsecompress backend=cpu reference-location=/ ! fakesink", &folder);
+  EXPECT_NE(folder.error.find("'/' is a directory"), std::string::npos) << folder.error;
 }
 
 INSTANTIATE_TEST_SUITE_P(Domains, SarPulseCompress, ::testing::Values(Domain::TOA, Domain::FX),

@@ -621,6 +621,26 @@ TEST(Classify, BadInputsAreErrors) {
   EXPECT_THROW(SpectralClassifier(config, scene.references, {1, 2}), std::invalid_argument);  // too few bands
   EXPECT_THROW(SpectralClassifier(config, scene.references, {1, 2, 10}), std::invalid_argument);
   EXPECT_THROW(SpectralClassifier(config, ReferenceSet{}, {1, 2, 3}), std::invalid_argument);
+  // Over one band every angle and divergence is the same; a distance still means something.
+  for (Method method : {Method::sam, Method::sid, Method::euclidean}) {
+    config.method = method;
+    if (method == Method::euclidean)
+      EXPECT_NO_THROW(SpectralClassifier(config, scene.references, {4}));
+    else
+      EXPECT_THROW(SpectralClassifier(config, scene.references, {4}), std::invalid_argument) << method_name(method);
+  }
+  // Thresholds outside what the method scores.
+  const std::pair<Method, double> outside[] = {{Method::sam, -0.01}, {Method::sam, 4}, {Method::sid, -1},
+                                               {Method::euclidean, -1}, {Method::correlation, 1.01},
+                                               {Method::bandfit, -1.01}};
+  for (const auto &[method, threshold] : outside) {
+    config.method = method;
+    config.threshold = threshold;
+    EXPECT_NE(threshold_problem(method, threshold), "") << method_name(method) << " " << threshold;
+    EXPECT_THROW(SpectralClassifier(config, scene.references, {1, 2, 3}), std::invalid_argument);
+  }
+  EXPECT_EQ(threshold_problem(Method::correlation, -1.0), "");
+  EXPECT_EQ(threshold_problem(Method::sam, NAN), "") << "no threshold";
   const SpectralClassifier ok(ClassifierConfig{}, scene.references, {0, 1, 2});
   const std::vector<uint8_t> bytes = cs_test::random_bytes(2 * 3 * 11 * 4, cs_test::fresh_seed());
   const CubeBlock wrong_bands =

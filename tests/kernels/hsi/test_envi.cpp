@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "hsi/convert.h"
@@ -304,6 +305,21 @@ TEST(EnviReader, MissingFilesAreErrors) {
   EXPECT_THROW(EnviReader(dir.file("lonely.hdr")), EnviError);
   hsi_test::write_text(dir.file("data.img"), "xyz");
   EXPECT_THROW(EnviReader(dir.file("data.img")), EnviError);
+  // What is missing, or a directory, is named as such.
+  auto what = [](const std::function<void()> &f) {
+    try {
+      f();
+    } catch (const EnviError &e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(what([&] { EnviReader r(dir.file("nothing.hdr")); }).find("the ENVI header does not exist"),
+            std::string::npos);
+  EXPECT_NE(what([&] { EnviReader r(dir.file("nothing.img")); }).find("the ENVI data file does not exist"),
+            std::string::npos);
+  EXPECT_NE(what([&] { read_envi_header(dir.path()); }).find("is a directory"), std::string::npos);
+  EXPECT_EQ(not_a_regular_file(dir.file("data.img")), "");
 }
 
 TEST(EnviReader, ReadsOutsideTheImageThrow) {

@@ -292,6 +292,16 @@ TEST(References, MissingSamplesSkipEntriesAndUncoveredBandsAreDropped) {
   const ReferenceChoice picked = choose_references(lib, 6, request);
   EXPECT_EQ(picked.references.names, (std::vector<std::string>{"d", "a"}));
 
+  // A listed entry keeps its place: without data it is an error naming it, not skipped.
+  request.names = {"a", "b"};
+  request.indices = {};
+  try {
+    choose_references(lib, 6, request);
+    ADD_FAILURE() << "listed entry b has no data at band 2";
+  } catch (const std::invalid_argument &e) {
+    EXPECT_NE(std::string(e.what()).find("'b'"), std::string::npos) << e.what();
+  }
+
   request.names = {"nope"};
   EXPECT_THROW(choose_references(lib, 6, request), std::invalid_argument);
   request.names = {};
@@ -301,5 +311,10 @@ TEST(References, MissingSamplesSkipEntriesAndUncoveredBandsAreDropped) {
   EXPECT_THROW(choose_references(lib, 7, request), std::invalid_argument);  // bands mismatch
   request.indices = {1};
   request.bands = {2};
-  EXPECT_THROW(choose_references(lib, 6, request), std::invalid_argument);  // nothing has data
+  try {
+    choose_references(lib, 6, request);
+    ADD_FAILURE() << "nothing has data";
+  } catch (const std::invalid_argument &e) {
+    EXPECT_NE(std::string(e.what()).find("'b'"), std::string::npos) << "the listed entry is named: " << e.what();
+  }
 }

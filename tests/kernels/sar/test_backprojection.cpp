@@ -526,6 +526,8 @@ TEST(Backprojection, BadBlocksAreRejectedAndLeaveTheImage) {
   b.pulse_info = info.data();
   info[2].tx_pos.y = NAN;
   expect_invalid(run(b), "pulse 2: non-finite position");
+  info[2].tx_pos.y = 1e300;  // finite, but every range from it overflows
+  expect_invalid(run(b), "pulse 2: a position lies more than 1e9 m from the origin");
   info[2] = cc.pulses[2];
   info[5].axis.bin_spacing_m = 0;
   expect_invalid(run(b), "pulse 5: the range axis");
