@@ -314,7 +314,9 @@ TEST(HsiClassifyRealData, RuleImagesEqualKernelRuleImages) {
       resample_library(read_envi_library(library_path), h.wavelengths_nm(), h.fwhm_nm(), ResampleMethod::gaussian);
   ReferenceRequest request;
   request.bands = select_bands(h.bands, h.bbl);
-  for (size_t e = 2; e < 400; e += 3) request.indices.push_back(e);
+  std::vector<size_t> every_third;
+  for (size_t e = 2; e < 400; e += 3) every_third.push_back(e);
+  request.indices = hsi_test::complete_entries(lib, h.bands, request.bands, every_third);
   const ReferenceChoice choice = choose_references(lib, h.bands, request);
   ClassifierConfig config;
   config.method = Method::sid;

@@ -409,7 +409,9 @@ TEST(EnviSrc, SeekByLineWithoutATimeAxis) {
   gint64 value = 0;
   EXPECT_TRUE(gst_element_query_duration(c.src, GST_FORMAT_DEFAULT, &value));
   EXPECT_EQ(value, 10);
-  if (gst_element_query_duration(c.src, GST_FORMAT_TIME, &value)) EXPECT_EQ(value, -1) << "no time axis: unknown";
+  if (gst_element_query_duration(c.src, GST_FORMAT_TIME, &value)) {
+    EXPECT_EQ(value, -1) << "no time axis: unknown";
+  }
   EXPECT_EQ(seeking(c.src, GST_FORMAT_DEFAULT), std::make_pair(true, gint64(10)));
   EXPECT_FALSE(seeking(c.src, GST_FORMAT_TIME).first);
   EXPECT_FALSE(c.seek(1.0, GST_FORMAT_TIME, 5 * GST_MSECOND, -1)) << "no time to seek to";

@@ -171,8 +171,10 @@ TEST(HsiColorize, BadLookupIsAnElementError) {
 // 2^63 - 1 bytes).
 TEST(HsiColorize, LookupThatIsADirectorySaysSo) {
   ScratchDir dir;
-  GstHarness *h = gst_harness_new("hsicolorize");
-  g_object_set(h->element, "lookup", dir.path().c_str(), nullptr);
+  GstElement *colorize = gst_element_factory_make("hsicolorize", nullptr);
+  g_object_set(colorize, "lookup", dir.path().c_str(), nullptr);
+  GstHarness *h = gst_harness_new_with_element(colorize, "sink", "src");
+  gst_object_unref(colorize);
   GstBus *bus = gst_bus_new();
   gst_element_set_bus(h->element, bus);
   gst_harness_set_src_caps_str(h, "video/x-raw, format=GRAY8, width=4, height=1, framerate=0/1");

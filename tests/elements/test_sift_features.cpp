@@ -326,6 +326,10 @@ TEST(SiftElement, StartPropertiesAreRefusedWhileRunning) {
   gst_harness_set_src_caps(h, frame_caps(GST_VIDEO_FORMAT_GRAY8, kWidth, kHeight));
   const cv::Mat bgr = textured_bgr(kWidth, kHeight, cs_test::fresh_seed());
   ASSERT_EQ(gst_harness_push(h, make_frame(bgr, GST_VIDEO_FORMAT_GRAY8)), GST_FLOW_OK);
+  GstBuffer *first = gst_harness_pull(h);
+  const guint kept = gst_buffer_get_sift_features_meta(first)->count;  // 7, or a few more on equal responses
+  gst_buffer_unref(first);
+  ASSERT_LT(kept, 20u);
   GstElement *sift = gst_harness_find_element(h, "sift");
   GstBus *bus = gst_bus_new();
   gst_element_set_bus(sift, bus);
@@ -342,12 +346,8 @@ TEST(SiftElement, StartPropertiesAreRefusedWhileRunning) {
   g_error_free(err);
   gst_message_unref(warning);
   ASSERT_EQ(gst_harness_push(h, make_frame(bgr, GST_VIDEO_FORMAT_GRAY8)), GST_FLOW_OK);
-  GstBuffer *second = nullptr;
-  for (int i = 0; i < 2; ++i) {
-    if (second) gst_buffer_unref(second);
-    second = gst_harness_pull(h);
-  }
-  EXPECT_EQ(gst_buffer_get_sift_features_meta(second)->count, 7u);
+  GstBuffer *second = gst_harness_pull(h);
+  EXPECT_EQ(gst_buffer_get_sift_features_meta(second)->count, kept) << "the same frame, the same n-features";
   gst_buffer_unref(second);
   gst_element_set_bus(sift, nullptr);
   gst_object_unref(bus);

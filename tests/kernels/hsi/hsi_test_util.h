@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "hsi/envi.h"
+#include "hsi/references.h"
 #include "test_support.h"
 
 namespace hsi_test {
@@ -175,6 +176,22 @@ inline std::string basic_header(size_t samples, size_t lines, size_t bands, cs::
     << "\nbands = " << bands << "\nheader offset = " << header_offset << "\nfile type = ENVI Standard\ndata type = "
     << int(type) << "\ninterleave = " << cs::hsi::interleave_name(il) << "\nbyte order = " << int(order) << "\n";
   return h.str();
+}
+
+// Of `candidates`, the entries of `library` (on the cube's bands) with data
+// at every one of `bands` that some entry covers: those a request may list
+// (choose_references refuses a listed entry with gaps; unlisted, it skips it).
+inline std::vector<size_t> complete_entries(const cs::hsi::SpectralLibrary &library, size_t cube_bands,
+                                            const std::vector<int> &bands, const std::vector<size_t> &candidates) {
+  cs::hsi::ReferenceRequest every;
+  every.bands = bands;
+  std::vector<bool> gaps(library.entries(), false);
+  for (const cs::hsi::SkippedEntry &s : cs::hsi::choose_references(library, cube_bands, every).skipped)
+    gaps[s.library_index] = true;
+  std::vector<size_t> complete;
+  for (size_t e : candidates)
+    if (!gaps[e]) complete.push_back(e);
+  return complete;
 }
 
 }  // namespace hsi_test

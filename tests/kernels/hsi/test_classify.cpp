@@ -190,8 +190,10 @@ RealSetup real_setup() {
   while (nm[last] > 2450) --last;
   ReferenceRequest request;
   request.bands = select_bands(s.header.bands, s.header.bbl, first, last);
+  std::vector<size_t> materials;
   for (size_t e = 2; e < usgs.entries(); ++e)
-    if (usgs.names[e].find("error bars") == std::string::npos) request.indices.push_back(e);
+    if (usgs.names[e].find("error bars") == std::string::npos) materials.push_back(e);
+  request.indices = hsi_test::complete_entries(s.library, s.header.bands, request.bands, materials);
   s.choice = choose_references(s.library, s.header.bands, request);
   return s;
 }
