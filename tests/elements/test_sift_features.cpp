@@ -215,14 +215,17 @@ TEST(SiftMeta, FollowsTheFramesGeometry) {
       {"videoscale ! video/x-raw,width=" + std::to_string(kWidth / 2) + ",height=" + std::to_string(kHeight / 2),
        false},
   };
+  int dropping_elements_tried = 0;
   for (const auto &[middle, keeps] : kept) {
     SCOPED_TRACE(middle);
-    GstElementFactory *first = gst_element_factory_find(middle.substr(0, middle.find(' ')).c_str());
-    if (!first) {
-      ADD_FAILURE() << "element missing";
+    const std::string name = middle.substr(0, middle.find(' '));
+    GstElementFactory *first = gst_element_factory_find(name.c_str());
+    if (!first) {  // a GStreamer installation without that plugin
+      std::printf("[ skipped  ] %s is not installed\n", name.c_str());
       continue;
     }
     gst_object_unref(first);
+    dropping_elements_tried += keeps ? 0 : 1;
     RunResult r = run("sift backend=cpu ! " + middle, frame_caps(GST_VIDEO_FORMAT_I420, kWidth, kHeight),
                       {make_frame(bgr, GST_VIDEO_FORMAT_I420)});
     ASSERT_EQ(r.error, "") << r.everything();
@@ -233,6 +236,7 @@ TEST(SiftMeta, FollowsTheFramesGeometry) {
       EXPECT_GT(m->count, 0u);
     }
   }
+  EXPECT_GE(dropping_elements_tried, 2) << "videoflip and videoscale at least";
 }
 
 TEST(SiftMeta, OpenCVHelperRoundTrip) {
