@@ -67,6 +67,7 @@ struct Row {
   double streamed_fps = 0, streamed_pinned_fps = 0;                // the element's default frames-in-flight
   double streamed_serial_fps = 0, streamed_pinned_serial_fps = 0;  // frames-in-flight=1
   double streamed_matched_fps = 0;  // page-locked, then siftmatch against the frame before
+  double rootsift_gpu_match_fps = 0, rootsift_cpu_match_fps = 0;  // the same with RootSIFT, each matcher backend
 };
 
 using bench::median;
@@ -315,8 +316,8 @@ int main(int argc, char **argv) {
     const std::string caps = "video/x-raw,format=GRAY8,width=" + std::to_string(row.width) +
                              ",height=" + std::to_string(row.height) + ",framerate=0/1";
     const int64_t pushes = std::max<int64_t>(300, int64_t(1.5e9 / double(frame.total())));  // ~1.5 GB of frames
-    auto fps_of = [&](bench::CapturedStream &stream, const std::string &stages) {
-      const bench::StreamRun run = bench::push_through(stream, stages, pushes, 10);
+    auto fps_of = [&](bench::CapturedStream &stream, const std::string &stages, int64_t count = 0) {
+      const bench::StreamRun run = bench::push_through(stream, stages, count ? count : pushes, 10);
       return run.ok && run.outputs > 1 ? (run.outputs - 1) / (run.last_output - run.first_output) : 0.0;
     };
     bench::CapturedStream pageable(caps, frames());
@@ -327,11 +328,21 @@ int main(int argc, char **argv) {
     row.streamed_pinned_fps = fps_of(pinned, "gpuupload ! sift backend=cuda");
     row.streamed_pinned_serial_fps = fps_of(pinned, "gpuupload ! sift backend=cuda frames-in-flight=1");
     row.streamed_matched_fps = fps_of(pinned, "gpuupload ! sift backend=cuda ! siftmatch backend=cuda");
+    const std::string rootsift = "gpuupload ! sift backend=cuda descriptor-format=rootsift ! siftmatch backend=";
+    row.rootsift_gpu_match_fps = fps_of(pinned, rootsift + "cuda");
+    row.rootsift_cpu_match_fps = fps_of(pinned, rootsift + "cpu", 60);  // OpenCV's matcher: slow, fewer frames
     std::printf("%4dx%-5d %14.0f %16.0f %17.0f %19.0f %18.0f\n", row.width, row.height, row.streamed_fps,
                 row.streamed_pinned_fps, row.streamed_serial_fps, row.streamed_pinned_serial_fps,
                 row.streamed_matched_fps);
     std::fflush(stdout);
   }
+
+  std::printf("\nsiftmatch of RootSIFT (float) descriptors, page-locked frames as above, each frame against the one "
+              "before: the CUDA matcher, OpenCV's brute force on the CPU\n%-10s %10s %10s\n", "size", "CUDA fps",
+              "CPU fps");
+  for (const Row &row : rows)
+    std::printf("%4dx%-5d %10.0f %10.1f\n", row.width, row.height, row.rootsift_gpu_match_fps,
+                row.rootsift_cpu_match_fps);
 
   if (!csv.empty()) {
     FILE *f = std::fopen(csv.c_str(), "w");
