@@ -106,7 +106,8 @@ void drop_pool(GstBufferPool **pool);
 // A buffer of `bytes` from `pool`; without one (or when it cannot give one),
 // newly allocated from the allocator negotiated downstream (gpuupload offers
 // page-locked memory, which it copies to the device without staging). NULL
-// when the allocation fails.
+// when the allocation fails, with an element error saying how many bytes
+// were asked (a block too large for memory is an error, not an abort).
 GstBuffer *acquire_source_buffer(GstBaseSrc *src, GstBufferPool *pool, gsize bytes);
 
 // Output blocks of a transform's system-memory path, recycled (a fresh block
@@ -157,8 +158,9 @@ struct SeekRequest {
   GstSeekType start_type = GST_SEEK_TYPE_NONE, stop_type = GST_SEEK_TYPE_NONE;
   gint64 start = -1, stop = -1;
 };
-// `seek`'s fields; nothing (with a warning from `source`) for a rate <= 0:
-// the file sources read their `units` forwards only.
+// `seek`'s fields; nothing (with a warning from `source`) for a rate <= 0
+// (the file sources read their `units` forwards only) or a start after the
+// stop.
 std::optional<SeekRequest> forward_seek(GstElement *source, GstEvent *seek, const char *units);
 // A seek position in units: SET counts from the first, END from the end,
 // NONE keeps `kept`, -1 is the end (a stop of -1: none); clamped to
