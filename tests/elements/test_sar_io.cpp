@@ -751,6 +751,14 @@ TEST(CphdSrcSeeking, TxTimeOutOfOrderKeepsEveryVectorAndRefusesTimeSeeks) {
     g_object_set(sink, "wait-on-eos", FALSE, nullptr);
     gst_element_set_state(pipeline, GST_STATE_PAUSED);
     ASSERT_EQ(gst_element_get_state(pipeline, nullptr, nullptr, 10 * GST_SECOND), GST_STATE_CHANGE_SUCCESS);
+    for (GstFormat format : {GST_FORMAT_TIME, GST_FORMAT_DEFAULT}) {  // the SEEKING query says what a seek will do
+      GstQuery *seeking = gst_query_new_seeking(format);
+      ASSERT_TRUE(gst_element_query(pipeline, seeking));
+      gboolean seekable = FALSE;
+      gst_query_parse_seeking(seeking, nullptr, &seekable, nullptr, nullptr);
+      EXPECT_EQ(bool(seekable), format == GST_FORMAT_DEFAULT) << gst_format_get_name(format);
+      gst_query_unref(seeking);
+    }
     EXPECT_FALSE(gst_element_seek_simple(pipeline, GST_FORMAT_TIME, GST_SEEK_FLAG_FLUSH, 2 * GST_MSECOND));
     GstBus *bus = gst_element_get_bus(pipeline);
     GstMessage *warning = gst_bus_pop_filtered(bus, GST_MESSAGE_WARNING);
