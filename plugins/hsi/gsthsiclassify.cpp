@@ -177,6 +177,7 @@ struct ClassifyState {
   Settings settings;                                  // copied at start
   std::shared_ptr<const SpectralLibrary> library;     // loaded at start
   GstCaps *prepared_caps = nullptr;                   // caps `prepared` was built for
+  GstCaps *refused_caps = nullptr;                    // the last caps that could not be classified (error posted)
   std::shared_ptr<Prepared> prepared;
   std::shared_ptr<Prepared> active;                   // the one set_caps chose
   std::unique_ptr<gstcs::ElementGpu> gpu;             // CUDA backend only
@@ -190,6 +191,7 @@ struct ClassifyState {
   gstcs::OutputPool host_outputs, host_rules;         // CPU backend: class maps or rule images, rules pad's
   ~ClassifyState() {
     gst_clear_caps(&prepared_caps);
+    gst_clear_caps(&refused_caps);
     if (rules_structure) gst_structure_free(rules_structure);
     gst_clear_buffer(&device_scratch_map);
   }
@@ -473,9 +475,12 @@ static gboolean classify_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstC
   try {
     p = st->get(plain_in);
   } catch (const std::exception &e) {
+    // Upstream may offer the same caps again after a refusal: one error for them.
+    if (!st->refused_caps || !gst_caps_is_equal(st->refused_caps, plain_in))
+      GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("Cannot classify this stream with %s", st->settings.library.c_str()),
+                        ("%s", e.what()));
+    gst_caps_replace(&st->refused_caps, plain_in);
     gst_caps_unref(plain_in);
-    GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("Cannot classify this stream with %s", st->settings.library.c_str()),
-                      ("%s", e.what()));
     return FALSE;
   }
   {
