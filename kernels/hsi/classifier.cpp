@@ -37,25 +37,19 @@ double default_threshold(Method method) {
 
 std::string threshold_problem(Method method, double threshold) {
   if (std::isnan(threshold)) return "";
-  double low = 0, high = INFINITY;
-  const char *what = "";
-  switch (method) {
-    case Method::sam:
-      high = M_PI;
-      what = "an angle in [0, pi] rad";
-      break;
-    case Method::sid: what = "a divergence, not negative"; break;
-    case Method::euclidean: what = "a distance, not negative"; break;
-    case Method::correlation:
-    case Method::bandfit:
-      low = -1;
-      high = 1;
-      what = "a coefficient in [-1, 1]";
-      break;
-  }
-  if (threshold >= low && threshold <= high) return "";
-  char text[160];
-  std::snprintf(text, sizeof text, "threshold %g is outside what %s scores (%s)", threshold, method_name(method), what);
+  // Only a threshold that no score can meet is refused (every pixel would be
+  // unclassified); one that every score meets (an angle above pi, a
+  // coefficient below -1) is how a user asks for no threshold.
+  const bool maximum = method == Method::sam || method == Method::sid || method == Method::euclidean;
+  const double unreachable_beyond = maximum ? 0.0 : 1.0;
+  if (maximum ? threshold >= unreachable_beyond : threshold <= unreachable_beyond) return "";
+  const char *what = method == Method::sam           ? "an angle in [0, pi] rad"
+                     : method == Method::sid         ? "a divergence, not negative"
+                     : method == Method::euclidean   ? "a distance, not negative"
+                                                     : "a coefficient in [-1, 1]";
+  char text[200];
+  std::snprintf(text, sizeof text, "threshold %g: no %s score meets it (%s), every pixel would be unclassified",
+                threshold, method_name(method), what);
   return text;
 }
 

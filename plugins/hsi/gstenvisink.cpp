@@ -404,7 +404,9 @@ static bool accept_stream(GstEnviSink *self, GstEvent *stream_start) {
   const gchar *id = nullptr;
   gst_event_parse_stream_start(stream_start, &id);
   const std::string stream_id = id ? id : "";
-  if (st->stream_id.empty() || st->stream_id == stream_id) {
+  // Before any line is written a new stream simply replaces the one announced
+  // (a restart from READY can bring the previous run's stream-start first).
+  if (st->stream_id.empty() || st->stream_id == stream_id || !st->first_line.has_value()) {
     st->stream_id = stream_id;
     return true;
   }

@@ -947,7 +947,8 @@ static void gst_hsi_classify_class_init(GstHsiClassifyClass *klass) {
                           "Pixels whose best score is worse stay unclassified (class 0): for sam a maximum angle "
                           "in radians, sid a maximum divergence in nats, euclidean a maximum distance in the data's "
                           "units, correlation and bandfit a minimum coefficient in [-1, 1]. -2 = the method's "
-                          "default: 0.10 rad for sam (ENVI's), no threshold for the others",
+                          "default: 0.10 rad for sam (ENVI's), no threshold for the others. A threshold that no "
+                          "score meets is refused; one that every score meets (sam above pi) keeps every pixel",
                           -2.0, G_MAXDOUBLE, kMethodDefaultThreshold, flags));
   g_object_class_install_property(
       gobject_class, PROP_PRECISION,

@@ -22,6 +22,7 @@ using namespace cs::hsi;
 using hsi_element_test::run_pipeline;
 using hsi_element_test::RunResult;
 using hsi_element_test::SyntheticCube;
+using hsi_element_test::write_small_cube;
 using hsi_test::ScratchDir;
 
 namespace {
@@ -556,6 +557,46 @@ TEST(EnviSinkErrors, SecondStreamIsAnErrorAndKeepsTheFirstScene) {
   const EnviReader reader(dir.file("one.img"));
   EXPECT_EQ(reader.header().lines, 2u);
   EXPECT_EQ(reader.read_lines(0, 2), std::vector<uint8_t>(8, 3));
+}
+
+// Before any line is written another stream start only replaces the one
+// announced: what a restart from READY can bring (the previous run's stream
+// start, then the new one). The file is the new stream's.
+TEST(EnviSink, StreamStartsBeforeAnyLineAreNotASecondStream) {
+  ScratchDir dir;
+  GstHarness *h = gst_harness_new_parse(("envisink async=false location=" + dir.file("one.img")).c_str());
+  gst_harness_set_src_caps_str(h, "video/x-raw, format=GRAY8, width=4, height=2, framerate=0/1");
+  EXPECT_TRUE(gst_harness_push_event(h, gst_event_new_stream_start("the previous run's")));
+  GstBuffer *buf = gst_buffer_new_allocate(nullptr, 8, nullptr);
+  gst_buffer_memset(buf, 0, 7, 8);
+  gst_buffer_add_hsi_block_meta(buf, 0, 2, 2);
+  EXPECT_EQ(gst_harness_push(h, buf), GST_FLOW_OK);
+  gst_harness_teardown(h);
+  const EnviReader reader(dir.file("one.img"));
+  EXPECT_EQ(reader.header().lines, 2u);
+  EXPECT_EQ(reader.read_lines(0, 2), std::vector<uint8_t>(8, 7));
+}
+
+// PAUSED -> READY -> PLAYING restarts the file: the whole scene again.
+TEST(EnviSink, RestartFromReadyWritesTheSceneAgain) {
+  ScratchDir dir;
+  const std::string cube = write_small_cube(dir);
+  hsi_test::write_text(dir.file("lib.csv"), "wavelength (nm), a, b\n450, 0.1, 0.2\n550, 0.2, 0.3\n650, 0.3, 0.1\n"
+                                            "750, 0.3, 0.1\n850, 0.3, 0.4\n");
+  const std::string launch = "envisrc location=\"" + cube + "\" lines-per-buffer=3 ! hsiclassify backend=cpu "
+                             "library=\"" + dir.file("lib.csv") + "\" ! envisink location=\"" + dir.file("c.img") +
+                             "\"";
+  GstElement *pipeline = gst_parse_launch(launch.c_str(), nullptr);
+  ASSERT_NE(pipeline, nullptr);
+  for (GstState state : {GST_STATE_PAUSED, GST_STATE_READY, GST_STATE_PAUSED}) {
+    gst_element_set_state(pipeline, state);
+    ASSERT_EQ(gst_element_get_state(pipeline, nullptr, nullptr, 10 * GST_SECOND), GST_STATE_CHANGE_SUCCESS)
+        << gst_element_state_get_name(state);
+  }
+  EXPECT_EQ(element_test::play_to_end(pipeline, 60), "");
+  gst_object_unref(pipeline);
+  const EnviReader reader(dir.file("c.img"));
+  EXPECT_EQ(reader.header().lines, EnviReader(cube).header().lines);
 }
 
 // A stream that ends without class maps: the header of an empty image (0

@@ -210,4 +210,18 @@ struct SyntheticCube {
   }
 };
 
+// A small f32 cube of random reflectances with five wavelengths (450-850
+// nm): "small.hdr" in `dir`, whose path is returned.
+inline std::string write_small_cube(const hsi_test::ScratchDir &dir) {
+  SyntheticCube cube;
+  cube.extra = "wavelength = {450, 550, 650, 750, 850}\nwavelength units = nm\n";
+  std::vector<float> values(cube.samples * cube.lines * cube.bands);
+  std::mt19937 rng(cs_test::fresh_seed());
+  for (float &v : values) v = 0.1f + float(rng() % 1000) / 1000.0f;
+  std::vector<uint8_t> data(values.size() * 4);
+  std::memcpy(data.data(), values.data(), data.size());
+  cube.write(dir.file("small"), data);
+  return dir.file("small.hdr");
+}
+
 }  // namespace hsi_element_test

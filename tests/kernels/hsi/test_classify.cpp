@@ -631,10 +631,9 @@ TEST(Classify, BadInputsAreErrors) {
     else
       EXPECT_THROW(SpectralClassifier(config, scene.references, {4}), std::invalid_argument) << method_name(method);
   }
-  // Thresholds outside what the method scores.
-  const std::pair<Method, double> outside[] = {{Method::sam, -0.01}, {Method::sam, 4}, {Method::sid, -1},
-                                               {Method::euclidean, -1}, {Method::correlation, 1.01},
-                                               {Method::bandfit, -1.01}};
+  // Thresholds that no score meets; those every score meets mean no threshold.
+  const std::pair<Method, double> outside[] = {{Method::sam, -0.01}, {Method::sid, -1}, {Method::euclidean, -1},
+                                               {Method::correlation, 1.01}, {Method::bandfit, 2}};
   for (const auto &[method, threshold] : outside) {
     config.method = method;
     config.threshold = threshold;
@@ -642,6 +641,8 @@ TEST(Classify, BadInputsAreErrors) {
     EXPECT_THROW(SpectralClassifier(config, scene.references, {1, 2, 3}), std::invalid_argument);
   }
   EXPECT_EQ(threshold_problem(Method::correlation, -1.0), "");
+  EXPECT_EQ(threshold_problem(Method::bandfit, -1.01), "");
+  EXPECT_EQ(threshold_problem(Method::sam, 4.0), "") << "above any angle: every pixel gets its nearest class";
   EXPECT_EQ(threshold_problem(Method::sam, NAN), "") << "no threshold";
   const SpectralClassifier ok(ClassifierConfig{}, scene.references, {0, 1, 2});
   const std::vector<uint8_t> bytes = cs_test::random_bytes(2 * 3 * 11 * 4, cs_test::fresh_seed());
