@@ -9,8 +9,10 @@
  * channel's first vector; the element answers DURATION and seeks in TIME to
  * the first vector transmitted at or after the seek position (refused, with a
  * warning, where TxTime is not finite and non-decreasing), and by vector
- * (pulse) index in GST_FORMAT_DEFAULT, where a seek's stop ends the stream
- * before that vector; POSITION, DURATION, SEEKING and CONVERT answer in both.
+ * (pulse) index in GST_FORMAT_DEFAULT; a seek's stop ends the stream before
+ * that vector (in time: before the first vector at or after the stop, the
+ * last block cut there); POSITION, DURATION, SEEKING and CONVERT answer in
+ * both.
  * Vectors are read forwards only: a negative rate is refused. */
 #include "gstcphdsrc.h"
 
@@ -433,9 +435,13 @@ static gboolean cphd_src_do_seek(GstBaseSrc *src, GstSegment *segment) {
     first = self->pulse_seek_first;
     stop = self->pulse_seek_stop;
     self->pulse_seek_pending = false;
-  } else if (segment->start > 0) {  // a time seek that cphd_src_seek_refused let through (the start needs no lookup)
+  } else if (segment->start > 0 || GST_CLOCK_TIME_IS_VALID(segment->stop)) {
+    // A time seek that cphd_src_seek_refused let through: the vectors from
+    // the first at or after the start to the last before the stop (blocks
+    // are cut there, as by vector).
     try {
-      first = first_vector_at(st, double(segment->start) / GST_SECOND);
+      if (segment->start > 0) first = first_vector_at(st, double(segment->start) / GST_SECOND);
+      if (GST_CLOCK_TIME_IS_VALID(segment->stop)) stop = first_vector_at(st, double(segment->stop) / GST_SECOND);
     } catch (const std::exception &e) {
       GST_ELEMENT_ERROR(self, STREAM, DECODE, ("Cannot seek in '%s': %s", self->location, e.what()), (nullptr));
       return FALSE;

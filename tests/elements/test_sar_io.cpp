@@ -723,6 +723,19 @@ TEST(CphdSrcSeeking, DurationAndSeekByTransmitTime) {
   EXPECT_EQ(std::get<0>(blocks.back()), 39u) << "11, 15, ... 35, 39";
 }
 
+// A seek in time with a stop ends the stream before the first vector at or
+// after the stop, the last block cut there, as a seek by vector does.
+TEST(CphdSrcSeeking, SeekByTransmitTimeWithAStop) {
+  PausedCphd c;
+  ASSERT_TRUE(c.written && c.paused);
+  const auto flush = GstSeekFlags(GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_ACCURATE);
+  ASSERT_TRUE(gst_element_seek(c.pipeline, 1.0, GST_FORMAT_TIME, flush, GST_SEEK_TYPE_SET, 11 * GST_MSECOND,
+                               GST_SEEK_TYPE_SET, 20 * GST_MSECOND + 500 * GST_USECOND));
+  const GstClockTime ms = GST_MSECOND;
+  EXPECT_EQ(c.blocks(), (std::vector<PausedCphd::Block>{{11, 4, 11 * ms}, {15, 4, 15 * ms}, {19, 2, 19 * ms}}))
+      << "vectors 11 to 20: vector 21 is the first at or after 20.5 ms";
+}
+
 // TxTime out of order (vector 0 sent at vector 5's time; every vector earlier
 // than the one before): the stream starts at vector 0 and holds every vector,
 // and a seek in time, which would bisect on TxTime, is refused with a warning.
