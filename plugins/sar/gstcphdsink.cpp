@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <memory>
 #include <string>
 
@@ -34,6 +35,8 @@ struct WriterState {
   gstsar::PhaseHistoryFormat format;
   bool have_format = false;
   std::unique_ptr<cs::sar::CphdWriter> writer;
+  double last_tx_time = -INFINITY;  // of the last vector written
+  bool said_out_of_order = false;
 };
 }  // namespace
 
@@ -213,6 +216,20 @@ static GstFlowReturn cphd_sink_render(GstBaseSink *sink, GstBuffer *buf) {
     fits = guint(std::clamp<gint64>(self->max_pulses - st->writer->vectors_written(0), 0, pulses));
     std::vector<cs::sar::PulseParameters> pvp = gstsar::pulses_of(meta);
     pvp.resize(fits);
+    // Vectors are recorded in arrival order, as filesink records a stream in
+    // time. After a seek while recording they can go back in time: said once,
+    // since readers that look vectors up by time need them in order.
+    for (size_t i = 0; i < pvp.size(); ++i) {
+      if (pvp[i].tx_time < st->last_tx_time && !st->said_out_of_order) {
+        GST_ELEMENT_WARNING(self, STREAM, FORMAT,
+                            ("'%s' records its vectors in arrival order: pulse %" G_GUINT64_FORMAT
+                             " goes back in time (a seek while recording?); the file's TxTime is no longer in order",
+                             self->location, meta->first_pulse + i),
+                            ("TxTime %.9f s after %.9f s", pvp[i].tx_time, st->last_tx_time));
+        st->said_out_of_order = true;
+      }
+      st->last_tx_time = pvp[i].tx_time;
+    }
     if (fits > 0) {
       GstMapInfo map;
       if (!gst_buffer_map(buf, &map, GST_MAP_READ)) throw std::runtime_error("cannot map the buffer");

@@ -806,5 +806,18 @@ TEST(CphdSrcSeeking, TxTimeOutOfOrderKeepsEveryVectorAndRefusesTimeSeeks) {
     gst_element_set_state(pipeline, GST_STATE_NULL);
     gst_object_unref(sink);
     gst_object_unref(pipeline);
+    // Recorded again, every vector is kept in arrival order, and cphdsink says
+    // once that the file's TxTime goes back.
+    TempFile copy("copy.cphd");
+    GstElement *recording = gst_parse_launch(
+        ("cphdsrc location=" + file.path() + " pulses-per-buffer=4 ! cphdsink location=" + copy.path()).c_str(),
+        nullptr);
+    ASSERT_NE(recording, nullptr);
+    std::string warnings;
+    EXPECT_EQ(element_test::play_to_end(recording, 30, &warnings), "");
+    gst_object_unref(recording);
+    EXPECT_NE(warnings.find("records its vectors in arrival order"), std::string::npos) << warnings;
+    EXPECT_EQ(std::count(warnings.begin(), warnings.end(), '\n'), 1) << warnings;
+    EXPECT_EQ(cs::sar::CphdReader(copy.path()).metadata().channels.at(0).num_vectors, pulses);
   }
 }
