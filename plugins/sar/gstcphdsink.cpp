@@ -37,6 +37,8 @@ struct WriterState {
   std::unique_ptr<cs::sar::CphdWriter> writer;
   double last_tx_time = -INFINITY;  // of the last vector written
   bool said_out_of_order = false;
+  bool finished = false;            // at EOS; stopping then has nothing more to do
+  bool said_format_change = false;  // upstream may offer the changed caps again: one error
 };
 }  // namespace
 
@@ -136,7 +138,8 @@ static gboolean cphd_sink_start(GstBaseSink *sink) {
 // Finishes the file; errors become element errors.
 static gboolean finish_file(GstCphdSink *self) {
   WriterState *st = self->state;
-  if (!st) return TRUE;
+  if (!st || st->finished) return TRUE;
+  st->finished = true;
   if (!st->writer) {  // a CPHD file holds at least one vector: none is made, and the user is told
     GST_ELEMENT_WARNING(self, RESOURCE, WRITE, ("No pulses arrived: no CPHD file written to '%s'", self->location),
                         (nullptr));
@@ -175,9 +178,11 @@ static gboolean cphd_sink_set_caps(GstBaseSink *sink, GstCaps *caps) {
   if (self->state->writer && (f.format != self->state->format.format ||
                               f.samples_per_pulse != self->state->format.samples_per_pulse ||
                               f.domain != self->state->format.domain)) {
-    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
-                      ("The stream's format changed while recording; a CPHD channel has one format and length"),
-                      (nullptr));
+    if (!self->state->said_format_change)
+      GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
+                        ("The stream's format changed while recording; a CPHD channel has one format and length"),
+                        (nullptr));
+    self->state->said_format_change = true;
     return FALSE;
   }
   self->state->format = f;
@@ -210,9 +215,11 @@ static GstFlowReturn cphd_sink_render(GstBaseSink *sink, GstBuffer *buf) {
   }
   guint fits = pulses;  // what the room reserved for max-pulses vectors still takes
   try {
-    if (!st->writer)
+    if (!st->writer) {
       st->writer = std::make_unique<cs::sar::CphdWriter>(self->location,
                                                          metadata_for(st->format, meta->pulses[0], self->max_pulses));
+      st->finished = false;  // this file is finished at the next EOS or stop
+    }
     fits = guint(std::clamp<gint64>(self->max_pulses - st->writer->vectors_written(0), 0, pulses));
     std::vector<cs::sar::PulseParameters> pvp = gstsar::pulses_of(meta);
     pvp.resize(fits);
