@@ -25,7 +25,14 @@ input=${3:-}
 mkdir -p "$out"
 export GST_PLUGIN_PATH=$build/plugins${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}
 
+nvdec_missing() {
+  echo "$1 is missing (gstreamer1.0-plugins-bad with nvcodec, an NVIDIA driver and GPU that decode it)" >&2
+  exit 1
+}
+
 if [ -z "$input" ]; then
+  # The clip made here is H.264: no point making it without its decoder.
+  gst-inspect-1.0 nvh264dec >/dev/null 2>&1 || nvdec_missing nvh264dec
   if gst-inspect-1.0 nvh264enc >/dev/null 2>&1; then
     encoder=nvh264enc
   elif gst-inspect-1.0 x264enc >/dev/null 2>&1; then
@@ -52,10 +59,7 @@ case "$codec" in
   video/x-av1) decoder=nvav1dec ;;
   *) echo "$input: no H.264, H.265, VP9 or AV1 video found" >&2; exit 1 ;;
 esac
-if ! gst-inspect-1.0 "$decoder" >/dev/null 2>&1; then
-  echo "$decoder is missing (gstreamer1.0-plugins-bad with nvcodec, an NVIDIA driver and GPU that decode it)" >&2
-  exit 1
-fi
+gst-inspect-1.0 "$decoder" >/dev/null 2>&1 || nvdec_missing "$decoder"
 
 if gst-inspect-1.0 sift | grep -c 'memory:CUDAMemory' >/dev/null; then  # -c reads all: no SIGPIPE under pipefail
   decoded='video/x-raw(memory:CUDAMemory)'
