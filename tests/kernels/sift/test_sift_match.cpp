@@ -300,27 +300,35 @@ TEST(GpuSiftMatch, EqualsOpenCVsMatcherOnRealFeatures) {
   }
 }
 
+// Query x train sizes around the kernel's tile (64 rows) and block (64
+// queries) edges, one row, and large sets split in chunks.
+constexpr std::pair<int, int> kMatcherSizes[] = {{1, 1},   {1, 2},   {63, 65},    {64, 64},
+                                                  {65, 129}, {1000, 3001}, {5000, 200}};
+
+void expect_same_nearest_two(const std::vector<NearestTwo> &got, const std::vector<NearestTwo> &want,
+                             const std::string &what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].best, want[i].best) << what << ", query " << i;
+    ASSERT_EQ(got[i].second, want[i].second) << what << ", query " << i;
+    ASSERT_EQ(got[i].best_distance, want[i].best_distance) << what << ", query " << i;
+    if (want[i].second >= 0) {
+      ASSERT_EQ(got[i].second_distance, want[i].second_distance) << what << ", query " << i;
+    }
+  }
+}
+
 TEST(GpuSiftMatch, NearestTwoEqualTheHostLoopsAtEverySize) {
   CS_REQUIRE_GPU();
   cs::Stream stream(kDevice);
   cs::sift::CudaMatcher matcher(kDevice);
-  // Sizes around the tile (64 rows) and block (64 queries) edges, one row, and large sets split in chunks.
-  for (auto [q, t] : {std::pair{1, 1}, std::pair{1, 2}, std::pair{63, 65}, std::pair{64, 64}, std::pair{65, 129},
-                      std::pair{1000, 3001}, std::pair{5000, 200}}) {
+  for (auto [q, t] : kMatcherSizes) {
     const MatchCase c = tied_case(q, t, cs_test::fresh_seed());
     matcher.set_train(c.train.ptr<uint8_t>(), c.train.rows, stream.get());
     const std::vector<NearestTwo> got = matcher.nearest_two(c.query.ptr<uint8_t>(), q, stream.get());
     const std::vector<NearestTwo> want =
         cs::sift::nearest_two_host(c.query.ptr<uint8_t>(), q, c.train.ptr<uint8_t>(), t);
-    ASSERT_EQ(got.size(), want.size()) << c.name;
-    for (size_t i = 0; i < got.size(); ++i) {
-      ASSERT_EQ(got[i].best, want[i].best) << c.name << ", query " << i;
-      ASSERT_EQ(got[i].second, want[i].second) << c.name << ", query " << i;
-      ASSERT_EQ(got[i].best_distance, want[i].best_distance) << c.name << ", query " << i;
-      if (want[i].second >= 0) {
-        ASSERT_EQ(got[i].second_distance, want[i].second_distance) << c.name << ", query " << i;
-      }
-    }
+    expect_same_nearest_two(got, want, c.name);
     for (bool mutual : {false, true})
       expect_same_matches(matcher.match(c.query.ptr<uint8_t>(), q, 0.8, mutual, stream.get()),
                           sift_cpu::match_descriptors(c.query, c.train, 0.8, mutual),
@@ -334,21 +342,12 @@ TEST(GpuSiftMatch, FloatRowsEqualTheHostLoopsAtEverySize) {
   CS_REQUIRE_GPU();
   cs::Stream stream(kDevice);
   cs::sift::CudaMatcher matcher(kDevice);
-  for (auto [q, t] : {std::pair{1, 1}, std::pair{1, 2}, std::pair{63, 65}, std::pair{64, 64}, std::pair{65, 129},
-                      std::pair{1000, 3001}, std::pair{5000, 200}}) {
+  for (auto [q, t] : kMatcherSizes) {
     const MatchCase c = float_case(q, t, cs_test::fresh_seed());
     matcher.set_train(c.train.ptr<float>(), c.train.rows, stream.get());
     const std::vector<NearestTwo> got = matcher.nearest_two(c.query.ptr<float>(), q, stream.get());
     const std::vector<NearestTwo> want = cs::sift::nearest_two_host(c.query.ptr<float>(), q, c.train.ptr<float>(), t);
-    ASSERT_EQ(got.size(), want.size()) << c.name;
-    for (size_t i = 0; i < got.size(); ++i) {
-      ASSERT_EQ(got[i].best, want[i].best) << c.name << ", query " << i;
-      ASSERT_EQ(got[i].second, want[i].second) << c.name << ", query " << i;
-      ASSERT_EQ(got[i].best_distance, want[i].best_distance) << c.name << ", query " << i;
-      if (want[i].second >= 0) {
-        ASSERT_EQ(got[i].second_distance, want[i].second_distance) << c.name << ", query " << i;
-      }
-    }
+    expect_same_nearest_two(got, want, c.name);
     for (bool mutual : {false, true}) {
       const std::vector<DescriptorMatch> on_device = matcher.match(c.query.ptr<float>(), q, 0.8, mutual, stream.get());
       const std::vector<DescriptorMatch> on_host = host_matches(c, 0.8, mutual);
