@@ -21,9 +21,9 @@
  * a ring of A + stride profiles (A when stride >= A), so endless streams run
  * in constant memory; pulses that belong to no image (stride > A) are skipped,
  * and a partial aperture at end-of-stream makes no image (a warning says how
- * many pulses that leaves out, or that no image was formed). The LATENCY query
- * adds the aperture's span, (aperture - 1) pulse intervals, once pulses have
- * shown the interval.
+ * many pulses that leaves out, or that no image was formed). Images carry
+ * their aperture's first pulse's time; the LATENCY query adds the aperture's
+ * span, (aperture - 1) pulse intervals, once pulses have shown the interval.
  *
  * The grid is north-up in the plane tangent to the ellipsoid at its centre:
  * the scene reference point of the first image's middle pulse (whole-stream
@@ -141,7 +141,18 @@ class DeviceArray {
 struct PulseStamp {
   guint64 index = 0;
   double tx_time = 0;
+  GstClockTime pts = GST_CLOCK_TIME_NONE;  // its block's time moved on by its transmit time within the block
 };
+
+// The stream time of row `row` of a block: the block's PTS plus the row's
+// transmit time after the block's first row (none without a PTS, or for
+// transmit times that go back).
+static GstClockTime pulse_pts(GstBuffer *block, const GstSarPulseMeta *meta, int64_t row) {
+  const GstClockTime pts = GST_BUFFER_PTS(block);
+  const double after = meta->pulses[row].tx_time - meta->pulses[0].tx_time;
+  if (!GST_CLOCK_TIME_IS_VALID(pts) || !std::isfinite(after) || after < 0) return pts;
+  return pts + GstClockTime(std::llround(after * GST_SECOND));
+}
 
 struct BackprojectState {
   std::unique_ptr<gstcs::ElementGpu> gpu;
@@ -532,7 +543,9 @@ static GstBuffer *image_buffer(GstBaseTransform *trans, BackprojectState *st, co
   return out;
 }
 
-// Image k of the aperture schedule, its pulses all in the ring.
+// Image k of the aperture schedule, its pulses all in the ring: stamped with
+// its aperture's first pulse's time (the LATENCY query adds the aperture's
+// span for the last one to arrive), else `pts`.
 static GstBuffer *form_image(GstSarBackproject *self, int64_t k, GstClockTime pts) {
   BackprojectState *st = self->state;
   const Settings &s = st->settings;
@@ -550,8 +563,9 @@ static GstBuffer *form_image(GstSarBackproject *self, int64_t k, GstClockTime pt
   backproject(st, updates);
   GST_LOG_OBJECT(self, "image %" G_GINT64_FORMAT ": pulses %" G_GINT64_FORMAT "..%" G_GINT64_FORMAT " (%s)", k,
                  first, last - 1, full ? "full" : "moved on");
-  return image_buffer(GST_BASE_TRANSFORM(self), st, st->ring_stamp[size_t(first % st->capacity)],
-                      st->ring_stamp[size_t((last - 1) % st->capacity)], s.aperture, pts);
+  const PulseStamp &opening = st->ring_stamp[size_t(first % st->capacity)];
+  return image_buffer(GST_BASE_TRANSFORM(self), st, opening, st->ring_stamp[size_t((last - 1) % st->capacity)],
+                      s.aperture, GST_CLOCK_TIME_IS_VALID(opening.pts) ? opening.pts : pts);
 }
 
 // ------------------------------------------------------------------ input
@@ -583,7 +597,8 @@ static void store_pulses(BackprojectState *st, int64_t row, int64_t first, int64
     const std::vector<BackprojectionPulse> info = pulses_of_rows(st, meta, r, count);
     for (int64_t i = 0; i < count; ++i) {
       st->ring_info[size_t(slot + i)] = info[size_t(i)];
-      st->ring_stamp[size_t(slot + i)] = {meta->first_pulse + guint64(r + i), meta->pulses[r + i].tx_time};
+      st->ring_stamp[size_t(slot + i)] = {meta->first_pulse + guint64(r + i), meta->pulses[r + i].tx_time,
+                                          pulse_pts(st->input, meta, r + i)};
     }
     p += count;
   }

@@ -286,6 +286,10 @@ TEST(SarBackproject, VideoSarMovedOnEqualsRecomputation) {
     EXPECT_EQ(m->last_pulse, 24 * k + 95);
     EXPECT_EQ(m->n_pulses, 96u);
     EXPECT_NEAR(m->last_pulse_time - m->first_pulse_time, 95 / sc.prf_hz, 1e-9);
+    // Stamped with its aperture's first pulse (24 k, in the middle of a block
+    // of 40), whose last pulse the LATENCY query's aperture span waits for.
+    EXPECT_NEAR(double(GST_BUFFER_PTS(moved.buffer(k))) / GST_SECOND, 24.0 * double(k) / sc.prf_hz, 1e-6)
+        << "image " << k;
     const Image a = image_of(moved, k), b = image_of(full, k), c = image_of(refreshed, k);
     const double ser = k == 0 ? INFINITY : bp_test::signal_to_error_db(a, b);
     worst = std::min(worst, ser);
