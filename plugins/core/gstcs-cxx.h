@@ -147,7 +147,8 @@ struct SourceUnits {
   std::function<bool(gint64 time, gint64 *unit)> to_unit;
 };
 // Answers DURATION (units; time: where the last unit ends), POSITION (units),
-// SEEKING (units always, time where units have times) and CONVERT between
+// SEEKING (units always, time where units have times and times find their
+// units) and CONVERT between
 // the two. False for other queries and formats: the base class's then.
 bool answer_unit_query(GstQuery *query, const SourceUnits &units);
 // A seek event's fields (gst_event_parse_seek).

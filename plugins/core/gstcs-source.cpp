@@ -34,7 +34,11 @@ bool answer_unit_query(GstQuery *query, const SourceUnits &units) {
     case GST_QUERY_SEEKING: {
       gst_query_parse_seeking(query, &format, nullptr, nullptr, nullptr);
       if (format != GST_FORMAT_DEFAULT && format != GST_FORMAT_TIME) return false;
-      const bool seekable = convert_units(units, GST_FORMAT_DEFAULT, units.total, format, &value);
+      // Seekable in time where units have times and a time finds its unit
+      // (a source whose times are out of order has no such lookup).
+      gint64 unit = 0;
+      const bool seekable = convert_units(units, GST_FORMAT_DEFAULT, units.total, format, &value) &&
+                            convert_units(units, format, 0, GST_FORMAT_DEFAULT, &unit);
       gst_query_set_seeking(query, format, seekable, 0, seekable ? value : -1);
       return true;
     }

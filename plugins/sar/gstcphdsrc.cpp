@@ -330,21 +330,6 @@ static gboolean cphd_src_query(GstBaseSrc *src, GstQuery *query) {
       return false;
     }
   };
-  if (GST_QUERY_TYPE(query) == GST_QUERY_SEEKING) {
-    GstFormat format = GST_FORMAT_UNDEFINED;
-    gst_query_parse_seeking(query, &format, nullptr, nullptr, nullptr);
-    bool disordered = false;
-    try {
-      disordered = format == GST_FORMAT_TIME && tx_time_disorder(st) >= 0;
-    } catch (const std::exception &e) {
-      GST_WARNING_OBJECT(self, "cannot check the transmit times: %s", e.what());
-      disordered = true;
-    }
-    if (disordered) {  // time seeks are refused there: say so
-      gst_query_set_seeking(query, format, FALSE, 0, -1);
-      return TRUE;
-    }
-  }
   if (gstcs::answer_unit_query(query, units)) return TRUE;
   return GST_BASE_SRC_CLASS(gst_cphd_src_parent_class)->query(src, query);
 }
