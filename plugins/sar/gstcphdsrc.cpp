@@ -189,6 +189,29 @@ static gboolean cphd_src_negotiate(GstBaseSrc *src) {
   return ok;
 }
 
+// Stream time of a vector: its TxTime from the channel's first one.
+static double stream_time_s(ReaderState *st, int64_t vector) {
+  return st->reader->read_pvp(st->channel, vector, 1).at(0).tx_time - st->first_tx_time;
+}
+
+// Duration: the last vector's time plus one mean pulse interval.
+static bool duration_time(const ReaderState *st, gint64 *out) {
+  const double span = st->last_tx_time - st->first_tx_time;
+  if (!std::isfinite(span) || span < 0) return false;
+  const double interval = st->num_vectors > 1 ? span / double(st->num_vectors - 1) : 0.0;
+  *out = gint64(std::llround((span + interval) * GST_SECOND));
+  return true;
+}
+
+// Stream time of vector `vector` (the duration for the one past the last).
+static bool vector_time(ReaderState *st, int64_t vector, gint64 *out) {
+  if (vector >= st->num_vectors) return duration_time(st, out);
+  const double t = stream_time_s(st, vector);
+  if (!std::isfinite(t) || t < 0) return false;
+  *out = gint64(std::llround(t * GST_SECOND));
+  return true;
+}
+
 static GstFlowReturn cphd_src_create(GstPushSrc *src, GstBuffer **out) {
   auto *self = GST_CPHD_SRC(src);
   ReaderState *st = self->state;
@@ -221,13 +244,13 @@ static GstFlowReturn cphd_src_create(GstPushSrc *src, GstBuffer **out) {
     gst_buffer_unmap(buf, &map);
     GstSarPulseMeta *meta = gst_buffer_add_sar_pulse_meta(buf, guint64(first), guint(count), nullptr);
     for (gint64 i = 0; i < count; ++i) meta->pulses[i] = gstsar::to_gst(pvp[static_cast<size_t>(i)]);
-    // Time from the channel's first transmit time.
-    const double t0 = pvp.front().tx_time - st->first_tx_time;
-    const double t1 = pvp.back().tx_time - st->first_tx_time;
-    if (std::isfinite(t0) && t0 >= 0) {
-      GST_BUFFER_PTS(buf) = GstClockTime(std::llround(t0 * GST_SECOND));
-      if (std::isfinite(t1) && t1 >= t0 && count > 1)
-        GST_BUFFER_DURATION(buf) = GstClockTime(std::llround((t1 - t0) * double(count) / double(count - 1) * GST_SECOND));
+    // Time from the channel's first transmit time, lasting until the next
+    // block's (the last block: until the stream's duration).
+    gint64 block_start, next_start;
+    if (vector_time(st, first, &block_start)) {
+      GST_BUFFER_PTS(buf) = GstClockTime(block_start);
+      if (vector_time(st, first + count, &next_start) && next_start >= block_start)
+        GST_BUFFER_DURATION(buf) = GstClockTime(next_start - block_start);
     }
     GST_BUFFER_OFFSET(buf) = guint64(first);
     GST_BUFFER_OFFSET_END(buf) = guint64(first + count);
@@ -242,20 +265,6 @@ static GstFlowReturn cphd_src_create(GstPushSrc *src, GstBuffer **out) {
   set_next_pulse(self, first + count);
   *out = buf;
   return GST_FLOW_OK;
-}
-
-// Stream time of a vector: its TxTime from the channel's first one.
-static double stream_time_s(ReaderState *st, int64_t vector) {
-  return st->reader->read_pvp(st->channel, vector, 1).at(0).tx_time - st->first_tx_time;
-}
-
-// Duration: the last vector's time plus one mean pulse interval.
-static bool duration_time(const ReaderState *st, gint64 *out) {
-  const double span = st->last_tx_time - st->first_tx_time;
-  if (!std::isfinite(span) || span < 0) return false;
-  const double interval = st->num_vectors > 1 ? span / double(st->num_vectors - 1) : 0.0;
-  *out = gint64(std::llround((span + interval) * GST_SECOND));
-  return true;
 }
 
 // The first vector whose TxTime breaks the order that lookups by time rely
@@ -289,15 +298,6 @@ static int64_t first_vector_at(ReaderState *st, double seconds) {
       hi = mid;
   }
   return lo;
-}
-
-// Stream time of vector `vector` (the duration for the one past the last).
-static bool vector_time(ReaderState *st, int64_t vector, gint64 *out) {
-  if (vector >= st->num_vectors) return duration_time(st, out);
-  const double t = stream_time_s(st, vector);
-  if (!std::isfinite(t) || t < 0) return false;
-  *out = gint64(std::llround(t * GST_SECOND));
-  return true;
 }
 
 // Vectors (GST_FORMAT_DEFAULT) and stream time: position, duration,

@@ -22,8 +22,10 @@
  * in constant memory; pulses that belong to no image (stride > A) are skipped,
  * and a partial aperture at end-of-stream makes no image (a warning says how
  * many pulses that leaves out, or that no image was formed). Images carry
- * their aperture's first pulse's time; the LATENCY query adds the aperture's
- * span, (aperture - 1) pulse intervals, once pulses have shown the interval.
+ * their aperture's first pulse's time and last until the next image's
+ * (`stride` pulses; a whole-stream image: its pulses' span); the LATENCY
+ * query adds the aperture's span, (aperture - 1) pulse intervals, once
+ * pulses have shown the interval.
  *
  * The grid is north-up in the plane tangent to the ellipsoid at its centre:
  * the scene reference point of the first image's middle pulse (whole-stream
@@ -491,9 +493,20 @@ static std::vector<BackprojectionPulse> pulses_of_rows(const BackprojectState *s
 
 // ------------------------------------------------------------------ output
 
-// A buffer holding the current image, with its meta.
+// The time that `covered` pulses take, scaled from the PTS of `first` and
+// `last`, else from the pulse interval; none when neither is known.
+static GstClockTime pulses_span(const BackprojectState *st, const PulseStamp &first, const PulseStamp &last,
+                                int64_t covered) {
+  const int64_t between = int64_t(last.index) - int64_t(first.index);
+  if (between > 0 && GST_CLOCK_TIME_IS_VALID(first.pts) && GST_CLOCK_TIME_IS_VALID(last.pts) && last.pts >= first.pts)
+    return GstClockTime(std::llround(double(last.pts - first.pts) * double(covered) / double(between)));
+  if (st->pulse_interval_s > 0) return GstClockTime(std::llround(double(covered) * st->pulse_interval_s * GST_SECOND));
+  return GST_CLOCK_TIME_NONE;
+}
+
+// A buffer holding the current image, with its meta, its time and its duration.
 static GstBuffer *image_buffer(GstBaseTransform *trans, BackprojectState *st, const PulseStamp &first,
-                               const PulseStamp &last, int64_t pulses, GstClockTime pts) {
+                               const PulseStamp &last, int64_t pulses, GstClockTime pts, GstClockTime duration) {
   const size_t bytes = st->image_pixels() * sizeof(Cf);
   GstBuffer *out;
   if (st->image->on_device()) {
@@ -540,12 +553,14 @@ static GstBuffer *image_buffer(GstBaseTransform *trans, BackprojectState *st, co
   m->last_pulse_time = last.tx_time;
   m->n_pulses = guint(pulses);
   GST_BUFFER_PTS(out) = pts;
+  GST_BUFFER_DURATION(out) = duration;
   return out;
 }
 
 // Image k of the aperture schedule, its pulses all in the ring: stamped with
 // its aperture's first pulse's time (the LATENCY query adds the aperture's
-// span for the last one to arrive), else `pts`.
+// span for the last one to arrive), else `pts`, and lasting until the next
+// image's (`stride` pulses on).
 static GstBuffer *form_image(GstSarBackproject *self, int64_t k, GstClockTime pts) {
   BackprojectState *st = self->state;
   const Settings &s = st->settings;
@@ -564,8 +579,10 @@ static GstBuffer *form_image(GstSarBackproject *self, int64_t k, GstClockTime pt
   GST_LOG_OBJECT(self, "image %" G_GINT64_FORMAT ": pulses %" G_GINT64_FORMAT "..%" G_GINT64_FORMAT " (%s)", k,
                  first, last - 1, full ? "full" : "moved on");
   const PulseStamp &opening = st->ring_stamp[size_t(first % st->capacity)];
-  return image_buffer(GST_BASE_TRANSFORM(self), st, opening, st->ring_stamp[size_t((last - 1) % st->capacity)],
-                      s.aperture, GST_CLOCK_TIME_IS_VALID(opening.pts) ? opening.pts : pts);
+  const PulseStamp &closing = st->ring_stamp[size_t((last - 1) % st->capacity)];
+  return image_buffer(GST_BASE_TRANSFORM(self), st, opening, closing, s.aperture,
+                      GST_CLOCK_TIME_IS_VALID(opening.pts) ? opening.pts : pts,
+                      pulses_span(st, opening, closing, s.stride));
 }
 
 // ------------------------------------------------------------------ input
@@ -628,10 +645,11 @@ static void accumulate_input(BackprojectState *st) {
     gst_buffer_unmap(st->input, &map);
   }
   if (st->accumulated == 0) {
-    st->first_stamp = {meta->first_pulse + guint64(row), meta->pulses[row].tx_time};
+    st->first_stamp = {meta->first_pulse + guint64(row), meta->pulses[row].tx_time, pulse_pts(st->input, meta, row)};
     st->first_pts = GST_BUFFER_PTS(st->input);
   }
-  st->last_stamp = {meta->first_pulse + guint64(st->input_rows - 1), meta->pulses[st->input_rows - 1].tx_time};
+  const int64_t last = st->input_rows - 1;
+  st->last_stamp = {meta->first_pulse + guint64(last), meta->pulses[last].tx_time, pulse_pts(st->input, meta, last)};
   st->accumulated += count;
 }
 
@@ -809,7 +827,8 @@ static gboolean bp_sink_event(GstBaseTransform *trans, GstEvent *event) {
         const GstFlowReturn made = gstcs::guard_flow(GST_ELEMENT(self), "Finishing the image", [&] {
           std::unique_ptr<cs::DeviceGuard> guard;
           if (st->gpu) guard = std::make_unique<cs::DeviceGuard>(st->gpu->device());
-          out = image_buffer(trans, st, st->first_stamp, st->last_stamp, st->accumulated, st->first_pts);
+          out = image_buffer(trans, st, st->first_stamp, st->last_stamp, st->accumulated, st->first_pts,
+                             pulses_span(st, st->first_stamp, st->last_stamp, st->accumulated));
           return GST_FLOW_OK;
         });
         st->accumulated = 0;

@@ -246,6 +246,8 @@ TEST(SarBackproject, StripmapTargetsFocusWhereTheyAre) {
     run_pipeline(sim_launch(sc) + bp_chain("window=hamming upsample=8", grid + mode), &run);
     ASSERT_EQ(run.error, "");
     ASSERT_EQ(run.samples.size(), 1u);
+    EXPECT_NEAR(double(GST_BUFFER_DURATION(run.buffer(0))) / GST_SECOND, double(sc.num_pulses) / sc.prf_hz, 1e-6)
+        << "the image lasts its pulses' span";
     expect_targets_focused(image_of(run, 0), 128, 64, 0.25, sc.targets, "stripmap",
                            whole_stream ? cs::sar::Vec3{} : middle_srp);
   }
@@ -290,6 +292,8 @@ TEST(SarBackproject, VideoSarMovedOnEqualsRecomputation) {
     // of 40), whose last pulse the LATENCY query's aperture span waits for.
     EXPECT_NEAR(double(GST_BUFFER_PTS(moved.buffer(k))) / GST_SECOND, 24.0 * double(k) / sc.prf_hz, 1e-6)
         << "image " << k;
+    EXPECT_NEAR(double(GST_BUFFER_DURATION(moved.buffer(k))) / GST_SECOND, 24.0 / sc.prf_hz, 1e-6)
+        << "image " << k << " lasts until the next one's stride of pulses";
     const Image a = image_of(moved, k), b = image_of(full, k), c = image_of(refreshed, k);
     const double ser = k == 0 ? INFINITY : bp_test::signal_to_error_db(a, b);
     worst = std::min(worst, ser);

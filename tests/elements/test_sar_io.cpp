@@ -300,6 +300,15 @@ TEST_P(CphdRoundTrip, SarsimToCphdsinkToCphdsrcIsBitExact) {
       : std::vector<const char *>{"frequency-step"};
   for (const char *f : fields) EXPECT_DOUBLE_EQ(caps_double(b, f), caps_double(a, f)) << f;
   EXPECT_EQ(GST_BUFFER_PTS(read.buffer(1)), 5 * GST_SECOND / 1000) << "times from the file's TxTime";
+  // Each block lasts until the next one's time; the last, its 3 pulses' worth.
+  for (size_t i = 0; i < 5; ++i)
+    EXPECT_EQ(GST_BUFFER_DURATION(read.buffer(i)), (i < 4 ? 5 : 3) * GST_SECOND / 1000) << "block " << i;
+  PipelineRun single;
+  run_pipeline("cphdsrc location=" + file.path() + " pulses-per-buffer=1 ! appsink name=out sync=false", &single);
+  ASSERT_EQ(single.error, "");
+  ASSERT_EQ(single.samples.size(), 23u);
+  for (size_t i = 0; i < 23; ++i)
+    EXPECT_EQ(GST_BUFFER_DURATION(single.buffer(i)), GST_SECOND / 1000) << "a block of one pulse, pulse " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, CphdRoundTrip,
