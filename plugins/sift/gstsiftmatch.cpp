@@ -59,7 +59,33 @@ struct _GstSiftMatcher {
   bool logged_cpu_fallback;
 };
 
-G_DEFINE_TYPE(GstSiftMatcher, gst_sift_matcher, GST_TYPE_CS_BASE_TRANSFORM)
+// The type is registered by hand under the name "GstSiftMatch", so that
+// instances are named like the factory (siftmatch0, siftmatch1, ...) in
+// messages and pipeline dumps; in C that name is the matches meta's record.
+static void gst_sift_matcher_class_init(GstSiftMatcherClass *klass);
+static void gst_sift_matcher_init(GstSiftMatcher *self);
+static gpointer gst_sift_matcher_parent_class = nullptr;
+
+static void gst_sift_matcher_class_intern_init(gpointer klass, gpointer) {
+  gst_sift_matcher_parent_class = g_type_class_peek_parent(klass);
+  gst_sift_matcher_class_init(static_cast<GstSiftMatcherClass *>(klass));
+}
+
+static void gst_sift_matcher_instance_init(GTypeInstance *instance, gpointer) {
+  gst_sift_matcher_init(reinterpret_cast<GstSiftMatcher *>(instance));
+}
+
+GType gst_sift_matcher_get_type(void) {
+  static gsize type = 0;
+  if (g_once_init_enter(&type)) {
+    const GType registered = g_type_register_static_simple(
+        GST_TYPE_CS_BASE_TRANSFORM, g_intern_static_string("GstSiftMatch"), sizeof(GstSiftMatcherClass),
+        gst_sift_matcher_class_intern_init, sizeof(GstSiftMatcher),
+        gst_sift_matcher_instance_init, GTypeFlags(0));
+    g_once_init_leave(&type, registered);
+  }
+  return type;
+}
 GST_ELEMENT_REGISTER_DEFINE(siftmatch, "siftmatch", GST_RANK_NONE, GST_TYPE_SIFT_MATCHER)
 
 enum { PROP_0, PROP_REFERENCE, PROP_RATIO, PROP_MUTUAL_CHECK, PROP_HOMOGRAPHY, PROP_RANSAC_THRESHOLD, PROP_POST_MESSAGES };

@@ -400,6 +400,11 @@ TEST(Plugins, EveryElementAndPropertyIsDocumented) {
       EXPECT_GT(strlen(gst_element_factory_get_metadata(factory, GST_ELEMENT_METADATA_DESCRIPTION)), 30u) << name;
       GstElement *element = gst_element_factory_create(factory, nullptr);
       ASSERT_NE(element, nullptr) << name;
+      // Unnamed instances are named after their factory (siftmatch0, ...), as messages show them.
+      const std::string instance = GST_OBJECT_NAME(element);
+      EXPECT_TRUE(instance.size() > strlen(name) && instance.compare(0, strlen(name), name) == 0 &&
+                  instance.find_first_not_of("0123456789", strlen(name)) == std::string::npos)
+          << instance << " of " << name;
       guint n = 0;
       GParamSpec **props = g_object_class_list_properties(G_OBJECT_GET_CLASS(element), &n);
       for (guint i = 0; i < n; ++i) {
