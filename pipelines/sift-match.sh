@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Two images matched with SIFT:
 #   pipelines/sift-match.sh [BUILD_DIR=build] [OUT_DIR=out/sift-match] [REFERENCE.png] [QUERY.png]
-# The reference's features go to OUT_DIR/reference.bin (featuresink); the
-# query is matched against them (ratio test, mutual check, RANSAC
-# homography), its matched keypoints are drawn into OUT_DIR/query-keypoints.png
-# and siftmatch's summary (matches, inliers, homography from query to
-# reference pixels) is printed. Without images, the query is scikit-image's
+# The query is matched against the reference picture (siftmatch finds its
+# features; ratio test, mutual check, RANSAC homography), its matched
+# keypoints are drawn into OUT_DIR/query-keypoints.png and siftmatch's
+# summary (matches, inliers, homography from query to reference pixels) is
+# printed. The reference's features are also written to OUT_DIR/reference.bin
+# (featuresink), which siftmatch takes as well, and the query matched against
+# them must give the same summary. Without images, the query is scikit-image's
 # astronaut picture and the reference the same picture rotated by 20 degrees
 # and scaled by 0.8 (made here with rotate and videoscale).
 set -euo pipefail
@@ -25,16 +27,23 @@ if [ -z "$reference" ] || [ -z "$query" ]; then
     video/x-raw,width=410,height=410 ! videoconvert ! pngenc ! filesink location="$reference"
 fi
 
-image() {  # a PNG or JPEG file as one GRAY8 frame
+image() {  # a PNG or JPEG file as one RGBA frame (sift takes its luma as OpenCV's cvtColor does)
   local decoder=pngdec
   case "$1" in *.jpg|*.jpeg|*.JPG|*.JPEG) decoder=jpegdec ;; esac
-  echo "filesrc location=$1 ! $decoder ! videoconvert ! video/x-raw,format=GRAY8 ! imagefreeze num-buffers=1"
+  echo "filesrc location=$1 ! $decoder ! videoconvert ! video/x-raw,format=RGBA ! imagefreeze num-buffers=1"
 }
 
-gst-launch-1.0 -q $(image "$reference") ! sift ! featuresink location="$out/reference.bin"
 # -m prints the messages; of them, siftmatch's: keypoints, matches, inliers, homography.
-gst-launch-1.0 -m $(image "$query") ! sift ! \
-  siftmatch reference="$out/reference.bin" mutual-check=true homography=true post-messages=true ! \
-  siftoverlay color=0xff0000 ! videoconvert ! pngenc ! filesink location="$out/query-keypoints.png" |
-  grep -o 'siftmatch, .*' | tr -d ';'
+match() {  # match REFERENCE [OVERLAY.png]
+  local draw="fakesink"
+  [ -n "${2:-}" ] && draw="siftoverlay color=0xff0000 ! videoconvert ! pngenc ! filesink location=$2"
+  gst-launch-1.0 -m $(image "$query") ! sift ! \
+    siftmatch reference="$1" mutual-check=true homography=true post-messages=true ! $draw |
+    grep -o 'siftmatch, .*' | tr -d ';'
+}
+from_picture=$(match "$reference" "$out/query-keypoints.png")
+echo "$from_picture"
+gst-launch-1.0 -q $(image "$reference") ! sift ! featuresink location="$out/reference.bin"
+from_file=$(match "$out/reference.bin")
+[ "$from_file" = "$from_picture" ] || { echo "the features file gave another result: $from_file" >&2; exit 1; }
 echo "wrote $out/reference.bin and $out/query-keypoints.png"

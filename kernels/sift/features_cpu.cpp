@@ -1,5 +1,6 @@
 #include "sift/features_cpu.h"
 
+#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include <algorithm>
@@ -133,10 +134,60 @@ void write_record(std::FILE *file, uint64_t pts, uint32_t width, uint32_t height
     throw std::runtime_error(std::string("write failed: ") + std::strerror(errno));
 }
 
+void write_record_fields(cv::FileStorage &fs, uint64_t pts, uint32_t width, uint32_t height,
+                         DescriptorFormat format, const Features &f) {
+  fs << "pts" << (pts == UINT64_MAX ? -1.0 : double(pts));
+  fs << "width" << int(width) << "height" << int(height);
+  fs << "descriptor_format" << int(format);
+  cv::write(fs, "keypoints", f.keypoints);
+  fs << "descriptors" << f.descriptors;
+}
+
+// The records of a YAML or XML document (write_record_fields).
+static std::vector<Record> read_text_records(const std::string &path) {
+  cv::FileStorage fs;
+  try {
+    if (!fs.open(path, cv::FileStorage::READ)) throw std::runtime_error(path + ": cannot open");
+  } catch (const cv::Exception &e) {
+    throw std::runtime_error(path + ": not a features file of featuresink (binary, OpenCV YAML or XML): " + e.err);
+  }
+  const cv::FileNode frames = fs["frames"];
+  if (!frames.isSeq()) throw std::runtime_error(path + ": no 'frames' sequence: not a features file of featuresink");
+  std::vector<Record> out;
+  for (const cv::FileNode &frame : frames) {
+    const std::string where = path + " frame " + std::to_string(out.size());
+    Record r{};
+    std::memcpy(r.header.magic, "SIFT", 4);
+    r.header.version = 1;
+    const double pts = double(frame["pts"]);
+    r.header.pts = pts < 0 ? UINT64_MAX : uint64_t(pts);
+    r.header.width = uint32_t(int(frame["width"]));
+    r.header.height = uint32_t(int(frame["height"]));
+    const int format = int(frame["descriptor_format"]);
+    if (format < 0 || format > 2) throw std::runtime_error(where + ": unknown descriptor format");
+    r.header.format = uint32_t(format);
+    try {
+      cv::read(frame["keypoints"], r.features.keypoints);
+      frame["descriptors"] >> r.features.descriptors;
+    } catch (const cv::Exception &e) {
+      throw std::runtime_error(where + ": " + e.err);
+    }
+    const cv::Mat &d = r.features.descriptors;
+    const bool rows_fit = d.empty() || (size_t(d.rows) == r.features.keypoints.size() &&
+                                        d.type() == (format == 0 ? CV_8U : CV_32F));
+    if (!rows_fit) throw std::runtime_error(where + ": the descriptors do not fit the keypoints and format");
+    r.header.count = uint32_t(r.features.keypoints.size());
+    r.header.length = uint32_t(d.cols);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 std::vector<Record> read_records(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(path + ": cannot open");
   std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (data.size() >= 4 && std::memcmp(data.data(), "SIFT", 4) != 0) return read_text_records(path);
   std::vector<Record> out;
   size_t off = 0;
   while (off < data.size()) {
@@ -165,6 +216,51 @@ std::vector<Record> read_records(const std::string &path) {
     out.push_back(std::move(r));
   }
   return out;
+}
+
+// A picture as sift would see it as a frame: the 8 most significant bits of
+// each sample, then the luma by cv::cvtColor's BT.601 weights (which sift's
+// luma of RGB frames equals). Not imread's own gray: its PNG reader converts
+// with libpng's rounding.
+static cv::Mat gray_of_picture(const std::string &path) {
+  cv::Mat stored = cv::imread(path, cv::IMREAD_ANYDEPTH | cv::IMREAD_ANYCOLOR);
+  if (stored.empty()) throw std::runtime_error(path + ": cannot decode the picture");
+  if (stored.depth() == CV_16U) {
+    cv::Mat high(stored.size(), CV_MAKETYPE(CV_8U, stored.channels()));
+    const size_t samples = stored.total() * size_t(stored.channels());
+    cv::Mat flat = stored.isContinuous() ? stored : stored.clone();
+    for (size_t i = 0; i < samples; ++i) high.data[i] = uint8_t(flat.ptr<uint16_t>()[i] >> 8);
+    stored = high;
+  } else if (stored.depth() != CV_8U) {
+    throw std::runtime_error(path + ": a picture of 8 or 16 bits a sample is needed");
+  }
+  cv::Mat gray;
+  switch (stored.channels()) {
+    case 1: gray = stored; break;
+    case 3: cv::cvtColor(stored, gray, cv::COLOR_BGR2GRAY); break;
+    case 4: cv::cvtColor(stored, gray, cv::COLOR_BGRA2GRAY); break;
+    default: throw std::runtime_error(path + ": a picture of " + std::to_string(stored.channels()) + " channels");
+  }
+  return gray;
+}
+
+Reference read_reference(const std::string &path) {
+  Reference r;
+  if (cv::haveImageReader(path)) {
+    r.is_picture = true;
+    r.picture = gray_of_picture(path);
+    return r;
+  }
+  if (!std::ifstream(path)) throw std::runtime_error(path + ": cannot open");
+  std::vector<Record> records;
+  try {
+    records = read_records(path);
+  } catch (const std::runtime_error &e) {
+    throw std::runtime_error(std::string(e.what()) + "; nor a picture that OpenCV reads");
+  }
+  if (records.empty()) throw std::runtime_error(path + ": no records");
+  r.record = std::move(records.front());
+  return r;
 }
 
 }  // namespace sift_cpu

@@ -112,8 +112,29 @@ struct Record {
 // Appends one record; throws std::runtime_error on a write error.
 void write_record(std::FILE *file, uint64_t pts, uint32_t width, uint32_t height, DescriptorFormat format,
                   const Features &features);
-// Every record of a file; throws std::runtime_error naming the offset of a
-// malformed record.
+
+// --- featuresink's OpenCV YAML and XML files ---
+// A document whose `frames` sequence holds one mapping a frame: pts
+// (nanoseconds as a double, -1 when none), width, height,
+// descriptor_format, keypoints (cv::write's seven numbers each) and
+// descriptors (a matrix). Writes one frame's fields into the open mapping.
+void write_record_fields(cv::FileStorage &fs, uint64_t pts, uint32_t width, uint32_t height,
+                         DescriptorFormat format, const Features &features);
+
+// Every record of a features file in any of featuresink's formats (binary,
+// OpenCV YAML or XML; told apart by their first bytes); throws
+// std::runtime_error naming the offset or the frame of a malformed record.
 std::vector<Record> read_records(const std::string &path);
+
+// siftmatch's reference: the first record of a features file, or a picture
+// that OpenCV's imread decodes, as 8-bit gray (its features are found once
+// the frames' descriptor format is known). Throws std::runtime_error saying
+// why the file is neither.
+struct Reference {
+  bool is_picture = false;
+  Record record;    // a features file's first record
+  cv::Mat picture;  // CV_8U, one channel
+};
+Reference read_reference(const std::string &path);
 
 }  // namespace sift_cpu

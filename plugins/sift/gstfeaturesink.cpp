@@ -188,11 +188,7 @@ static GstFlowReturn feature_sink_render(GstBaseSink *sink, GstBuffer *buffer) {
       write_checked(self->file, nullptr, 0);
     } else {
       const TextDocument doc = text_document(self->format_in_use, true, [&](cv::FileStorage &fs) {
-        fs << "pts" << (pts == UINT64_MAX ? -1.0 : double(pts));
-        fs << "width" << int(width) << "height" << int(height);
-        fs << "descriptor_format" << int(format);
-        cv::write(fs, "keypoints", f.keypoints);
-        fs << "descriptors" << f.descriptors;
+        sift_cpu::write_record_fields(fs, pts, width, height, sift_cpu::DescriptorFormat(format), f);
       });
       if (!self->text_end) {
         write_checked(self->file, doc.head.data(), doc.head.size());

@@ -55,6 +55,7 @@ struct _GstSiftMatcher {
   std::optional<sift_cpu::Features> *train;  // reference or previous frame
   GstSiftDescriptorFormat train_format;       // its descriptors' format
   bool train_is_reference;
+  cv::Mat *reference_picture;  // a reference given as a picture, until its features are found (first frame)
   GpuMatching *gpu;  // the CUDA backend's, NULL on the CPU backend
   bool logged_cpu_fallback;
 };
@@ -103,15 +104,21 @@ static gboolean match_start(GstCsBaseTransform *base) {
   self->train->reset();
   self->train_is_reference = !reference.empty();
   self->logged_cpu_fallback = false;
+  self->reference_picture->release();
   if (!reference.empty()) {
     try {
-      std::vector<sift_cpu::Record> records = sift_cpu::read_records(reference);
-      if (records.empty()) throw std::runtime_error(reference + ": no records");
-      self->train_format = GstSiftDescriptorFormat(records.front().header.format);
-      self->train->emplace(std::move(records.front().features));
-      GST_INFO_OBJECT(self, "reference %s: %zu keypoints", reference.c_str(), (*self->train)->keypoints.size());
+      sift_cpu::Reference r = sift_cpu::read_reference(reference);
+      if (r.is_picture) {
+        *self->reference_picture = r.picture;
+        GST_INFO_OBJECT(self, "reference picture %s: %dx%d, its features found at the first frame", reference.c_str(),
+                        r.picture.cols, r.picture.rows);
+      } else {
+        self->train_format = GstSiftDescriptorFormat(r.record.header.format);
+        self->train->emplace(std::move(r.record.features));
+        GST_INFO_OBJECT(self, "reference %s: %zu keypoints", reference.c_str(), (*self->train)->keypoints.size());
+      }
     } catch (const std::exception &e) {
-      GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ, ("Cannot read the reference features %s", reference.c_str()),
+      GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ, ("Cannot read the reference %s", reference.c_str()),
                         ("%s", e.what()));
       return FALSE;
     }
@@ -233,6 +240,22 @@ static GstFlowReturn match_transform_ip(GstBaseTransform *trans, GstBuffer *buf)
   const bool post = self->post_messages;
   GST_OBJECT_UNLOCK(self);
   sift_cpu::Features query{gst_sift::keypoints(*meta), gst_sift::descriptors(*meta)};
+  if (!self->reference_picture->empty()) {
+    // OpenCV's SIFT with its default parameters (sift's), in the frames' descriptor format.
+    sift_cpu::Params params;
+    params.format = sift_cpu::DescriptorFormat(meta->descriptor_format);
+    try {
+      self->train->emplace(sift_cpu::detect_and_describe(*self->reference_picture, params));
+    } catch (const std::exception &e) {
+      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot find the SIFT features of the reference picture"),
+                        ("%s", e.what()));
+      return GST_FLOW_ERROR;
+    }
+    self->train_format = meta->descriptor_format;
+    GST_INFO_OBJECT(self, "reference picture: %zu keypoints, %s descriptors", (*self->train)->keypoints.size(),
+                    descriptor_format_name(self->train_format));
+    self->reference_picture->release();
+  }
   if (self->train->has_value() && meta->descriptor_format != self->train_format) {
     // float and RootSIFT rows are both float32: only the formats tell them apart
     GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("Cannot match the frame's features"),
@@ -326,6 +349,7 @@ static void match_finalize(GObject *object) {
   auto *self = GST_SIFT_MATCHER(object);
   g_free(self->reference);
   delete self->train;
+  delete self->reference_picture;
   delete self->gpu;
   G_OBJECT_CLASS(gst_sift_matcher_parent_class)->finalize(object);
 }
@@ -341,8 +365,10 @@ static void gst_sift_matcher_class_init(GstSiftMatcherClass *klass) {
   g_object_class_install_property(
       gobject_class, PROP_REFERENCE,
       g_param_spec_string("reference", "Reference features",
-                          "A features file written by featuresink (format=binary; its first record is used), e.g. "
-                          "of a reference image run through sift; unset = match each frame against the previous one",
+                          "What to match against: a features file written by featuresink (any format; its first "
+                          "record is used), or a picture OpenCV reads (PNG, JPEG, ...), whose features OpenCV's SIFT "
+                          "finds with its default parameters in the frames' descriptor format at the first frame; "
+                          "unset = match each frame against the previous one",
                           nullptr, flags));
   g_object_class_install_property(
       gobject_class, PROP_RATIO,
@@ -397,6 +423,7 @@ static void gst_sift_matcher_init(GstSiftMatcher *self) {
   self->ransac_threshold = 3.0;
   self->post_messages = FALSE;
   self->train = new std::optional<sift_cpu::Features>();
+  self->reference_picture = new cv::Mat();
   self->gpu = nullptr;
   self->logged_cpu_fallback = false;
   gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);

@@ -13,8 +13,10 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include <opencv2/calib3d.hpp>
+#include <opencv2/imgcodecs.hpp>
 
 #include "gst/cudasensing/sift/gstsiftfeaturesmeta.h"
 #include "test_sift_support.h"
@@ -774,6 +776,90 @@ TEST(SiftMatch, FramesWithoutFeaturesAreAClearError) {
   RunResult r = run("siftmatch", frame_caps(GST_VIDEO_FORMAT_GRAY8, 64, 48),
                     {make_frame(textured_bgr(64, 48, 3), GST_VIDEO_FORMAT_GRAY8)});
   EXPECT_NE(r.error.find("no SIFT features"), std::string::npos) << r.everything();
+}
+
+// The matches meta of each frame: (query, train, distance) triples.
+std::vector<std::vector<std::tuple<guint32, guint32, float>>> matches_of(const RunResult &r) {
+  std::vector<std::vector<std::tuple<guint32, guint32, float>>> out;
+  for (GstBuffer *b : r.buffers) {
+    const GstSiftMatchesMeta *m = gst_buffer_get_sift_matches_meta(b);
+    out.emplace_back();
+    for (guint i = 0; m && i < m->count; ++i)
+      out.back().emplace_back(m->matches[i].query_index, m->matches[i].train_index, m->matches[i].distance);
+  }
+  return out;
+}
+
+// A reference picture gives the matches of the features file that sift and
+// featuresink make of it (both OpenCV's SIFT with its default parameters),
+// in every descriptor format; so do featuresink's YAML and XML files.
+TEST(SiftMatch, ReferencePictureOrAnyFeaturesFileGivesTheSameMatches) {
+  const Pair p = rotated_pair(cs_test::fresh_seed());
+  cv::Mat gray;
+  cv::cvtColor(p.first, gray, cv::COLOR_BGR2GRAY);  // what a GRAY8 frame of it holds
+  TempFile picture(".png");
+  ASSERT_TRUE(cv::imwrite(picture.path, gray));
+  auto second_frames = [&] {
+    return std::vector<GstBuffer *>{make_frame(p.second, GST_VIDEO_FORMAT_GRAY8),
+                                    make_frame(p.second, GST_VIDEO_FORMAT_GRAY8)};
+  };
+  for (const std::string sift : {"sift backend=cpu", "sift backend=cpu descriptor-format=float",
+                                 "sift backend=cpu descriptor-format=rootsift"}) {
+    SCOPED_TRACE(sift);
+    RunResult from_picture = run(sift + " ! siftmatch homography=true reference=" + picture.path,
+                                 frame_caps(GST_VIDEO_FORMAT_GRAY8, 320, 240), second_frames());
+    ASSERT_EQ(from_picture.error, "") << from_picture.everything();
+    ASSERT_EQ(from_picture.buffers.size(), 2u);
+    const auto want = matches_of(from_picture);
+    EXPECT_GT(want[0].size(), 20u);
+    EXPECT_EQ(want[1], want[0]) << "both frames against the picture, not each other";
+    const GstSiftMatchesMeta *m = gst_buffer_get_sift_matches_meta(from_picture.buffers[0]);
+    ASSERT_TRUE(m && m->has_homography);
+    EXPECT_LT(max_disagreement(homography_of(*m), p.truth), kHomographyTolerance);
+    for (const std::string format : {"binary", "opencv-yaml", "opencv-xml"}) {
+      SCOPED_TRACE(format);
+      TempFile file(format == "binary" ? ".bin" : format == "opencv-yaml" ? ".yml" : ".xml");
+      RunResult w = run(sift + " ! featuresink format=" + format + " location=" + file.path,
+                        frame_caps(GST_VIDEO_FORMAT_GRAY8, 320, 240), {make_frame(p.first, GST_VIDEO_FORMAT_GRAY8)},
+                        false);
+      ASSERT_EQ(w.error, "") << w.everything();
+      RunResult from_file = run(sift + " ! siftmatch reference=" + file.path,
+                                frame_caps(GST_VIDEO_FORMAT_GRAY8, 320, 240), second_frames());
+      ASSERT_EQ(from_file.error, "") << from_file.everything();
+      EXPECT_EQ(matches_of(from_file), want);
+    }
+  }
+}
+
+// A colour picture's luma is the one sift takes of an RGBA frame of it.
+TEST(SiftMatch, ColourReferencePictureIsSeenAsSiftSeesItsFrame) {
+  const Pair p = rotated_pair(cs_test::fresh_seed());
+  TempFile picture(".png"), file(".bin");
+  ASSERT_TRUE(cv::imwrite(picture.path, p.first));
+  RunResult w = run("sift backend=cpu ! featuresink location=" + file.path, frame_caps(GST_VIDEO_FORMAT_RGBA, 320, 240),
+                    {make_frame(p.first, GST_VIDEO_FORMAT_RGBA)}, false);
+  ASSERT_EQ(w.error, "") << w.everything();
+  std::vector<std::vector<std::tuple<guint32, guint32, float>>> results;
+  for (const std::string &reference : {picture.path, file.path}) {
+    RunResult r = run("sift backend=cpu ! siftmatch reference=" + reference, frame_caps(GST_VIDEO_FORMAT_RGBA, 320, 240),
+                      {make_frame(p.second, GST_VIDEO_FORMAT_RGBA)});
+    ASSERT_EQ(r.error, "") << r.everything();
+    results.push_back(matches_of(r).at(0));
+  }
+  EXPECT_GT(results[0].size(), 20u);
+  EXPECT_EQ(results[0], results[1]);
+}
+
+TEST(SiftMatch, ReferenceThatIsNeitherFeaturesNorPictureIsAClearError) {
+  TempFile text(".txt");
+  {
+    std::ofstream out(text.path);
+    out << "not a features file: [1, 2\n";
+  }
+  RunResult r = run("sift backend=cpu ! siftmatch reference=" + text.path, frame_caps(GST_VIDEO_FORMAT_GRAY8, 64, 48),
+                    {make_frame(textured_bgr(64, 48, 3), GST_VIDEO_FORMAT_GRAY8)});
+  EXPECT_NE(r.everything().find(text.path), std::string::npos) << r.everything();
+  EXPECT_NE(r.everything().find("not a features file"), std::string::npos) << r.everything();
 }
 
 TEST(SiftMatch, UnreadableReferenceIsAClearError) {
