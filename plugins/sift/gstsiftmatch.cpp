@@ -401,10 +401,10 @@ static void gst_sift_matcher_class_init(GstSiftMatcherClass *klass) {
   gst_element_class_add_static_pad_template(element_class, &src_template);
   gst_element_class_set_static_metadata(
       element_class, "SIFT matcher", "Filter/Analyzer/Video",
-      "Matches each frame's SIFT descriptors against the previous frame or a reference features file (Lowe's "
-      "ratio test, optional mutual check, optional RANSAC homography) and attaches a GstSiftMatchesMeta; frames "
-      "pass through unchanged. CUDA backend (brute force on the device for byte descriptors) or CPU backend "
-      "(OpenCV's brute-force matcher)",
+      "Matches each frame's SIFT descriptors against the previous frame, a reference picture or a features file "
+      "(Lowe's ratio test, optional mutual check, optional RANSAC homography) and attaches a GstSiftMatchesMeta; "
+      "frames pass through unchanged. CUDA backend (brute force on the device, every descriptor format) or CPU "
+      "backend (OpenCV's brute-force matcher)",
       "gst-cuda-sensing developers");
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
   trans_class->transform_ip = match_transform_ip;

@@ -1,11 +1,10 @@
 /* siftoverlay: draws each frame's SIFT keypoints (GstSiftFeaturesMeta) into
  * the frame, in place: a circle of the keypoint's size (diameter) around it
  * and a radius along its angle, as OpenCV's DRAW_RICH_KEYPOINTS does; frames
- * without keypoints pass untouched (not even mapped). 4:2:0 YUV frames (NV12
- * and I420, what decoders and cameras give; NV21, YV12; P010, P012, P016
- * and I420_10LE, decoders' 10- to 16-bit output) get the colour as Y'CbCr
- * in the frame's colorimetry and bit depth: luma on the marks' pixels,
- * chroma on every 2 x 2 sample that one of them falls in.
+ * without keypoints pass untouched (not even mapped). YUV frames (4:2:0 such
+ * as NV12, I420, P010 from decoders; 4:2:2 such as YUY2 from cameras; 4:4:4)
+ * get the colour as Y'CbCr in the frame's colorimetry and bit depth: luma
+ * on the marks' pixels, chroma on every sample that one of them falls in.
  *
  * Where it draws: on the CUDA backend, a frame in the project's device memory
  * (memory:CudaSensing) is drawn on the device, on the element's stream, and
@@ -13,9 +12,9 @@
  * cudaupload; in place when nvcodec took our CUDA context, else through a
  * device copy in ours, sift-nvcodec.h), so that
  * decode -> sift -> siftoverlay -> encode stays on the GPU; every other frame
- * is drawn on the CPU with OpenCV's
- * cv::circle / cv::line (a device frame on the CPU backend is downloaded by
- * mapping it, and uploaded again at its next device use). Both paths draw
+ * is drawn on the CPU, in every format sift reads, from a mask that
+ * OpenCV's cv::circle / cv::line rasterise (a device frame on the CPU backend
+ * is downloaded by mapping it, and uploaded again at its next device use). Both paths draw
  * the same marks (sift-draw.h); the device rasterises them by distance to
  * the circle and the line, so its pixels can differ from OpenCV's by one. */
 #include "gstsiftoverlay.h"
@@ -35,12 +34,16 @@
 #include "gstcs-cxx.h"
 #include "gstcs-gpu.h"
 #include "sift-draw.h"
+#include "sift-formats.h"
 #include "sift-nvcodec.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_sift_overlay_debug);
 #define GST_CAT_DEFAULT gst_sift_overlay_debug
 
-#define OVERLAY_FORMATS "{ RGBA, BGRA, BGRx, GRAY8, NV12, I420, NV21, YV12, P010_10LE, P012_LE, P016_LE, I420_10LE }"
+// On the device: packed 4-byte RGB, GRAY8 and 4:2:0 YUV (sift-draw.h). On
+// the CPU: every format sift reads.
+#define OVERLAY_DEVICE_FORMATS \
+  "{ RGBA, BGRA, BGRx, GRAY8, NV12, I420, NV21, YV12, P010_10LE, P012_LE, P016_LE, I420_10LE }"
 
 namespace {
 // The CUDA side: a stream, the marks' upload, and a copy of frames in nvcodec's memory.
@@ -60,7 +63,7 @@ struct _GstSiftOverlay {
   GstVideoInfo info;
   gboolean have_info;
   OverlayGpu *cuda;  // NULL on the CPU backend
-  cv::Mat *nv_mask;  // 4:2:0 YUV on the CPU: the marks' mask, kept from frame to frame (all zero between frames)
+  cv::Mat *mask;  // on the CPU: the marks' mask, kept from frame to frame (all zero between frames)
 };
 
 G_DEFINE_TYPE(GstSiftOverlay, gst_sift_overlay, GST_TYPE_CS_BASE_TRANSFORM)
@@ -70,20 +73,77 @@ enum { PROP_0, PROP_COLOR, PROP_THICKNESS };
 
 // Every memory on both backends: the CPU backend maps device frames (ours
 // or, in builds with gstreamer-cuda, nvcodec's memory:CUDAMemory).
-#define OVERLAY_CAPS                                                                            \
-  GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_CS_DEVICE, OVERLAY_FORMATS) "; " \
-  SIFT_NVCODEC_CAPS(OVERLAY_FORMATS)                                                         \
-  GST_VIDEO_CAPS_MAKE(OVERLAY_FORMATS)
+#define OVERLAY_CAPS                                                                                   \
+  GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_CS_DEVICE, OVERLAY_DEVICE_FORMATS) "; " \
+  SIFT_NVCODEC_CAPS(OVERLAY_DEVICE_FORMATS)                                                         \
+  GST_VIDEO_CAPS_MAKE(SIFT_FORMATS)
 static GstStaticPadTemplate pad_caps_sink =
     GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(OVERLAY_CAPS));
 static GstStaticPadTemplate pad_caps_src =
     GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(OVERLAY_CAPS));
 
-// The colour 0xRRGGBB as a frame of `info` stores it: the bytes of one pixel
-// of its first plane (GRAY8: the BT.601 luma; 4:2:0 YUV: Y' in the frame's
-// matrix, range and depth), and for 4:2:0 YUV the bytes of a Cb and a Cr
-// sample (`sample_bytes` each: 2 for P010, P012, P016, little-endian, the
-// value in the format's most significant bits).
+// The colour 0xRRGGBB as each component of a frame of `info` stores it
+// (R, G, B; Y, Cb, Cr; gray; alpha opaque): the component's sample bytes at
+// the format's depth, shift and byte order. YUV takes the colour in the
+// frame's matrix and range (BT.601 where the caps name none); gray, the
+// BT.601 luma over the full range.
+struct ComponentColour {
+  int components;
+  int sample_bytes[GST_VIDEO_MAX_COMPONENTS];
+  uint8_t sample[GST_VIDEO_MAX_COMPONENTS][2];
+};
+
+static ComponentColour component_colour(const GstVideoInfo &info, guint rgb) {
+  const GstVideoFormatInfo *f = info.finfo;
+  const double rn = ((rgb >> 16) & 0xff) / 255.0, gn = ((rgb >> 8) & 0xff) / 255.0, bn = (rgb & 0xff) / 255.0;
+  gdouble kr = 0.299, kb = 0.114;
+  const bool yuv = GST_VIDEO_FORMAT_INFO_IS_YUV(f);
+  if (yuv) gst_video_color_matrix_get_Kr_Kb(info.colorimetry.matrix, &kr, &kb);
+  const double luma = kr * rn + (1.0 - kr - kb) * gn + kb * bn;
+  gint offset[GST_VIDEO_MAX_COMPONENTS] = {}, scale[GST_VIDEO_MAX_COMPONENTS] = {};
+  if (yuv) gst_video_color_range_offsets(info.colorimetry.range, f, offset, scale);  // at the format's depth
+  ComponentColour c{};
+  c.components = int(GST_VIDEO_FORMAT_INFO_N_COMPONENTS(f));
+  for (int k = 0; k < c.components; ++k) {
+    const int depth = GST_VIDEO_FORMAT_INFO_DEPTH(f, k), shift = GST_VIDEO_FORMAT_INFO_SHIFT(f, k);
+    const long top = (1l << depth) - 1;
+    long value = top;  // alpha
+    if (k < 3 && GST_VIDEO_FORMAT_INFO_IS_RGB(f)) {
+      value = std::lround((k == 0 ? rn : k == 1 ? gn : bn) * double(top));
+    } else if (k < 3 && yuv) {
+      const double v[3] = {luma, (bn - luma) / (2.0 * (1.0 - kb)), (rn - luma) / (2.0 * (1.0 - kr))};
+      value = std::clamp(std::lround(offset[k] + scale[k] * v[k]), 0l, top);
+    } else if (k == 0) {  // gray: the BT.601 luma of the 8-bit colour, scaled to the depth
+      const double luma8 = 0.299 * ((rgb >> 16) & 0xff) + 0.587 * ((rgb >> 8) & 0xff) + 0.114 * (rgb & 0xff);
+      value = std::lround(luma8 * double(top) / 255.0);
+    }
+    const unsigned stored = unsigned(value) << shift;
+    c.sample_bytes[k] = depth + shift > 8 ? 2 : 1;
+    for (int i = 0; i < c.sample_bytes[k]; ++i) {
+      const int byte = GST_VIDEO_FORMAT_INFO_IS_LE(f) ? i : c.sample_bytes[k] - 1 - i;
+      c.sample[k][byte] = uint8_t(stored >> (8 * i));
+    }
+  }
+  return c;
+}
+
+// The byte offset of component k in its plane's pixel. GStreamer 1.22 gives
+// P010/P012/P016's Cr offset in samples (1), not bytes (2): a plane of
+// interleaved chroma alone (NV12, NV21, P010, ...) is therefore placed by the
+// pair's order.
+static gsize component_offset(const GstVideoInfo &info, int k, int sample_bytes) {
+  const GstVideoFormatInfo *f = info.finfo;
+  const bool chroma_pair = GST_VIDEO_FORMAT_INFO_IS_YUV(f) && (k == 1 || k == 2) &&
+                           GST_VIDEO_FORMAT_INFO_PLANE(f, 1) == GST_VIDEO_FORMAT_INFO_PLANE(f, 2) &&
+                           GST_VIDEO_FORMAT_INFO_PLANE(f, 0) != GST_VIDEO_FORMAT_INFO_PLANE(f, 1);
+  if (!chroma_pair) return GST_VIDEO_FORMAT_INFO_POFFSET(f, k);
+  return GST_VIDEO_FORMAT_INFO_POFFSET(f, k) < GST_VIDEO_FORMAT_INFO_POFFSET(f, 3 - k) ? 0 : gsize(sample_bytes);
+}
+
+// The colour as the device drawing takes it (sift-draw.h): the bytes of one
+// pixel of the first plane (packed RGB: every byte no component holds set to
+// 255, as for BGRx; GRAY8 and luma: the sample), and for 4:2:0 YUV a Cb and
+// a Cr sample (`sample_bytes` each).
 struct FrameColour {
   uint8_t first[4];
   uint8_t chroma[2][2];
@@ -97,44 +157,19 @@ static bool is_420(const GstVideoInfo &info) {
          f->h_sub[1] == 1;
 }
 
-// The byte offset of chroma component k (1: Cb, 2: Cr) in its plane's
-// pixel. GStreamer 1.22 gives P010/P012/P016's Cr offset in samples (1), not
-// bytes (2); an interleaved pair is therefore placed by its order alone.
-static gsize chroma_offset(const GstVideoInfo &info, int k, int sample_bytes) {
-  const GstVideoFormatInfo *f = info.finfo;
-  if (GST_VIDEO_FORMAT_INFO_PLANE(f, 1) != GST_VIDEO_FORMAT_INFO_PLANE(f, 2))
-    return GST_VIDEO_FORMAT_INFO_POFFSET(f, k);  // planes of their own
-  return GST_VIDEO_FORMAT_INFO_POFFSET(f, k) < GST_VIDEO_FORMAT_INFO_POFFSET(f, 3 - k) ? 0 : gsize(sample_bytes);
-}
-
 static FrameColour frame_colour(const GstVideoInfo &info, guint rgb) {
-  const uint8_t r = (rgb >> 16) & 0xff, g = (rgb >> 8) & 0xff, b = rgb & 0xff;
-  FrameColour c{};
-  c.sample_bytes = 1;
-  switch (GST_VIDEO_INFO_FORMAT(&info)) {
-    case GST_VIDEO_FORMAT_RGBA: c.first[0] = r, c.first[1] = g, c.first[2] = b, c.first[3] = 255; return c;
-    case GST_VIDEO_FORMAT_BGRA:
-    case GST_VIDEO_FORMAT_BGRx: c.first[0] = b, c.first[1] = g, c.first[2] = r, c.first[3] = 255; return c;
-    case GST_VIDEO_FORMAT_GRAY8:
-      c.first[0] = c.first[1] = c.first[2] = c.first[3] = uint8_t(std::lround(0.299 * r + 0.587 * g + 0.114 * b));
-      return c;
-    default: break;
-  }
-  gdouble kr = 0.299, kb = 0.114;  // BT.601 where the caps name no Y'CbCr matrix
-  gst_video_color_matrix_get_Kr_Kb(info.colorimetry.matrix, &kr, &kb);
-  gint offset[GST_VIDEO_MAX_COMPONENTS], scale[GST_VIDEO_MAX_COMPONENTS];
-  gst_video_color_range_offsets(info.colorimetry.range, info.finfo, offset, scale);  // at the format's depth
-  const double rn = r / 255.0, gn = g / 255.0, bn = b / 255.0;
-  const double luma = kr * rn + (1.0 - kr - kb) * gn + kb * bn;
-  const double value[3] = {luma, (bn - luma) / (2.0 * (1.0 - kb)), (rn - luma) / (2.0 * (1.0 - kr))};
+  const ComponentColour cc = component_colour(info, rgb);
   const GstVideoFormatInfo *f = info.finfo;
-  c.sample_bytes = GST_VIDEO_FORMAT_INFO_DEPTH(f, 0) > 8 ? 2 : 1;
-  for (int k = 0; k < 3; ++k) {
-    const long top = (1l << GST_VIDEO_FORMAT_INFO_DEPTH(f, k)) - 1;
-    const unsigned stored = unsigned(std::clamp(std::lround(offset[k] + scale[k] * value[k]), 0l, top))
-                            << GST_VIDEO_FORMAT_INFO_SHIFT(f, k);
-    uint8_t *bytes = k == 0 ? c.first : c.chroma[k - 1];
-    for (int i = 0; i < c.sample_bytes; ++i) bytes[i] = uint8_t(stored >> (8 * i));  // little-endian
+  FrameColour c{};
+  c.sample_bytes = cc.sample_bytes[0];
+  if (GST_VIDEO_FORMAT_INFO_IS_RGB(f)) {
+    std::fill(std::begin(c.first), std::end(c.first), uint8_t(255));
+    for (int k = 0; k < cc.components; ++k) c.first[component_offset(info, k, 1)] = cc.sample[k][0];
+  } else if (GST_VIDEO_FORMAT_INFO_IS_GRAY(f) && c.sample_bytes == 1) {
+    std::fill(std::begin(c.first), std::end(c.first), cc.sample[0][0]);
+  } else {
+    std::copy_n(cc.sample[0], c.sample_bytes, c.first);
+    for (int k = 1; k <= 2 && k < cc.components; ++k) std::copy_n(cc.sample[k], c.sample_bytes, c.chroma[k - 1]);
   }
   return c;
 }
@@ -168,39 +203,58 @@ static void draw_marks(cv::Mat &image, const Marks &marks, const cv::Scalar &col
   }
 }
 
-// 4:2:0 YUV on the CPU: the marks' pixels from one rasterisation into
-// a mask, luma where it is set, chroma on each 2 x 2 sample with a pixel set;
-// only the marks' boxes are scanned (OpenCV's thick marks stay within
+// Any format on the CPU: the marks rasterised once by OpenCV into a mask;
+// every component sample that covers a pixel of the mask takes the colour
+// (luma and RGB on the marks' pixels, subsampled chroma on each sample that
+// one of them falls in; bytes of packed RGB that no component holds, 255).
+// Only the marks' boxes are scanned (OpenCV's thick marks stay within
 // mark_reach of the centre; one pixel more for its rounding), and cleared
 // again for the next frame.
-static void paint_420(GstVideoFrame &frame, cv::Mat &mask, const Marks &marks, int thickness, const FrameColour &c) {
+static void paint_marks(GstVideoFrame &frame, cv::Mat &mask, const Marks &marks, int thickness,
+                        const ComponentColour &c) {
+  const GstVideoInfo &info = frame.info;
+  const GstVideoFormatInfo *f = info.finfo;
   const int width = GST_VIDEO_FRAME_WIDTH(&frame), height = GST_VIDEO_FRAME_HEIGHT(&frame);
-  auto component = [&](int k, int x, int y) {
-    return static_cast<uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&frame, GST_VIDEO_FRAME_COMP_PLANE(&frame, k))) +
-           (k > 0 ? chroma_offset(frame.info, k, c.sample_bytes) : 0) + y * GST_VIDEO_FRAME_COMP_STRIDE(&frame, k) +
-           x * GST_VIDEO_FRAME_COMP_PSTRIDE(&frame, k);
+  if (mask.rows != height || mask.cols != width) mask = cv::Mat::zeros(height, width, CV_8UC1);
+  draw_marks(mask, marks, cv::Scalar(255), thickness);
+  struct Target {
+    uint8_t *data;
+    gint stride, pixel_stride;
+    int x_shift, y_shift, bytes;
+    const uint8_t *sample;
   };
-  // A mark's box in whole chroma samples (even first pixel), clipped to the frame (empty: none).
+  std::vector<Target> targets;
+  for (int k = 0; k < c.components; ++k) {
+    const guint plane = GST_VIDEO_FORMAT_INFO_PLANE(f, k);
+    targets.push_back({static_cast<uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&frame, plane)) +
+                           component_offset(info, k, c.sample_bytes[k]),
+                       GST_VIDEO_FRAME_PLANE_STRIDE(&frame, plane), GST_VIDEO_FORMAT_INFO_PSTRIDE(f, k),
+                       int(f->w_sub[k]), int(f->h_sub[k]), c.sample_bytes[k], c.sample[k]});
+  }
+  static const uint8_t kOpaque[1] = {255};
+  const int pixel_bytes = GST_VIDEO_FORMAT_INFO_PSTRIDE(f, 0);
+  if (GST_VIDEO_FORMAT_INFO_IS_RGB(f))
+    for (int byte = 0; byte < pixel_bytes; ++byte) {
+      bool held = false;
+      for (int k = 0; k < c.components; ++k) held = held || int(GST_VIDEO_FORMAT_INFO_POFFSET(f, k)) == byte;
+      if (!held)
+        targets.push_back({static_cast<uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&frame, 0)) + byte,
+                           GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0), pixel_bytes, 0, 0, 1, kOpaque});
+    }
   auto box = [&](const gstsift::KeypointMark &m) {
     const int reach = gstsift::mark_reach(m, thickness) + 1;
-    const int x0 = std::max(0, m.cx - reach) & ~1, x1 = std::min(width - 1, m.cx + reach);
-    const int y0 = std::max(0, m.cy - reach) & ~1, y1 = std::min(height - 1, m.cy + reach);
+    const int x0 = std::max(0, m.cx - reach), x1 = std::min(width - 1, m.cx + reach);
+    const int y0 = std::max(0, m.cy - reach), y1 = std::min(height - 1, m.cy + reach);
     return cv::Rect(x0, y0, std::max(0, x1 - x0 + 1), std::max(0, y1 - y0 + 1));
   };
   for (const gstsift::KeypointMark &m : marks) {
     const cv::Rect b = box(m);
-    for (int y = b.y; y < b.y + b.height; y += 2)
-      for (int x = b.x; x < b.x + b.width; x += 2) {
-        bool any = false;
-        for (int yy = y; yy < std::min(y + 2, height); ++yy)
-          for (int xx = x; xx < std::min(x + 2, width); ++xx)
-            if (mask.at<uint8_t>(yy, xx)) {
-              std::copy_n(c.first, c.sample_bytes, component(0, xx, yy));
-              any = true;
-            }
-        if (!any) continue;
-        std::copy_n(c.chroma[0], c.sample_bytes, component(1, x / 2, y / 2));
-        std::copy_n(c.chroma[1], c.sample_bytes, component(2, x / 2, y / 2));
+    for (int y = b.y; y < b.y + b.height; ++y)
+      for (int x = b.x; x < b.x + b.width; ++x) {
+        if (!mask.at<uint8_t>(y, x)) continue;
+        for (const Target &t : targets)
+          std::copy_n(t.sample, t.bytes,
+                      t.data + (y >> t.y_shift) * t.stride + (x >> t.x_shift) * t.pixel_stride);
       }
   }
   for (const gstsift::KeypointMark &m : marks)
@@ -216,21 +270,7 @@ static GstFlowReturn draw_on_cpu(GstSiftOverlay *self, GstBuffer *buf, const Mar
                        GST_VIDEO_INFO_NAME(&self->info)));
     return GST_FLOW_ERROR;
   }
-  const GstVideoFormat format = GST_VIDEO_FRAME_FORMAT(&frame);
-  const FrameColour c = frame_colour(self->info, rgb);
-  const int width = GST_VIDEO_FRAME_WIDTH(&frame), height = GST_VIDEO_FRAME_HEIGHT(&frame);
-  if (is_420(self->info)) {
-    cv::Mat &mask = *self->nv_mask;
-    if (mask.rows != height || mask.cols != width) mask = cv::Mat::zeros(height, width, CV_8UC1);
-    draw_marks(mask, marks, cv::Scalar(255), thickness);
-    paint_420(frame, mask, marks, thickness, c);
-  } else {
-    const bool gray = format == GST_VIDEO_FORMAT_GRAY8;
-    cv::Mat image(height, width, gray ? CV_8UC1 : CV_8UC4, GST_VIDEO_FRAME_PLANE_DATA(&frame, 0),
-                  size_t(GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0)));
-    draw_marks(image, marks, gray ? cv::Scalar(c.first[0]) : cv::Scalar(c.first[0], c.first[1], c.first[2], c.first[3]),
-               thickness);
-  }
+  paint_marks(frame, *self->mask, marks, thickness, component_colour(self->info, rgb));
   gst_video_frame_unmap(&frame);
   return GST_FLOW_OK;
 }
@@ -242,7 +282,7 @@ static void locate_component(const GstVideoInfo &info, const GstVideoMeta *vm, i
                              gsize *offset, gint *stride) {
   const guint plane = GST_VIDEO_INFO_COMP_PLANE(&info, k);
   *offset = (vm ? vm->offset[plane] : GST_VIDEO_INFO_PLANE_OFFSET(&info, plane)) +
-            (k > 0 ? chroma_offset(info, k, sample_bytes) : 0);
+            (k > 0 ? component_offset(info, k, sample_bytes) : 0);
   *stride = vm ? vm->stride[plane] : GST_VIDEO_INFO_PLANE_STRIDE(&info, plane);
 }
 
@@ -407,7 +447,7 @@ static gboolean overlay_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCa
   self->have_info = gst_video_info_from_caps(&self->info, incaps);
   if (!self->have_info)
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Cannot use the caps %" GST_PTR_FORMAT, incaps),
-                      ("siftoverlay draws into video/x-raw " OVERLAY_FORMATS " frames"));
+                      ("siftoverlay draws into video/x-raw " SIFT_FORMATS " frames (in device memory: " OVERLAY_DEVICE_FORMATS ")"));
   return self->have_info;
 }
 
@@ -426,7 +466,7 @@ static gboolean overlay_stop(GstCsBaseTransform *base) {
   delete self->cuda;  // waits for its stream
   self->cuda = nullptr;
   self->have_info = FALSE;
-  *self->nv_mask = cv::Mat();
+  *self->mask = cv::Mat();
   return TRUE;
 }
 
@@ -455,7 +495,7 @@ static void overlay_get_property(GObject *object, guint prop_id, GValue *value, 
 }
 
 static void overlay_finalize(GObject *object) {
-  delete GST_SIFT_OVERLAY(object)->nv_mask;
+  delete GST_SIFT_OVERLAY(object)->mask;
   G_OBJECT_CLASS(gst_sift_overlay_parent_class)->finalize(object);
 }
 
@@ -479,9 +519,9 @@ static void gst_sift_overlay_class_init(GstSiftOverlayClass *klass) {
   gst_element_class_add_static_pad_template(element_class, &pad_caps_src);
   gst_element_class_set_static_metadata(
       element_class, "SIFT keypoint overlay", "Filter/Effect/Video",
-      "Draws the SIFT keypoints of each frame's GstSiftFeaturesMeta into the frame (packed RGB, GRAY8, 4:2:0 YUV "
-      "of 8 to 16 bits): a circle of the keypoint's size and a line along its angle; on the GPU for frames in "
-      "device memory (CUDA backend), with OpenCV on the CPU otherwise",
+      "Draws the SIFT keypoints of each frame's GstSiftFeaturesMeta into the frame (every format sift reads: gray, "
+      "YUV of 8 to 16 bits, packed RGB): a circle of the keypoint's size and a line along its angle; on the GPU for "
+      "frames in device memory (CUDA backend; RGBA, BGRA, BGRx, GRAY8, 4:2:0 YUV), on the CPU otherwise",
       "gst-cuda-sensing developers");
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
   trans_class->transform_ip = overlay_transform_ip;
@@ -499,6 +539,6 @@ static void gst_sift_overlay_init(GstSiftOverlay *self) {
   self->thickness = 1;
   self->have_info = FALSE;
   self->cuda = nullptr;
-  self->nv_mask = new cv::Mat();
+  self->mask = new cv::Mat();
   gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
 }

@@ -211,27 +211,47 @@ cv::Mat pixels(GstBuffer *buf, GstVideoFormat format, int width, int height) {
   return out;
 }
 
+// Pixel (x, y) of a frame unpacked by GStreamer: A, R, G, B of RGB formats,
+// A, Y, U, V of gray; 8 bits, or 16 for deeper formats.
+std::array<int, 4> unpacked_pixel(GstBuffer *buf, GstVideoFormat format, int width, int height, int x, int y) {
+  GstVideoInfo info;
+  gst_video_info_set_format(&info, format, guint(width), guint(height));
+  GstVideoFrame frame;
+  gst_video_frame_map(&frame, &info, buf, GST_MAP_READ);
+  const GstVideoFormatInfo *f = info.finfo;
+  std::vector<uint16_t> line(size_t(4) * width);
+  f->unpack_func(f, GST_VIDEO_PACK_FLAG_NONE, line.data(), frame.data, frame.info.stride, 0, y, width);
+  const bool wide = f->unpack_format == GST_VIDEO_FORMAT_AYUV64 || f->unpack_format == GST_VIDEO_FORMAT_ARGB64;
+  std::array<int, 4> out{};
+  for (int c = 0; c < 4; ++c)
+    out[size_t(c)] = wide ? line[size_t(4) * x + c] : reinterpret_cast<const uint8_t *>(line.data())[4 * x + c];
+  gst_video_frame_unmap(&frame);
+  return out;
+}
+
 TEST(SiftOverlay, DrawsCircleAndAngleLine) {
   const cv::Mat black(100, 130, CV_8UC3, cv::Scalar::all(0));
-  for (GstVideoFormat format : {GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_BGRA, GST_VIDEO_FORMAT_BGRx,
-                                GST_VIDEO_FORMAT_GRAY8}) {
+  for (GstVideoFormat format :
+       {GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_BGRA, GST_VIDEO_FORMAT_BGRx, GST_VIDEO_FORMAT_GRAY8,
+        GST_VIDEO_FORMAT_RGBx, GST_VIDEO_FORMAT_ARGB, GST_VIDEO_FORMAT_ABGR, GST_VIDEO_FORMAT_xRGB, GST_VIDEO_FORMAT_xBGR,
+        GST_VIDEO_FORMAT_RGB, GST_VIDEO_FORMAT_BGR, GST_VIDEO_FORMAT_GRAY16_LE, GST_VIDEO_FORMAT_GRAY16_BE}) {
     SCOPED_TRACE(gst_video_format_to_string(format));
     // Keypoint at (60, 50), size 40 (radius 20), angle 90 degrees: the line points down (y grows).
-    RunResult r = run("siftoverlay color=0xff8000", frame_caps(format, 130, 100),
-                      {frame_with_keypoint(format, black, 60.f, 50.f, 40.f, 90.f)});
+    GstBuffer *input = frame_with_keypoint(format, black, 60.f, 50.f, 40.f, 90.f);
+    GstBuffer *before = gst_buffer_copy_deep(input);
+    RunResult r = run("siftoverlay color=0xff8000", frame_caps(format, 130, 100), {input});
     ASSERT_EQ(r.error, "") << r.everything();
     ASSERT_EQ(r.buffers.size(), 1u);
-    const cv::Mat img = pixels(r.buffers[0], format, 130, 100);
+    const bool gray = GST_VIDEO_FORMAT_INFO_IS_GRAY(gst_video_format_get_info(format));
+    const bool deep = format == GST_VIDEO_FORMAT_GRAY16_LE || format == GST_VIDEO_FORMAT_GRAY16_BE;
+    const double luma = 0.299 * 255 + 0.587 * 128;  // BT.601 of 0xff8000
+    const int gray_level = int(std::lround(deep ? luma * 65535 / 255 : luma));
     auto painted = [&](int x, int y) {
-      if (format == GST_VIDEO_FORMAT_GRAY8) return int(img.at<uint8_t>(y, x)) == int(std::lround(0.299 * 255 + 0.587 * 128));
-      const cv::Vec4b p = img.at<cv::Vec4b>(y, x);
-      return format == GST_VIDEO_FORMAT_RGBA ? (p[0] == 255 && p[1] == 128 && p[2] == 0)
-                                             : (p[2] == 255 && p[1] == 128 && p[0] == 0);
+      const std::array<int, 4> p = unpacked_pixel(r.buffers[0], format, 130, 100, x, y);
+      return gray ? p[1] == gray_level : (p[1] == 255 && p[2] == 128 && p[3] == 0);
     };
-    auto blank = [&](int x, int y) {
-      if (format == GST_VIDEO_FORMAT_GRAY8) return img.at<uint8_t>(y, x) == 0;
-      const cv::Vec4b p = img.at<cv::Vec4b>(y, x);
-      return p[0] == 0 && p[1] == 0 && p[2] == 0;
+    auto blank = [&](int x, int y) {  // as it was
+      return unpacked_pixel(r.buffers[0], format, 130, 100, x, y) == unpacked_pixel(before, format, 130, 100, x, y);
     };
     // On the circle: left, right, top.
     EXPECT_TRUE(painted(40, 50));
@@ -244,16 +264,17 @@ TEST(SiftOverlay, DrawsCircleAndAngleLine) {
     EXPECT_TRUE(blank(60, 45));
     EXPECT_TRUE(blank(5, 5));
     EXPECT_TRUE(blank(120, 90));
+    gst_buffer_unref(before);
   }
 }
 
 // A sample of a mapped YUV frame as GStreamer's own unpacking reads it:
 // component k = 0 of pixel (x, y), or k = 1, 2 (U, V) of chroma sample
-// (x, y) of a 4:2:0 frame; 8 bits, or 16 for deeper formats (the value in
-// the high bits).
+// (x, y) (of the pixel (x, y) scaled by the format's subsampling); 8 bits,
+// or 16 for deeper formats (the value in the high bits).
 int component_sample(const GstVideoFrame &frame, int k, int x, int y) {
   const GstVideoFormatInfo *f = frame.info.finfo;
-  const int width = GST_VIDEO_FRAME_WIDTH(&frame), px = k ? 2 * x : x, py = k ? 2 * y : y;
+  const int width = GST_VIDEO_FRAME_WIDTH(&frame), px = x << f->w_sub[k], py = y << f->h_sub[k];
   std::vector<uint16_t> line(size_t(4) * width);  // A, Y, U, V a pixel
   f->unpack_func(f, GST_VIDEO_PACK_FLAG_NONE, line.data(), frame.data, frame.info.stride, 0, py, width);
   if (f->unpack_format == GST_VIDEO_FORMAT_AYUV64) return line[size_t(4) * px + 1 + k];
@@ -315,7 +336,17 @@ TEST(SiftOverlay, DrawsYuvFramesInTheirColorimetry) {
       // Chroma in the other order, and 10 bits in three planes.
       {GST_VIDEO_FORMAT_NV21, GST_VIDEO_COLOR_RANGE_16_235, GST_VIDEO_COLOR_MATRIX_BT601, 1, 60.f, 50.f, 40.f},
       {GST_VIDEO_FORMAT_YV12, GST_VIDEO_COLOR_RANGE_0_255, GST_VIDEO_COLOR_MATRIX_BT709, 3, 120.f, 92.f, 36.f},
-      {GST_VIDEO_FORMAT_I420_10LE, GST_VIDEO_COLOR_RANGE_16_235, GST_VIDEO_COLOR_MATRIX_BT709, 1, 60.f, 50.f, 40.f}};
+      {GST_VIDEO_FORMAT_I420_10LE, GST_VIDEO_COLOR_RANGE_16_235, GST_VIDEO_COLOR_MATRIX_BT709, 1, 60.f, 50.f, 40.f},
+      {GST_VIDEO_FORMAT_I420_12LE, GST_VIDEO_COLOR_RANGE_16_235, GST_VIDEO_COLOR_MATRIX_BT2020, 3, 3.f, 97.f, 30.f},
+      // Cameras' packed 4:2:2, planar and semi-planar 4:2:2 and 4:4:4 (drawn on the CPU only).
+      {GST_VIDEO_FORMAT_YUY2, GST_VIDEO_COLOR_RANGE_16_235, GST_VIDEO_COLOR_MATRIX_BT601, 1, 60.f, 50.f, 40.f},
+      {GST_VIDEO_FORMAT_UYVY, GST_VIDEO_COLOR_RANGE_0_255, GST_VIDEO_COLOR_MATRIX_BT709, 3, 120.f, 92.f, 36.f},
+      {GST_VIDEO_FORMAT_YVYU, GST_VIDEO_COLOR_RANGE_16_235, GST_VIDEO_COLOR_MATRIX_BT601, 3, 3.f, 97.f, 30.f},
+      {GST_VIDEO_FORMAT_Y42B, GST_VIDEO_COLOR_RANGE_16_235, GST_VIDEO_COLOR_MATRIX_BT709, 1, 60.f, 50.f, 40.f},
+      {GST_VIDEO_FORMAT_NV16, GST_VIDEO_COLOR_RANGE_0_255, GST_VIDEO_COLOR_MATRIX_BT601, 3, 120.f, 92.f, 36.f},
+      {GST_VIDEO_FORMAT_Y444, GST_VIDEO_COLOR_RANGE_16_235, GST_VIDEO_COLOR_MATRIX_BT709, 1, 60.f, 50.f, 40.f},
+      {GST_VIDEO_FORMAT_AYUV, GST_VIDEO_COLOR_RANGE_0_255, GST_VIDEO_COLOR_MATRIX_BT601, 5, 3.f, 97.f, 30.f},
+      {GST_VIDEO_FORMAT_Y444_16LE, GST_VIDEO_COLOR_RANGE_16_235, GST_VIDEO_COLOR_MATRIX_BT2020, 1, 60.f, 50.f, 40.f}};
   for (const Case &c : cases) {
     GstVideoInfo info;
     gst_video_info_set_format(&info, c.format, width, height);
@@ -364,11 +395,13 @@ TEST(SiftOverlay, DrawsYuvFramesInTheirColorimetry) {
       }
     EXPECT_GT(marked, 50);
     // A chroma sample takes the colour when one of its pixels is on a mark, and only then.
-    for (int y = 0; 2 * y < height; ++y)
-      for (int x = 0; 2 * x < width; ++x) {
+    const int cell_w = 1 << info.finfo->w_sub[1], cell_h = 1 << info.finfo->h_sub[1];
+    for (int y = 0; cell_h * y < height; ++y)
+      for (int x = 0; cell_w * x < width; ++x) {
         bool on = false;
-        for (int yy = 2 * y; yy < std::min(2 * y + 2, height); ++yy)
-          for (int xx = 2 * x; xx < std::min(2 * x + 2, width); ++xx) on = on || mark.at<uint8_t>(yy, xx) != 0;
+        for (int yy = cell_h * y; yy < std::min(cell_h * (y + 1), height); ++yy)
+          for (int xx = cell_w * x; xx < std::min(cell_w * (x + 1), width); ++xx)
+            on = on || mark.at<uint8_t>(yy, xx) != 0;
         for (int k = 1; k <= 2; ++k)
           ASSERT_TRUE(on ? coloured(k, x, y) : blank(k, x, y))
               << "chroma " << k << " sample " << x << ", " << y << ": " << component_sample(frame, k, x, y) << " for "
