@@ -642,3 +642,172 @@ TEST(GpuHsiOutput, DeviceClassMapsColourAndWriteAsOnCpu) {
   const EnviReader a(dir.file("cpu.img")), b(dir.file("gpu.img"));
   EXPECT_EQ(a.read_lines(0, lines), b.read_lines(0, lines));
 }
+
+// ---------------------------------------------------------------- hsiwaterfall
+
+namespace {
+
+// A harness around hsiwaterfall with `properties` set before it runs, fed
+// GRAY8 blocks `width` wide; line n of the stream holds the value n + 1 in
+// every pixel.
+struct Waterfall {
+  GstHarness *h;
+  int width;
+  guint64 next_line = 0;
+  bool device_caps = false;  // the blocks' caps say memory:CudaSensing (the buffers are system memory, mapped alike)
+  Waterfall(int block_width, std::initializer_list<std::pair<const char *, guint>> properties,
+            bool newest_at_top = false)
+      : width(block_width) {
+    GstElement *e = gst_element_factory_make("hsiwaterfall", nullptr);
+    for (const auto &[name, value] : properties) g_object_set(e, name, value, nullptr);
+    g_object_set(e, "newest-at-top", newest_at_top, nullptr);
+    h = gst_harness_new_with_element(e, "sink", "src");
+    gst_object_unref(e);
+  }
+  ~Waterfall() { gst_harness_teardown(h); }
+  // Pushes the next `lines` lines as one block (its caps' height), stamped `pts`.
+  GstFlowReturn push(int lines, GstClockTime pts = GST_CLOCK_TIME_NONE) {
+    GstVideoInfo info;
+    gst_video_info_set_format(&info, GST_VIDEO_FORMAT_GRAY8, guint(width), guint(lines));
+    GstCaps *caps = gst_video_info_to_caps(&info);
+    if (device_caps) gst_caps_set_features(caps, 0, gst_caps_features_new(GST_CAPS_FEATURE_MEMORY_CS_DEVICE, nullptr));
+    gst_harness_set_src_caps(h, caps);
+    GstBuffer *buf = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info), nullptr);
+    GstMapInfo map;
+    gst_buffer_map(buf, &map, GST_MAP_WRITE);
+    std::memset(map.data, 0xEE, map.size);  // poison the padding
+    for (int y = 0; y < lines; ++y)
+      std::memset(map.data + y * GST_VIDEO_INFO_PLANE_STRIDE(&info, 0), int(next_line + guint64(y) + 1), size_t(width));
+    gst_buffer_unmap(buf, &map);
+    GST_BUFFER_PTS(buf) = pts;
+    next_line += guint64(lines);
+    return gst_harness_push(h, buf);
+  }
+  // The rows of the frames that came out so far, by each row's first pixel.
+  std::vector<std::vector<int>> frames() {
+    std::vector<std::vector<int>> out;
+    while (GstBuffer *b = gst_harness_try_pull(h)) {
+      GstCaps *caps = gst_pad_get_current_caps(h->sinkpad);
+      GstVideoInfo info;
+      EXPECT_TRUE(gst_video_info_from_caps(&info, caps));
+      gst_caps_unref(caps);
+      GstMapInfo map;
+      gst_buffer_map(b, &map, GST_MAP_READ);
+      out.emplace_back();
+      for (int y = 0; y < GST_VIDEO_INFO_HEIGHT(&info); ++y) {
+        const uint8_t *row = map.data + y * GST_VIDEO_INFO_PLANE_STRIDE(&info, 0);
+        for (int x = 1; x < width; ++x) EXPECT_EQ(row[x], row[0]) << "row " << y << " is one line";
+        out.back().push_back(row[0]);
+      }
+      gst_buffer_unmap(b, &map);
+      gst_buffer_unref(b);
+    }
+    return out;
+  }
+};
+
+using Rows = std::vector<int>;
+
+}  // namespace
+
+// Each block gives a frame of the last `lines` lines, the newest at the
+// bottom, lines not seen yet 0; a block taller than the window shows its end.
+TEST(HsiWaterfall, FramesHoldTheLastLinesNewestAtTheBottom) {
+  Waterfall w(7, {{"lines", 5}});
+  for (int lines : {1, 2, 1, 3, 8}) ASSERT_EQ(w.push(lines), GST_FLOW_OK);
+  const std::vector<Rows> frames = w.frames();
+  ASSERT_EQ(frames.size(), 5u);
+  EXPECT_EQ(frames[0], (Rows{0, 0, 0, 0, 1}));
+  EXPECT_EQ(frames[1], (Rows{0, 0, 1, 2, 3}));
+  EXPECT_EQ(frames[2], (Rows{0, 1, 2, 3, 4}));
+  EXPECT_EQ(frames[3], (Rows{3, 4, 5, 6, 7}));
+  EXPECT_EQ(frames[4], (Rows{11, 12, 13, 14, 15}));
+  GstCaps *caps = gst_pad_get_current_caps(w.h->sinkpad);
+  GstVideoInfo info;
+  ASSERT_TRUE(gst_video_info_from_caps(&info, caps));
+  EXPECT_EQ(GST_VIDEO_INFO_WIDTH(&info), 7);
+  EXPECT_EQ(GST_VIDEO_INFO_HEIGHT(&info), 5);
+  EXPECT_EQ(GST_VIDEO_INFO_FPS_N(&info), 0) << "a variable rate";
+  gst_caps_unref(caps);
+}
+
+// Class maps in device memory (hsiclassify on CUDA) are mapped; the frames are system memory.
+TEST(HsiWaterfall, DeviceMemoryBlocksGiveSystemMemoryFrames) {
+  Waterfall w(5, {{"lines", 2}});
+  w.device_caps = true;
+  for (int lines : {1, 1, 1}) ASSERT_EQ(w.push(lines), GST_FLOW_OK);
+  const std::vector<Rows> frames = w.frames();
+  ASSERT_EQ(frames.size(), 3u);
+  EXPECT_EQ(frames[2], (Rows{2, 3}));
+  GstCaps *caps = gst_pad_get_current_caps(w.h->sinkpad);
+  EXPECT_FALSE(gst_cs_caps_has_device_feature(caps));
+  gst_caps_unref(caps);
+}
+
+TEST(HsiWaterfall, NewestAtTopScrollsDown) {
+  Waterfall w(3, {{"lines", 4}}, true);
+  for (int lines : {2, 3}) ASSERT_EQ(w.push(lines), GST_FLOW_OK);
+  const std::vector<Rows> frames = w.frames();
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_EQ(frames[0], (Rows{2, 1, 0, 0}));
+  EXPECT_EQ(frames[1], (Rows{5, 4, 3, 2}));
+}
+
+// With a step, a frame every `step` new lines; the lines left at the end
+// make a last frame, stamped with the last block's time.
+TEST(HsiWaterfall, StepAndEndOfStream) {
+  Waterfall w(4, {{"lines", 3}, {"step", 3}});
+  for (int i = 0; i < 7; ++i) ASSERT_EQ(w.push(1, GstClockTime(i) * GST_MSECOND), GST_FLOW_OK);
+  std::vector<Rows> frames = w.frames();
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_EQ(frames[0], (Rows{1, 2, 3}));
+  EXPECT_EQ(frames[1], (Rows{4, 5, 6}));
+  ASSERT_TRUE(gst_harness_push_event(w.h, gst_event_new_eos()));
+  GstBuffer *last = gst_harness_try_pull(w.h);
+  ASSERT_NE(last, nullptr) << "the 7th line in a frame of its own";
+  EXPECT_EQ(GST_BUFFER_PTS(last), 6 * GST_MSECOND);
+  GstMapInfo map;
+  gst_buffer_map(last, &map, GST_MAP_READ);
+  const int stride = GST_ROUND_UP_4(4);
+  EXPECT_EQ((Rows{map.data[0], map.data[stride], map.data[2 * stride]}), (Rows{5, 6, 7}));
+  gst_buffer_unmap(last, &map);
+  gst_buffer_unref(last);
+}
+
+// A flush (a seek) or a new stream starts an empty window.
+TEST(HsiWaterfall, FlushStartsAnEmptyWindow) {
+  Waterfall w(2, {{"lines", 3}});
+  ASSERT_EQ(w.push(3), GST_FLOW_OK);
+  ASSERT_TRUE(gst_harness_push_event(w.h, gst_event_new_flush_start()));
+  ASSERT_TRUE(gst_harness_push_event(w.h, gst_event_new_flush_stop(TRUE)));
+  GstSegment segment;
+  gst_segment_init(&segment, GST_FORMAT_TIME);
+  ASSERT_TRUE(gst_harness_push_event(w.h, gst_event_new_segment(&segment)));
+  ASSERT_EQ(w.push(1), GST_FLOW_OK);
+  const std::vector<Rows> frames = w.frames();
+  ASSERT_FALSE(frames.empty());
+  EXPECT_EQ(frames.back(), (Rows{0, 0, 4}));
+}
+
+// A push-broom stream (one line a block) classified and shown: the frame
+// after the scene's last line is the scene's class map.
+TEST(HsiWaterfall, LineStreamEndsOnTheSceneClassMap) {
+  ScratchDir dir;
+  const size_t samples = 11, lines = 9;
+  const std::vector<uint8_t> expected = write_known_scene(dir, samples, lines);
+  const RunResult r = run_pipeline("envisrc location=" + dir.file("scene.hdr") +
+                                   " lines-per-buffer=1 ! hsiclassify backend=cpu library=" + dir.file("lib.csv") +
+                                   " ! hsiwaterfall lines=" + std::to_string(lines) + " ! appsink name=sink");
+  ASSERT_TRUE(r.error.empty()) << r.everything();
+  ASSERT_EQ(r.samples.size(), lines) << "a frame a line";
+  GstVideoInfo info;
+  ASSERT_TRUE(gst_video_info_from_caps(&info, r.samples.back().caps));
+  ASSERT_EQ(GST_VIDEO_INFO_HEIGHT(&info), int(lines));
+  GstMapInfo map;
+  gst_buffer_map(r.samples.back().buffer, &map, GST_MAP_READ);
+  for (size_t l = 0; l < lines; ++l)
+    for (size_t s = 0; s < samples; ++s)
+      EXPECT_EQ(map.data[l * size_t(GST_VIDEO_INFO_PLANE_STRIDE(&info, 0)) + s], expected[l * samples + s])
+          << "line " << l << ", sample " << s;
+  gst_buffer_unmap(r.samples.back().buffer, &map);
+}
