@@ -48,6 +48,7 @@ struct _GstSift {
   gint frames_in_flight;
   // while running
   sift_cpu::Params params;            // both backends: the descriptor format and grid filter are read from here
+  gstsift::OutputSettings output_in_use;  // the output settings taken at start
   gstsift::CudaFramePipeline *cuda;   // the CUDA backend's engines and held frames, NULL on the CPU backend
   GstVideoInfo info;
   gboolean have_info;
@@ -89,6 +90,7 @@ static gboolean sift_start(GstCsBaseTransform *base) {
   p.grid_cols = output.grid_cols;
   p.grid_rows = output.grid_rows;
   p.max_per_cell = output.max_per_cell;
+  self->output_in_use = output;
   self->have_info = FALSE;
   if (gst_cs_base_transform_use_cuda(base)) {
     return gstcs::guard_bool(GST_ELEMENT(self), "Starting CUDA SIFT", [&] {
@@ -208,6 +210,7 @@ static GstFlowReturn sift_transform_cpu(GstSift *self, GstBuffer *buf) {
   gst_video_frame_unmap(&frame);
   gst_sift::add_features(buf, guint(GST_VIDEO_INFO_WIDTH(&self->info)), guint(GST_VIDEO_INFO_HEIGHT(&self->info)),
                          f.keypoints, f.descriptors, GstSiftDescriptorFormat(self->params.format));
+  gstsift::export_features(buf, self->output_in_use);
   GST_LOG_OBJECT(self, "%zu keypoints", f.keypoints.size());
   return GST_FLOW_OK;
 }
@@ -228,7 +231,14 @@ static GstFlowReturn sift_transform_ip(GstBaseTransform *trans, GstBuffer *buf) 
 // The oldest held frame, its features attached, into *frame.
 static GstFlowReturn sift_finish_oldest(GstSift *self, GstBuffer **frame) {
   return gstcs::guard_flow(GST_ELEMENT(self), "Extracting SIFT features", [&] {
-    *frame = self->cuda->finish_oldest(GST_ELEMENT(self));
+    GstBuffer *finished = self->cuda->finish_oldest(GST_ELEMENT(self));
+    try {
+      gstsift::export_features(finished, self->output_in_use);
+    } catch (...) {
+      gst_buffer_unref(finished);
+      throw;
+    }
+    *frame = finished;
     return GST_FLOW_OK;
   });
 }
@@ -401,6 +411,7 @@ static void gst_sift_class_init(GstSiftClass *klass) {
 static void gst_sift_init(GstSift *self) {
   new (&self->engine) gstsift::EngineSettings();
   new (&self->output) gstsift::OutputSettings();
+  new (&self->output_in_use) gstsift::OutputSettings();
   new (&self->params) sift_cpu::Params();
   self->frames_in_flight = kDefaultFramesInFlight;
   self->have_info = FALSE;

@@ -123,6 +123,56 @@ GstSiftFeaturesMeta *gst_buffer_add_sift_features_meta(GstBuffer *buffer, guint 
   return m;
 }
 
+// --- features as a custom meta (a GstStructure) ---
+
+static_assert(sizeof(GstSiftKeypoint) == 28, "the custom meta documents 28-byte keypoint records");
+
+static gboolean copy_field(GQuark field, const GValue *value, gpointer into) {
+  gst_structure_id_set_value(static_cast<GstStructure *>(into), field, value);
+  return TRUE;
+}
+
+static gboolean features_custom_transform(GstBuffer *dest, GstCustomMeta *meta, GstBuffer *, GQuark type,
+                                          gpointer data, gpointer) {
+  if (!keeps_geometry(type, data)) return FALSE;
+  GstCustomMeta *copy = gst_buffer_add_custom_meta(dest, GST_SIFT_FEATURES_CUSTOM_META);
+  if (!copy) return FALSE;
+  gst_structure_foreach(gst_custom_meta_get_structure(meta), copy_field, gst_custom_meta_get_structure(copy));
+  return TRUE;
+}
+
+static void register_features_custom_meta() {
+  static gsize registered = 0;
+  if (g_once_init_enter(&registered)) {
+    gst_meta_register_custom(GST_SIFT_FEATURES_CUSTOM_META, frame_geometry_tags, features_custom_transform, nullptr,
+                             nullptr);
+    g_once_init_leave(&registered, 1);
+  }
+}
+
+static void set_bytes(GstStructure *s, const char *field, const void *data, gsize size) {
+  GBytes *bytes = g_bytes_new(data, size);
+  gst_structure_set(s, field, G_TYPE_BYTES, bytes, nullptr);
+  g_bytes_unref(bytes);
+}
+
+GstCustomMeta *gst_buffer_add_sift_features_custom_meta(GstBuffer *buffer, const GstSiftFeaturesMeta *meta) {
+  g_return_val_if_fail(GST_IS_BUFFER(buffer) && meta, nullptr);
+  register_features_custom_meta();
+  GstCustomMeta *custom = gst_buffer_add_custom_meta(buffer, GST_SIFT_FEATURES_CUSTOM_META);
+  if (!custom) return nullptr;
+  GEnumClass *formats = G_ENUM_CLASS(g_type_class_ref(GST_TYPE_SIFT_DESCRIPTOR_FORMAT));
+  const GEnumValue *format = g_enum_get_value(formats, meta->descriptor_format);
+  GstStructure *s = gst_custom_meta_get_structure(custom);
+  gst_structure_set(s, "image-width", G_TYPE_UINT, meta->image_width, "image-height", G_TYPE_UINT, meta->image_height,
+                    "count", G_TYPE_UINT, meta->count, "descriptor-length", G_TYPE_UINT, meta->descriptor_length,
+                    "descriptor-format", G_TYPE_STRING, format ? format->value_nick : "unknown", nullptr);
+  g_type_class_unref(formats);
+  set_bytes(s, "keypoints", meta->keypoints, sizeof(GstSiftKeypoint) * meta->count);
+  set_bytes(s, "descriptors", meta->descriptors, meta->descriptors ? gst_sift_features_meta_descriptor_bytes(meta) : 0);
+  return custom;
+}
+
 // --- matches ---
 
 GType gst_sift_matches_meta_api_get_type(void) {

@@ -448,6 +448,7 @@ static GstFlowReturn describe_transform_ip(GstBaseTransform *trans, GstBuffer *b
     remove_stage_meta(buf);  // the device state is no longer needed by this frame
     gstsift::attach_features(GST_ELEMENT(self), buf, state->width, state->height, *result,
                              gstsift::GridFilter{output.grid_cols, output.grid_rows, output.max_per_cell});
+    gstsift::export_features(buf, output);
     return GST_FLOW_OK;
   });
 }

@@ -1,5 +1,7 @@
 #include "sift-properties.h"
 
+#include <stdexcept>
+
 #include <gst/gst.h>
 
 namespace gstsift {
@@ -68,6 +70,13 @@ void install_output_properties(GObjectClass *klass, guint id) {
                        "Keep at most this many keypoints, the strongest by response, in each grid cell; 0 = no "
                        "grid filter. Applied after n-features",
                        0, G_MAXINT, 0, flags()));
+  g_object_class_install_property(
+      klass, id + 4,
+      g_param_spec_boolean("custom-meta", "Custom meta",
+                           "Also attach the features as a GstCustomMeta named GstSiftFeatures (a GstStructure whose "
+                           "keypoints and descriptors are GBytes), which Python and other language bindings read "
+                           "from an appsink's buffers",
+                           FALSE, flags()));
   gst_type_mark_as_plugin_api(GST_TYPE_SIFT_DESCRIPTOR_FORMAT, GstPluginAPIFlags(0));
 }
 
@@ -101,6 +110,7 @@ bool set_output_property(OutputSettings &s, guint index, const GValue *value) {
     case 1: s.grid_cols = g_value_get_int(value); return true;
     case 2: s.grid_rows = g_value_get_int(value); return true;
     case 3: s.max_per_cell = g_value_get_int(value); return true;
+    case 4: s.custom_meta = g_value_get_boolean(value); return true;
     default: return false;
   }
 }
@@ -111,6 +121,7 @@ bool get_output_property(const OutputSettings &s, guint index, GValue *value) {
     case 1: g_value_set_int(value, s.grid_cols); return true;
     case 2: g_value_set_int(value, s.grid_rows); return true;
     case 3: g_value_set_int(value, s.max_per_cell); return true;
+    case 4: g_value_set_boolean(value, s.custom_meta); return true;
     default: return false;
   }
 }
@@ -124,6 +135,13 @@ cs::sift::Params engine_params(const EngineSettings &s) {
   p.sigma = s.sigma;
   p.upsample = s.upsample;
   return p;
+}
+
+void export_features(GstBuffer *frame, const OutputSettings &s) {
+  if (!s.custom_meta) return;
+  if (const GstSiftFeaturesMeta *meta = gst_buffer_get_sift_features_meta(frame))
+    if (!gst_buffer_add_sift_features_custom_meta(frame, meta))
+      throw std::runtime_error("cannot add the features' custom meta to the frame");
 }
 
 }  // namespace gstsift

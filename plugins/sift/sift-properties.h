@@ -20,10 +20,11 @@ struct EngineSettings {
 struct OutputSettings {
   GstSiftDescriptorFormat descriptor_format = GST_SIFT_DESCRIPTOR_OPENCV;
   int grid_cols = 0, grid_rows = 0, max_per_cell = 0;
+  gboolean custom_meta = FALSE;  // also attach the features as a GstCustomMeta
 };
 
 constexpr guint kEnginePropertyCount = 6;  // n-features, n-octave-layers, contrast-threshold, edge-threshold, sigma, upsample
-constexpr guint kOutputPropertyCount = 4;  // descriptor-format, grid-cols, grid-rows, max-per-cell
+constexpr guint kOutputPropertyCount = 5;  // descriptor-format, grid-cols, grid-rows, max-per-cell, custom-meta
 
 // Installs the properties with ids first_id, first_id + 1, ...
 void install_engine_properties(GObjectClass *klass, guint first_id);
@@ -36,5 +37,9 @@ bool set_output_property(OutputSettings &s, guint index, const GValue *value);
 bool get_output_property(const OutputSettings &s, guint index, GValue *value);
 
 cs::sift::Params engine_params(const EngineSettings &s);
+
+// With `custom-meta` set, adds the frame's features once more as the
+// GstCustomMeta that language bindings read (gstsiftfeaturesmeta.h).
+void export_features(GstBuffer *frame, const OutputSettings &s);
 
 }  // namespace gstsift

@@ -226,17 +226,60 @@ TEST(SiftMeta, FollowsTheFramesGeometry) {
     }
     gst_object_unref(first);
     dropping_elements_tried += keeps ? 0 : 1;
-    RunResult r = run("sift backend=cpu ! " + middle, frame_caps(GST_VIDEO_FORMAT_I420, kWidth, kHeight),
+    RunResult r = run("sift backend=cpu custom-meta=true ! " + middle, frame_caps(GST_VIDEO_FORMAT_I420, kWidth, kHeight),
                       {make_frame(bgr, GST_VIDEO_FORMAT_I420)});
     ASSERT_EQ(r.error, "") << r.everything();
     ASSERT_FALSE(r.buffers.empty());
     const GstSiftFeaturesMeta *m = gst_buffer_get_sift_features_meta(r.buffers[0]);
     EXPECT_EQ(m != nullptr, keeps);
+    EXPECT_EQ(gst_buffer_get_custom_meta(r.buffers[0], GST_SIFT_FEATURES_CUSTOM_META) != nullptr, keeps)
+        << "the custom meta goes where the struct goes";
     if (m) {
       EXPECT_GT(m->count, 0u);
     }
   }
   EXPECT_GE(dropping_elements_tried, 2) << "videoflip and videoscale at least";
+}
+
+// custom-meta: the same features in a GstStructure (for language bindings),
+// in every descriptor format; none without the property.
+TEST(SiftMeta, CustomMetaHoldsTheSameFeatures) {
+  const cv::Mat bgr = textured_bgr(kWidth, kHeight, cs_test::fresh_seed());
+  for (const std::string format : {"opencv", "float", "rootsift"}) {
+    SCOPED_TRACE(format);
+    RunResult r = run("sift backend=cpu custom-meta=true descriptor-format=" + format,
+                      frame_caps(GST_VIDEO_FORMAT_GRAY8, kWidth, kHeight), {make_frame(bgr, GST_VIDEO_FORMAT_GRAY8)});
+    ASSERT_EQ(r.error, "") << r.everything();
+    ASSERT_EQ(r.buffers.size(), 1u);
+    const GstSiftFeaturesMeta *m = gst_buffer_get_sift_features_meta(r.buffers[0]);
+    GstCustomMeta *custom = gst_buffer_get_custom_meta(r.buffers[0], GST_SIFT_FEATURES_CUSTOM_META);
+    ASSERT_TRUE(m && custom);
+    ASSERT_GT(m->count, 10u);
+    const GstStructure *s = gst_custom_meta_get_structure(custom);
+    guint count = 0, width = 0, height = 0, length = 0;
+    ASSERT_TRUE(gst_structure_get(s, "count", G_TYPE_UINT, &count, "image-width", G_TYPE_UINT, &width, "image-height",
+                                  G_TYPE_UINT, &height, "descriptor-length", G_TYPE_UINT, &length, nullptr));
+    EXPECT_EQ(count, m->count);
+    EXPECT_EQ(width, guint(kWidth));
+    EXPECT_EQ(height, guint(kHeight));
+    EXPECT_EQ(length, 128u);
+    EXPECT_STREQ(gst_structure_get_string(s, "descriptor-format"), format.c_str());
+    auto bytes_of = [&](const char *field) {
+      const GValue *v = gst_structure_get_value(s, field);
+      EXPECT_TRUE(v && G_VALUE_HOLDS(v, G_TYPE_BYTES)) << field;
+      gsize size = 0;
+      const void *data = v ? g_bytes_get_data(static_cast<GBytes *>(g_value_get_boxed(v)), &size) : nullptr;
+      return std::string(static_cast<const char *>(data), size);
+    };
+    EXPECT_EQ(bytes_of("keypoints"),
+              std::string(reinterpret_cast<const char *>(m->keypoints), 28 * size_t(m->count)));
+    EXPECT_EQ(bytes_of("descriptors"), std::string(static_cast<const char *>(m->descriptors),
+                                                   gst_sift_features_meta_descriptor_bytes(m)));
+  }
+  RunResult plain = run("sift backend=cpu", frame_caps(GST_VIDEO_FORMAT_GRAY8, kWidth, kHeight),
+                        {make_frame(bgr, GST_VIDEO_FORMAT_GRAY8)});
+  ASSERT_EQ(plain.buffers.size(), 1u);
+  EXPECT_EQ(gst_buffer_get_custom_meta(plain.buffers[0], GST_SIFT_FEATURES_CUSTOM_META), nullptr);
 }
 
 TEST(SiftMeta, OpenCVHelperRoundTrip) {

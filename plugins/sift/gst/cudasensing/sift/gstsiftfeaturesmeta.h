@@ -84,6 +84,23 @@ GST_SIFT_API gsize gst_sift_features_meta_descriptor_bytes (const GstSiftFeature
 #define gst_buffer_get_sift_features_meta(b) \
   ((GstSiftFeaturesMeta *) gst_buffer_get_meta ((b), GST_SIFT_FEATURES_META_API_TYPE))
 
+/* The same features as a GstCustomMeta named GST_SIFT_FEATURES_CUSTOM_META
+ * (sift's and siftdescribe's `custom-meta`), for language bindings, which
+ * read a GstStructure where they cannot read the struct above:
+ *   image-width, image-height, count, descriptor-length (guint),
+ *   descriptor-format (string: "opencv", "float", "rootsift"),
+ *   keypoints (GBytes: count GstSiftKeypoint records, 28 bytes each,
+ *     little-endian float32 x, y, size, angle, response, int32 octave, class_id),
+ *   descriptors (GBytes: the descriptor rows as in the struct above).
+ * Python: s = buf.get_custom_meta("GstSiftFeatures").get_structure();
+ *   numpy.frombuffer(s.get_value("keypoints").get_data(), dtype=...).
+ * Tagged and carried like the struct (dropped where the frame's geometry changes). */
+#define GST_SIFT_FEATURES_CUSTOM_META "GstSiftFeatures"
+
+/* Adds the custom meta holding a copy of `meta`'s features to `buffer` (writable). */
+GST_SIFT_API GstCustomMeta *gst_buffer_add_sift_features_custom_meta (GstBuffer * buffer,
+    const GstSiftFeaturesMeta * meta);
+
 /* One match: keypoint `query_index` of this frame and `train_index` of the
  * reference, their descriptor distance (L2), and whether the homography
  * (when computed) counts it as an inlier. */
