@@ -3,6 +3,7 @@
 #include <gst/video/video.h>
 
 #include <cstring>
+#include <initializer_list>
 
 GType gst_sift_descriptor_format_get_type(void) {
   static GType type = 0;
@@ -126,28 +127,31 @@ GstSiftFeaturesMeta *gst_buffer_add_sift_features_meta(GstBuffer *buffer, guint 
 // --- features as a custom meta (a GstStructure) ---
 
 static_assert(sizeof(GstSiftKeypoint) == 28, "the custom meta documents 28-byte keypoint records");
+static_assert(sizeof(GstSiftMatch) == 16, "the custom meta documents 16-byte match records");
 
 static gboolean copy_field(GQuark field, const GValue *value, gpointer into) {
   gst_structure_id_set_value(static_cast<GstStructure *>(into), field, value);
   return TRUE;
 }
 
-static gboolean features_custom_transform(GstBuffer *dest, GstCustomMeta *meta, GstBuffer *, GQuark type,
-                                          gpointer data, gpointer) {
+// Carried as the struct metas are: whole-frame copies keep a copy of the structure.
+static gboolean custom_transform(GstBuffer *dest, GstCustomMeta *meta, GstBuffer *, GQuark type, gpointer data,
+                                 gpointer) {
   if (!keeps_geometry(type, data)) return FALSE;
-  GstCustomMeta *copy = gst_buffer_add_custom_meta(dest, GST_SIFT_FEATURES_CUSTOM_META);
+  GstCustomMeta *copy = gst_buffer_add_custom_meta(dest, g_type_name(reinterpret_cast<GstMeta *>(meta)->info->type));
   if (!copy) return FALSE;
   gst_structure_foreach(gst_custom_meta_get_structure(meta), copy_field, gst_custom_meta_get_structure(copy));
   return TRUE;
 }
 
-static void register_features_custom_meta() {
+static GstCustomMeta *add_custom_meta(GstBuffer *buffer, const char *name) {
   static gsize registered = 0;
   if (g_once_init_enter(&registered)) {
-    gst_meta_register_custom(GST_SIFT_FEATURES_CUSTOM_META, frame_geometry_tags, features_custom_transform, nullptr,
-                             nullptr);
+    for (const char *custom : {GST_SIFT_FEATURES_CUSTOM_META, GST_SIFT_MATCHES_CUSTOM_META})
+      gst_meta_register_custom(custom, frame_geometry_tags, custom_transform, nullptr, nullptr);
     g_once_init_leave(&registered, 1);
   }
+  return gst_buffer_add_custom_meta(buffer, name);
 }
 
 static void set_bytes(GstStructure *s, const char *field, const void *data, gsize size) {
@@ -158,8 +162,7 @@ static void set_bytes(GstStructure *s, const char *field, const void *data, gsiz
 
 GstCustomMeta *gst_buffer_add_sift_features_custom_meta(GstBuffer *buffer, const GstSiftFeaturesMeta *meta) {
   g_return_val_if_fail(GST_IS_BUFFER(buffer) && meta, nullptr);
-  register_features_custom_meta();
-  GstCustomMeta *custom = gst_buffer_add_custom_meta(buffer, GST_SIFT_FEATURES_CUSTOM_META);
+  GstCustomMeta *custom = add_custom_meta(buffer, GST_SIFT_FEATURES_CUSTOM_META);
   if (!custom) return nullptr;
   GEnumClass *formats = G_ENUM_CLASS(g_type_class_ref(GST_TYPE_SIFT_DESCRIPTOR_FORMAT));
   const GEnumValue *format = g_enum_get_value(formats, meta->descriptor_format);
@@ -230,4 +233,26 @@ GstSiftMatchesMeta *gst_buffer_add_sift_matches_meta(GstBuffer *buffer, guint co
   m->count = count;
   if (count) m->matches = g_new0(GstSiftMatch, count);
   return m;
+}
+
+GstCustomMeta *gst_buffer_add_sift_matches_custom_meta(GstBuffer *buffer, const GstSiftMatchesMeta *meta) {
+  g_return_val_if_fail(GST_IS_BUFFER(buffer) && meta, nullptr);
+  GstCustomMeta *custom = add_custom_meta(buffer, GST_SIFT_MATCHES_CUSTOM_META);
+  if (!custom) return nullptr;
+  GstStructure *s = gst_custom_meta_get_structure(custom);
+  gst_structure_set(s, "count", G_TYPE_UINT, meta->count, "train-count", G_TYPE_UINT, meta->train_count,
+                    "has-homography", G_TYPE_BOOLEAN, meta->has_homography, nullptr);
+  set_bytes(s, "matches", meta->matches, sizeof(GstSiftMatch) * meta->count);
+  if (meta->has_homography) {
+    GValue array = G_VALUE_INIT, element = G_VALUE_INIT;
+    gst_value_array_init(&array, 9);
+    g_value_init(&element, G_TYPE_DOUBLE);
+    for (double h : meta->homography) {
+      g_value_set_double(&element, h);
+      gst_value_array_append_value(&array, &element);
+    }
+    g_value_unset(&element);
+    gst_structure_take_value(s, "homography", &array);
+  }
+  return custom;
 }

@@ -51,6 +51,7 @@ struct _GstSiftMatcher {
   gboolean homography;
   double ransac_threshold;
   gboolean post_messages;
+  gboolean custom_meta;
   // while running
   std::optional<sift_cpu::Features> *train;  // reference or previous frame
   GstSiftDescriptorFormat train_format;       // its descriptors' format
@@ -89,7 +90,16 @@ GType gst_sift_matcher_get_type(void) {
 }
 GST_ELEMENT_REGISTER_DEFINE(siftmatch, "siftmatch", GST_RANK_NONE, GST_TYPE_SIFT_MATCHER)
 
-enum { PROP_0, PROP_REFERENCE, PROP_RATIO, PROP_MUTUAL_CHECK, PROP_HOMOGRAPHY, PROP_RANSAC_THRESHOLD, PROP_POST_MESSAGES };
+enum {
+  PROP_0,
+  PROP_REFERENCE,
+  PROP_RATIO,
+  PROP_MUTUAL_CHECK,
+  PROP_HOMOGRAPHY,
+  PROP_RANSAC_THRESHOLD,
+  PROP_POST_MESSAGES,
+  PROP_CUSTOM_META
+};
 
 static GstStaticPadTemplate sink_template =
     GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
@@ -238,6 +248,7 @@ static GstFlowReturn match_transform_ip(GstBaseTransform *trans, GstBuffer *buf)
   const bool mutual = self->mutual_check, want_h = self->homography;
   const double threshold = self->ransac_threshold;
   const bool post = self->post_messages;
+  const bool custom_meta = self->custom_meta;
   GST_OBJECT_UNLOCK(self);
   sift_cpu::Features query{gst_sift::keypoints(*meta), gst_sift::descriptors(*meta)};
   if (!self->reference_picture->empty()) {
@@ -303,6 +314,10 @@ static GstFlowReturn match_transform_ip(GstBaseTransform *trans, GstBuffer *buf)
   }
   GST_LOG_OBJECT(self, "%zu matches of %zu keypoints against %u", matches.size(), query.keypoints.size(), train_count);
   if (post) post_summary(self, buf, out, guint(query.keypoints.size()));
+  if (custom_meta && !gst_buffer_add_sift_matches_custom_meta(buf, out)) {
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot add the matches' custom meta to the frame"), (nullptr));
+    return GST_FLOW_ERROR;
+  }
   if (!self->train_is_reference) {
     self->train_format = meta->descriptor_format;
     self->train->emplace(std::move(query));
@@ -325,6 +340,7 @@ static void match_set_property(GObject *object, guint prop_id, const GValue *val
     case PROP_HOMOGRAPHY: self->homography = g_value_get_boolean(value); break;
     case PROP_RANSAC_THRESHOLD: self->ransac_threshold = g_value_get_double(value); break;
     case PROP_POST_MESSAGES: self->post_messages = g_value_get_boolean(value); break;
+    case PROP_CUSTOM_META: self->custom_meta = g_value_get_boolean(value); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
   }
   GST_OBJECT_UNLOCK(self);
@@ -340,6 +356,7 @@ static void match_get_property(GObject *object, guint prop_id, GValue *value, GP
     case PROP_HOMOGRAPHY: g_value_set_boolean(value, self->homography); break;
     case PROP_RANSAC_THRESHOLD: g_value_set_double(value, self->ransac_threshold); break;
     case PROP_POST_MESSAGES: g_value_set_boolean(value, self->post_messages); break;
+    case PROP_CUSTOM_META: g_value_set_boolean(value, self->custom_meta); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
   }
   GST_OBJECT_UNLOCK(self);
@@ -396,6 +413,13 @@ static void gst_sift_matcher_class_init(GstSiftMatcherClass *klass) {
                            "Post an element message \"siftmatch\" per frame: timestamp, keypoints, "
                            "reference-keypoints, matches, inliers and, when found, homography (9 doubles, row-major)",
                            FALSE, live_flags));
+  g_object_class_install_property(
+      gobject_class, PROP_CUSTOM_META,
+      g_param_spec_boolean("custom-meta", "Custom meta",
+                           "Also attach the matches as a GstCustomMeta named GstSiftMatches (a GstStructure: counts, "
+                           "the match records as GBytes, the homography), which Python and other language bindings "
+                           "read from an appsink's buffers",
+                           FALSE, live_flags));
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -422,6 +446,7 @@ static void gst_sift_matcher_init(GstSiftMatcher *self) {
   self->homography = FALSE;
   self->ransac_threshold = 3.0;
   self->post_messages = FALSE;
+  self->custom_meta = FALSE;
   self->train = new std::optional<sift_cpu::Features>();
   self->reference_picture = new cv::Mat();
   self->gpu = nullptr;

@@ -725,6 +725,42 @@ TEST(SiftMatch, ReferenceFileAndMutualCheck) {
   }
 }
 
+// custom-meta: the matches and homography in a GstStructure (for language
+// bindings), equal to the struct meta's.
+TEST(SiftMatch, CustomMetaHoldsTheSameMatches) {
+  const Pair p = rotated_pair(cs_test::fresh_seed());
+  RunResult r = run("sift backend=cpu ! siftmatch homography=true custom-meta=true",
+                    frame_caps(GST_VIDEO_FORMAT_GRAY8, 320, 240),
+                    {make_frame(p.first, GST_VIDEO_FORMAT_GRAY8), make_frame(p.second, GST_VIDEO_FORMAT_GRAY8)});
+  ASSERT_EQ(r.error, "") << r.everything();
+  ASSERT_EQ(r.buffers.size(), 2u);
+  for (GstBuffer *b : r.buffers) {
+    const GstSiftMatchesMeta *m = gst_buffer_get_sift_matches_meta(b);
+    GstCustomMeta *custom = gst_buffer_get_custom_meta(b, GST_SIFT_MATCHES_CUSTOM_META);
+    ASSERT_TRUE(m && custom);
+    const GstStructure *s = gst_custom_meta_get_structure(custom);
+    guint count = 0, train_count = 0;
+    gboolean has_homography = FALSE;
+    ASSERT_TRUE(gst_structure_get(s, "count", G_TYPE_UINT, &count, "train-count", G_TYPE_UINT, &train_count,
+                                  "has-homography", G_TYPE_BOOLEAN, &has_homography, nullptr));
+    EXPECT_EQ(count, m->count);
+    EXPECT_EQ(train_count, m->train_count);
+    EXPECT_EQ(has_homography, m->has_homography);
+    const GValue *matches = gst_structure_get_value(s, "matches");
+    ASSERT_TRUE(matches && G_VALUE_HOLDS(matches, G_TYPE_BYTES));
+    gsize size = 0;
+    const void *data = g_bytes_get_data(static_cast<GBytes *>(g_value_get_boxed(matches)), &size);
+    ASSERT_EQ(size, 16 * size_t(m->count));
+    EXPECT_EQ(std::memcmp(data, m->matches, size), 0);
+    const GValue *h = gst_structure_get_value(s, "homography");
+    EXPECT_EQ(h != nullptr, bool(m->has_homography));
+    if (h) {
+      for (guint k = 0; k < 9; ++k) EXPECT_EQ(g_value_get_double(gst_value_array_get_value(h, k)), m->homography[k]);
+    }
+  }
+  EXPECT_TRUE(gst_buffer_get_sift_matches_meta(r.buffers[1])->has_homography) << "the second frame matches the first";
+}
+
 TEST(SiftMatch, RatioTestMatchesABruteForceReference) {
   const Pair p = rotated_pair(cs_test::fresh_seed());
   RunResult r = run("sift backend=cpu ! siftmatch", frame_caps(GST_VIDEO_FORMAT_GRAY8, 320, 240),

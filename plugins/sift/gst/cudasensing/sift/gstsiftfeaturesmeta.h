@@ -137,4 +137,16 @@ GST_SIFT_API GstSiftMatchesMeta *gst_buffer_add_sift_matches_meta (GstBuffer * b
 #define gst_buffer_get_sift_matches_meta(b) \
   ((GstSiftMatchesMeta *) gst_buffer_get_meta ((b), GST_SIFT_MATCHES_META_API_TYPE))
 
+/* The matches as a GstCustomMeta named GST_SIFT_MATCHES_CUSTOM_META
+ * (siftmatch's `custom-meta`), for language bindings: count, train-count
+ * (guint), matches (GBytes: count GstSiftMatch records, 16 bytes each,
+ * little-endian uint32 query_index, train_index, float32 distance, int32
+ * inlier), has-homography (gboolean) and, when it is true, homography (an
+ * array of 9 doubles, row-major). Tagged and carried like the struct. */
+#define GST_SIFT_MATCHES_CUSTOM_META "GstSiftMatches"
+
+/* Adds the custom meta holding a copy of `meta`'s matches to `buffer` (writable). */
+GST_SIFT_API GstCustomMeta *gst_buffer_add_sift_matches_custom_meta (GstBuffer * buffer,
+    const GstSiftMatchesMeta * meta);
+
 G_END_DECLS
