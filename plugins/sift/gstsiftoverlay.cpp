@@ -54,6 +54,13 @@ struct OverlayGpu {
   gstcs::DeviceScratch nvcodec_copy{gpu};
   int nvcodec_in_place = -1;  // whether the last frame in nvcodec's memory was drawn in place (logged on change)
 };
+
+// The CPU drawing's scratch: the marks rasterised into a mask (even
+// dimensions, zero outside the frame and between frames) and its cells
+// pooled for subsampled chroma.
+struct CpuCanvas {
+  cv::Mat mask, pooled, vertical;
+};
 }  // namespace
 
 struct _GstSiftOverlay {
@@ -63,7 +70,7 @@ struct _GstSiftOverlay {
   GstVideoInfo info;
   gboolean have_info;
   OverlayGpu *cuda;  // NULL on the CPU backend
-  cv::Mat *mask;  // on the CPU: the marks' mask, kept from frame to frame (all zero between frames)
+  CpuCanvas *canvas;  // on the CPU: the marks' mask and its scratch, kept from frame to frame
 };
 
 G_DEFINE_TYPE(GstSiftOverlay, gst_sift_overlay, GST_TYPE_CS_BASE_TRANSFORM)
@@ -203,62 +210,139 @@ static void draw_marks(cv::Mat &image, const Marks &marks, const cv::Scalar &col
   }
 }
 
-// Any format on the CPU: the marks rasterised once by OpenCV into a mask;
-// every component sample that covers a pixel of the mask takes the colour
-// (luma and RGB on the marks' pixels, subsampled chroma on each sample that
-// one of them falls in; bytes of packed RGB that no component holds, 255).
-// Only the marks' boxes are scanned (OpenCV's thick marks stay within
-// mark_reach of the centre; one pixel more for its rounding), and cleared
-// again for the next frame.
-static void paint_marks(GstVideoFrame &frame, cv::Mat &mask, const Marks &marks, int thickness,
+// pooled(cy, cx) is set where any mask pixel of the cell (1 << x_shift) x
+// (1 << y_shift) at (cx, cy) is: maxima of row pairs, then of column pairs.
+static const cv::Mat &pool_mask(CpuCanvas &canvas, int x_shift, int y_shift) {
+  const cv::Mat &mask = canvas.mask;
+  if (y_shift) {
+    const cv::Mat even(mask.rows / 2, mask.cols, CV_8UC1, mask.data, mask.step * 2);
+    const cv::Mat odd(mask.rows / 2, mask.cols, CV_8UC1, mask.data + mask.step, mask.step * 2);
+    cv::max(even, odd, canvas.vertical);
+  } else {
+    canvas.vertical = mask;
+  }
+  if (!x_shift) return canvas.vertical;
+  const cv::Mat pairs = canvas.vertical.reshape(2);  // the columns in pairs (the mask's width is even)
+  cv::Mat columns[2];
+  cv::split(pairs, columns);
+  cv::max(columns[0], columns[1], canvas.pooled);
+  return canvas.pooled;
+}
+
+// Calls visit(x, y) for each set sample of a mask, row by row: eight bytes
+// at a time are skipped while they are all zero (marks cover a small part
+// of a frame).
+template <class Visit>
+static void for_each_marked(const cv::Mat &mask, Visit &&visit) {
+  for (int y = 0; y < mask.rows; ++y) {
+    const uint8_t *row = mask.ptr(y);
+    int x = 0;
+    for (; x + 8 <= mask.cols; x += 8) {
+      uint64_t word;
+      std::memcpy(&word, row + x, sizeof word);
+      if (!word) continue;
+      for (int i = 0; i < 8; ++i)
+        if (row[x + i]) visit(x + i, y);
+    }
+    for (; x < mask.cols; ++x)
+      if (row[x]) visit(x, y);
+  }
+}
+
+// The samples of plane p's pixel: one channel per sample (1 or 2 bytes),
+// the colour's component samples at their places, 255 in the bytes of a
+// packed RGB pixel that hold no component (BGRx).
+static cv::Scalar plane_colour(const GstVideoInfo &info, const ComponentColour &c, guint plane, int channels,
+                               int sample_bytes) {
+  cv::Scalar colour = cv::Scalar::all(255);
+  for (int k = 0; k < c.components; ++k) {
+    if (GST_VIDEO_INFO_COMP_PLANE(&info, k) != plane) continue;
+    uint16_t value = 0;
+    std::memcpy(&value, c.sample[k], size_t(c.sample_bytes[k]));  // the stored bytes, as the host reads them
+    const int channel = int(component_offset(info, k, sample_bytes)) / sample_bytes;
+    if (channel < channels) colour[channel] = sample_bytes == 1 ? value & 0xff : value;
+  }
+  return colour;
+}
+
+// Any format on the CPU, plane by plane. A plane whose samples are all at
+// full resolution (packed RGB, gray, luma, 4:4:4) is drawn on by OpenCV
+// directly; subsampled chroma planes take the colour on every sample whose
+// cell holds a marked pixel (OpenCV's marks rasterised once into a mask,
+// pooled per cell); a plane that mixes full-resolution luma with subsampled
+// chroma (packed 4:2:2) has each component's samples set where its cells
+// are marked.
+static void paint_marks(GstVideoFrame &frame, CpuCanvas &canvas, const Marks &marks, int thickness,
                         const ComponentColour &c) {
   const GstVideoInfo &info = frame.info;
   const GstVideoFormatInfo *f = info.finfo;
   const int width = GST_VIDEO_FRAME_WIDTH(&frame), height = GST_VIDEO_FRAME_HEIGHT(&frame);
-  if (mask.rows != height || mask.cols != width) mask = cv::Mat::zeros(height, width, CV_8UC1);
-  draw_marks(mask, marks, cv::Scalar(255), thickness);
-  struct Target {
-    uint8_t *data;
-    gint stride, pixel_stride;
-    int x_shift, y_shift, bytes;
-    const uint8_t *sample;
-  };
-  std::vector<Target> targets;
-  for (int k = 0; k < c.components; ++k) {
-    const guint plane = GST_VIDEO_FORMAT_INFO_PLANE(f, k);
-    targets.push_back({static_cast<uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&frame, plane)) +
-                           component_offset(info, k, c.sample_bytes[k]),
-                       GST_VIDEO_FRAME_PLANE_STRIDE(&frame, plane), GST_VIDEO_FORMAT_INFO_PSTRIDE(f, k),
-                       int(f->w_sub[k]), int(f->h_sub[k]), c.sample_bytes[k], c.sample[k]});
-  }
-  static const uint8_t kOpaque[1] = {255};
-  const int pixel_bytes = GST_VIDEO_FORMAT_INFO_PSTRIDE(f, 0);
-  if (GST_VIDEO_FORMAT_INFO_IS_RGB(f))
-    for (int byte = 0; byte < pixel_bytes; ++byte) {
-      bool held = false;
-      for (int k = 0; k < c.components; ++k) held = held || int(GST_VIDEO_FORMAT_INFO_POFFSET(f, k)) == byte;
-      if (!held)
-        targets.push_back({static_cast<uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&frame, 0)) + byte,
-                           GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0), pixel_bytes, 0, 0, 1, kOpaque});
+  bool mask_drawn = false;
+  auto mask = [&]() -> CpuCanvas & {
+    if (!mask_drawn) {
+      const cv::Size even((width + 1) & ~1, (height + 1) & ~1);
+      if (canvas.mask.size() != even) canvas.mask = cv::Mat::zeros(even, CV_8UC1);
+      cv::Mat frame_area = canvas.mask(cv::Rect(0, 0, width, height));
+      draw_marks(frame_area, marks, cv::Scalar(255), thickness);
+      mask_drawn = true;
     }
-  auto box = [&](const gstsift::KeypointMark &m) {
-    const int reach = gstsift::mark_reach(m, thickness) + 1;
-    const int x0 = std::max(0, m.cx - reach), x1 = std::min(width - 1, m.cx + reach);
-    const int y0 = std::max(0, m.cy - reach), y1 = std::min(height - 1, m.cy + reach);
-    return cv::Rect(x0, y0, std::max(0, x1 - x0 + 1), std::max(0, y1 - y0 + 1));
+    return canvas;
   };
-  for (const gstsift::KeypointMark &m : marks) {
-    const cv::Rect b = box(m);
-    for (int y = b.y; y < b.y + b.height; ++y)
-      for (int x = b.x; x < b.x + b.width; ++x) {
-        if (!mask.at<uint8_t>(y, x)) continue;
-        for (const Target &t : targets)
-          std::copy_n(t.sample, t.bytes,
-                      t.data + (y >> t.y_shift) * t.stride + (x >> t.x_shift) * t.pixel_stride);
+  for (guint p = 0; p < GST_VIDEO_INFO_N_PLANES(&info); ++p) {
+    int first = -1;
+    bool uniform = true;  // every component of the plane at one pixel stride and subsampling
+    for (int k = 0; k < c.components; ++k) {
+      if (GST_VIDEO_FORMAT_INFO_PLANE(f, k) != p) continue;
+      if (first < 0) first = k;
+      uniform = uniform && GST_VIDEO_FORMAT_INFO_PSTRIDE(f, k) == GST_VIDEO_FORMAT_INFO_PSTRIDE(f, first) &&
+                f->w_sub[k] == f->w_sub[first] && f->h_sub[k] == f->h_sub[first];
+    }
+    if (first < 0) continue;  // a plane of no component (none among sift's formats)
+    auto *data = static_cast<uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&frame, p));
+    const gint stride = GST_VIDEO_FRAME_PLANE_STRIDE(&frame, p);
+    if (uniform) {
+      const int sample_bytes = c.sample_bytes[first];
+      const int channels = GST_VIDEO_FORMAT_INFO_PSTRIDE(f, first) / sample_bytes;
+      const int x_shift = int(f->w_sub[first]), y_shift = int(f->h_sub[first]);
+      const cv::Size samples(GST_VIDEO_FRAME_COMP_WIDTH(&frame, first), GST_VIDEO_FRAME_COMP_HEIGHT(&frame, first));
+      cv::Mat plane(samples, CV_MAKETYPE(sample_bytes == 1 ? CV_8U : CV_16U, channels), data, size_t(stride));
+      const cv::Scalar colour = plane_colour(info, c, p, channels, sample_bytes);
+      if (!x_shift && !y_shift)
+        draw_marks(plane, marks, colour, thickness);
+      else
+        plane.setTo(colour, pool_mask(mask(), x_shift, y_shift)(cv::Rect(cv::Point(), samples)));
+      continue;
+    }
+    for (const bool subsampled : {false, true}) {
+      // The luma's samples, then the chroma's: those whose cell holds a marked pixel.
+      struct Target {
+        uint8_t *base;
+        gint step;
+        int bytes;
+        const uint8_t *sample;
+      };
+      std::vector<Target> targets;
+      cv::Size samples;
+      int x_shift = 0, y_shift = 0;
+      for (int k = 0; k < c.components; ++k) {
+        if (GST_VIDEO_FORMAT_INFO_PLANE(f, k) != p || (f->w_sub[k] || f->h_sub[k]) != subsampled) continue;
+        targets.push_back({data + component_offset(info, k, c.sample_bytes[k]), GST_VIDEO_FORMAT_INFO_PSTRIDE(f, k),
+                           c.sample_bytes[k], c.sample[k]});
+        samples = cv::Size(GST_VIDEO_FRAME_COMP_WIDTH(&frame, k), GST_VIDEO_FRAME_COMP_HEIGHT(&frame, k));
+        x_shift = int(f->w_sub[k]);
+        y_shift = int(f->h_sub[k]);
       }
+      if (targets.empty()) continue;
+      for_each_marked(pool_mask(mask(), x_shift, y_shift)(cv::Rect(cv::Point(), samples)), [&](int x, int y) {
+        for (const Target &t : targets) {
+          uint8_t *at = t.base + y * stride + x * t.step;
+          at[0] = t.sample[0];  // one or two bytes: not a call to memmove for each sample
+          if (t.bytes == 2) at[1] = t.sample[1];
+        }
+      });
+    }
   }
-  for (const gstsift::KeypointMark &m : marks)
-    if (const cv::Rect b = box(m); !b.empty()) mask(b).setTo(0);
+  if (mask_drawn) canvas.mask.setTo(0);
 }
 
 static GstFlowReturn draw_on_cpu(GstSiftOverlay *self, GstBuffer *buf, const Marks &marks, guint rgb, int thickness) {
@@ -270,7 +354,7 @@ static GstFlowReturn draw_on_cpu(GstSiftOverlay *self, GstBuffer *buf, const Mar
                        GST_VIDEO_INFO_NAME(&self->info)));
     return GST_FLOW_ERROR;
   }
-  paint_marks(frame, *self->mask, marks, thickness, component_colour(self->info, rgb));
+  paint_marks(frame, *self->canvas, marks, thickness, component_colour(self->info, rgb));
   gst_video_frame_unmap(&frame);
   return GST_FLOW_OK;
 }
@@ -466,7 +550,7 @@ static gboolean overlay_stop(GstCsBaseTransform *base) {
   delete self->cuda;  // waits for its stream
   self->cuda = nullptr;
   self->have_info = FALSE;
-  *self->mask = cv::Mat();
+  *self->canvas = CpuCanvas();
   return TRUE;
 }
 
@@ -495,7 +579,7 @@ static void overlay_get_property(GObject *object, guint prop_id, GValue *value, 
 }
 
 static void overlay_finalize(GObject *object) {
-  delete GST_SIFT_OVERLAY(object)->mask;
+  delete GST_SIFT_OVERLAY(object)->canvas;
   G_OBJECT_CLASS(gst_sift_overlay_parent_class)->finalize(object);
 }
 
@@ -539,6 +623,6 @@ static void gst_sift_overlay_init(GstSiftOverlay *self) {
   self->thickness = 1;
   self->have_info = FALSE;
   self->cuda = nullptr;
-  self->mask = new cv::Mat();
+  self->canvas = new CpuCanvas();
   gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
 }
