@@ -163,6 +163,38 @@ struct SeekRequest {
 // (the file sources read their `units` forwards only) or a start after the
 // stop.
 std::optional<SeekRequest> forward_seek(GstElement *source, GstEvent *seek, const char *units);
+// Installs a file source's seek check where both kinds of seek arrive:
+// through its pad (GstBaseSrc::event, a pipeline's seeks) and sent to the
+// element (GstElement::send_event, which GstBaseSrc answers without calling
+// the pad's event function). A seek that `Refused` turns down fails there,
+// before the base class flushes anything; every other event goes on to the
+// parent class. Call from class_init, once the parent class is known.
+template <bool (*Refused)(GstElement *source, GstEvent *seek)>
+class SourceSeekCheck {
+ public:
+  static void install(GstBaseSrcClass *klass, gpointer parent_class) {
+    parent_event_ = GST_BASE_SRC_CLASS(parent_class)->event;
+    parent_send_event_ = GST_ELEMENT_CLASS(parent_class)->send_event;
+    klass->event = event;
+    GST_ELEMENT_CLASS(klass)->send_event = send_event;
+  }
+
+ private:
+  static bool refused(GstElement *source, GstEvent *event) {
+    return GST_EVENT_TYPE(event) == GST_EVENT_SEEK && Refused(source, event);
+  }
+  static gboolean event(GstBaseSrc *source, GstEvent *event) {
+    return refused(GST_ELEMENT(source), event) ? FALSE : parent_event_(source, event);
+  }
+  static gboolean send_event(GstElement *source, GstEvent *event) {
+    if (!refused(source, event)) return parent_send_event_(source, event);
+    gst_event_unref(event);
+    return FALSE;
+  }
+  static inline gboolean (*parent_event_)(GstBaseSrc *, GstEvent *) = nullptr;
+  static inline gboolean (*parent_send_event_)(GstElement *, GstEvent *) = nullptr;
+};
+
 // A seek position in units: SET counts from the first, END from the end,
 // NONE keeps `kept`, -1 is the end (a stop of -1: none); clamped to
 // [0, total].

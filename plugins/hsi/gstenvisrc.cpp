@@ -213,8 +213,9 @@ static gboolean envi_src_prepare_seek_segment(GstBaseSrc *base, GstEvent *seek, 
 // Whether `seek` is refused (with the reason logged). Checked before the
 // base class flushes for it: it asks prepare_seek_segment only about seeks
 // in another format than the segment's (time), and after flushing.
-static bool envi_src_seek_refused(GstEnviSrc *self, GstEvent *seek) {
-  const std::optional<gstcs::SeekRequest> r = gstcs::forward_seek(GST_ELEMENT(self), seek, "lines");
+static bool envi_src_seek_refused(GstElement *element, GstEvent *seek) {
+  auto *self = GST_ENVI_SRC(element);
+  const std::optional<gstcs::SeekRequest> r = gstcs::forward_seek(element, seek, "lines");
   if (!r) return true;
   if (r->format != GST_FORMAT_TIME || line_duration_of(self) > 0) return false;
   // Back to the start needs no time axis.
@@ -223,20 +224,6 @@ static bool envi_src_seek_refused(GstEnviSrc *self, GstEvent *seek) {
   if (from_start && to_end) return false;
   GST_WARNING_OBJECT(self, "no time axis (line-duration=0): seek by line (GST_FORMAT_DEFAULT) instead");
   return true;
-}
-
-// Seeks through the pad (a pipeline's) and sent to the element.
-static gboolean envi_src_event(GstBaseSrc *base, GstEvent *event) {
-  if (GST_EVENT_TYPE(event) == GST_EVENT_SEEK && envi_src_seek_refused(GST_ENVI_SRC(base), event)) return FALSE;
-  return GST_BASE_SRC_CLASS(gst_envi_src_parent_class)->event(base, event);
-}
-
-static gboolean envi_src_send_event(GstElement *element, GstEvent *event) {
-  if (GST_EVENT_TYPE(event) == GST_EVENT_SEEK && envi_src_seek_refused(GST_ENVI_SRC(element), event)) {
-    gst_event_unref(event);
-    return FALSE;
-  }
-  return GST_ELEMENT_CLASS(gst_envi_src_parent_class)->send_event(element, event);
 }
 
 static gboolean envi_src_do_seek(GstBaseSrc *base, GstSegment *segment) {
@@ -379,8 +366,7 @@ static void gst_envi_src_class_init(GstEnviSrcClass *klass) {
   base_class->stop = envi_src_stop;
   base_class->get_caps = envi_src_get_caps;
   base_class->is_seekable = envi_src_is_seekable;
-  base_class->event = envi_src_event;
-  element_class->send_event = envi_src_send_event;
+  gstcs::SourceSeekCheck<envi_src_seek_refused>::install(base_class, gst_envi_src_parent_class);
   base_class->prepare_seek_segment = envi_src_prepare_seek_segment;
   base_class->do_seek = envi_src_do_seek;
   base_class->query = envi_src_query;

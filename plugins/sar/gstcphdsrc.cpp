@@ -375,8 +375,9 @@ static gboolean cphd_src_prepare_seek_segment(GstBaseSrc *src, GstEvent *seek, G
 // Whether `seek` is refused (with the reason said). Checked before the base
 // class flushes for it: it asks prepare_seek_segment only about seeks in
 // another format than the segment's (time), and after flushing.
-static bool cphd_src_seek_refused(GstCphdSrc *self, GstEvent *seek) {
-  const std::optional<gstcs::SeekRequest> r = gstcs::forward_seek(GST_ELEMENT(self), seek, "vectors");
+static bool cphd_src_seek_refused(GstElement *element, GstEvent *seek) {
+  auto *self = GST_CPHD_SRC(element);
+  const std::optional<gstcs::SeekRequest> r = gstcs::forward_seek(element, seek, "vectors");
   if (!r) return true;
   ReaderState *st = self->state;
   if (!st || r->format != GST_FORMAT_TIME) return false;
@@ -395,20 +396,6 @@ static bool cphd_src_seek_refused(GstCphdSrc *self, GstEvent *seek) {
                        self->location, disorder),
                       ("seek by vector (GST_FORMAT_DEFAULT) instead"));
   return true;
-}
-
-// Seeks through the pad (a pipeline's) and sent to the element.
-static gboolean cphd_src_event(GstBaseSrc *src, GstEvent *event) {
-  if (GST_EVENT_TYPE(event) == GST_EVENT_SEEK && cphd_src_seek_refused(GST_CPHD_SRC(src), event)) return FALSE;
-  return GST_BASE_SRC_CLASS(gst_cphd_src_parent_class)->event(src, event);
-}
-
-static gboolean cphd_src_send_event(GstElement *element, GstEvent *event) {
-  if (GST_EVENT_TYPE(event) == GST_EVENT_SEEK && cphd_src_seek_refused(GST_CPHD_SRC(element), event)) {
-    gst_event_unref(event);
-    return FALSE;
-  }
-  return GST_ELEMENT_CLASS(gst_cphd_src_parent_class)->send_event(element, event);
 }
 
 static gboolean cphd_src_do_seek(GstBaseSrc *src, GstSegment *segment) {
@@ -518,8 +505,7 @@ static void gst_cphd_src_class_init(GstCphdSrcClass *klass) {
   src_class->decide_allocation = cphd_src_decide_allocation;
   src_class->query = cphd_src_query;
   src_class->is_seekable = cphd_src_is_seekable;
-  src_class->event = cphd_src_event;
-  element_class->send_event = cphd_src_send_event;
+  gstcs::SourceSeekCheck<cphd_src_seek_refused>::install(src_class, gst_cphd_src_parent_class);
   src_class->prepare_seek_segment = cphd_src_prepare_seek_segment;
   src_class->do_seek = cphd_src_do_seek;
   GST_PUSH_SRC_CLASS(klass)->create = cphd_src_create;
