@@ -270,8 +270,8 @@ static cv::Scalar plane_colour(const GstVideoInfo &info, const ComponentColour &
 // directly; subsampled chroma planes take the colour on every sample whose
 // cell holds a marked pixel (OpenCV's marks rasterised once into a mask,
 // pooled per cell); a plane that mixes full-resolution luma with subsampled
-// chroma (packed 4:2:2) has each component's samples set where its cells
-// are marked.
+// chroma (packed 4:2:2) gets its luma drawn directly, then its chroma set on
+// the marked cells.
 static void paint_marks(GstVideoFrame &frame, CpuCanvas &canvas, const Marks &marks, int thickness,
                         const ComponentColour &c) {
   const GstVideoInfo &info = frame.info;
@@ -313,34 +313,37 @@ static void paint_marks(GstVideoFrame &frame, CpuCanvas &canvas, const Marks &ma
         plane.setTo(colour, pool_mask(mask(), x_shift, y_shift)(cv::Rect(cv::Point(), samples)));
       continue;
     }
-    for (const bool subsampled : {false, true}) {
-      // The luma's samples, then the chroma's: those whose cell holds a marked pixel.
-      struct Target {
-        uint8_t *base;
-        gint step;
-        int bytes;
-        const uint8_t *sample;
-      };
-      std::vector<Target> targets;
-      cv::Size samples;
-      int x_shift = 0, y_shift = 0;
-      for (int k = 0; k < c.components; ++k) {
-        if (GST_VIDEO_FORMAT_INFO_PLANE(f, k) != p || (f->w_sub[k] || f->h_sub[k]) != subsampled) continue;
-        targets.push_back({data + component_offset(info, k, c.sample_bytes[k]), GST_VIDEO_FORMAT_INFO_PSTRIDE(f, k),
-                           c.sample_bytes[k], c.sample[k]});
-        samples = cv::Size(GST_VIDEO_FRAME_COMP_WIDTH(&frame, k), GST_VIDEO_FRAME_COMP_HEIGHT(&frame, k));
-        x_shift = int(f->w_sub[k]);
-        y_shift = int(f->h_sub[k]);
+    // Packed 4:2:2: the luma drawn directly on the pixels' samples, which
+    // writes the luma's colour into the chroma byte of each marked pixel too;
+    // that byte belongs to a marked cell, which the chroma pass then sets.
+    struct Target {
+      uint8_t *base;
+      gint step;
+      const uint8_t *sample;
+    };
+    std::vector<Target> chroma;
+    cv::Size cells;
+    int x_shift = 0, y_shift = 0;
+    for (int k = 0; k < c.components; ++k) {
+      if (GST_VIDEO_FORMAT_INFO_PLANE(f, k) != p) continue;
+      if (c.sample_bytes[k] != 1) throw std::logic_error("packed 4:2:2 of more than 8 bits");
+      const gint step = GST_VIDEO_FORMAT_INFO_PSTRIDE(f, k);
+      if (!f->w_sub[k] && !f->h_sub[k]) {
+        cv::Mat pixels(height, width, CV_8UC(step), data, size_t(stride));
+        cv::Scalar colour = cv::Scalar::all(0);
+        colour[int(GST_VIDEO_FORMAT_INFO_POFFSET(f, k)) % step] = c.sample[k][0];
+        draw_marks(pixels, marks, colour, thickness);
+        continue;
       }
-      if (targets.empty()) continue;
-      for_each_marked(pool_mask(mask(), x_shift, y_shift)(cv::Rect(cv::Point(), samples)), [&](int x, int y) {
-        for (const Target &t : targets) {
-          uint8_t *at = t.base + y * stride + x * t.step;
-          at[0] = t.sample[0];  // one or two bytes: not a call to memmove for each sample
-          if (t.bytes == 2) at[1] = t.sample[1];
-        }
-      });
+      chroma.push_back({data + component_offset(info, k, 1), step, c.sample[k]});
+      cells = cv::Size(GST_VIDEO_FRAME_COMP_WIDTH(&frame, k), GST_VIDEO_FRAME_COMP_HEIGHT(&frame, k));
+      x_shift = int(f->w_sub[k]);
+      y_shift = int(f->h_sub[k]);
     }
+    if (chroma.empty()) continue;
+    for_each_marked(pool_mask(mask(), x_shift, y_shift)(cv::Rect(cv::Point(), cells)), [&](int x, int y) {
+      for (const Target &t : chroma) t.base[y * stride + x * t.step] = t.sample[0];
+    });
   }
   if (mask_drawn) canvas.mask.setTo(0);
 }
