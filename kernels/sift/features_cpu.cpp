@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <numeric>
+#include <sstream>
 #include <stdexcept>
 #include <tuple>
 
@@ -143,13 +144,35 @@ void write_record_fields(cv::FileStorage &fs, uint64_t pts, uint32_t width, uint
   fs << "descriptors" << f.descriptors;
 }
 
+// Whether `text` has the shape of the documents featuresink writes: XML, or
+// one YAML document ("%YAML:1.0", "---", then no further directive or
+// document marker). OpenCV 4.6's YAML parser can loop forever on some
+// malformed ones (a second marker such as "---YAML:1.0" followed by "----"
+// and a broken line), so nothing else reaches it.
+static bool featuresink_document_shape(const std::string &text) {
+  if (text.rfind("<?xml", 0) == 0) return true;
+  std::istringstream lines(text);
+  std::string line;
+  int n = 0;
+  while (std::getline(lines, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    ++n;
+    if (n == 1 && line != "%YAML:1.0") return false;
+    if (n == 2 && line != "---") return false;
+    if (n > 2 && (line.rfind("---", 0) == 0 || line.rfind("...", 0) == 0 || line.rfind('%', 0) == 0)) return false;
+  }
+  return n >= 2;
+}
+
 // The records of a YAML or XML document (write_record_fields).
-static std::vector<Record> read_text_records(const std::string &path) {
+static std::vector<Record> read_text_records(const std::string &path, const std::string &text) {
+  const std::string not_ours = path + ": not a features file of featuresink (binary, OpenCV YAML or XML)";
+  if (!featuresink_document_shape(text)) throw std::runtime_error(not_ours);
   cv::FileStorage fs;
   try {
-    if (!fs.open(path, cv::FileStorage::READ)) throw std::runtime_error(path + ": cannot open");
+    if (!fs.open(text, cv::FileStorage::READ | cv::FileStorage::MEMORY)) throw std::runtime_error(not_ours);
   } catch (const cv::Exception &e) {
-    throw std::runtime_error(path + ": not a features file of featuresink (binary, OpenCV YAML or XML): " + e.err);
+    throw std::runtime_error(not_ours + ": " + e.err);
   }
   const cv::FileNode frames = fs["frames"];
   if (!frames.isSeq()) throw std::runtime_error(path + ": no 'frames' sequence: not a features file of featuresink");
@@ -160,9 +183,12 @@ static std::vector<Record> read_text_records(const std::string &path) {
     std::memcpy(r.header.magic, "SIFT", 4);
     r.header.version = 1;
     const double pts = double(frame["pts"]);
+    if (!(pts < 0x1p64)) throw std::runtime_error(where + ": pts is not a time in nanoseconds");
     r.header.pts = pts < 0 ? UINT64_MAX : uint64_t(pts);
-    r.header.width = uint32_t(int(frame["width"]));
-    r.header.height = uint32_t(int(frame["height"]));
+    const int width = int(frame["width"]), height = int(frame["height"]);
+    if (width < 0 || height < 0) throw std::runtime_error(where + ": negative frame size");
+    r.header.width = uint32_t(width);
+    r.header.height = uint32_t(height);
     const int format = int(frame["descriptor_format"]);
     if (format < 0 || format > 2) throw std::runtime_error(where + ": unknown descriptor format");
     r.header.format = uint32_t(format);
@@ -187,7 +213,8 @@ std::vector<Record> read_records(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(path + ": cannot open");
   std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (data.size() >= 4 && std::memcmp(data.data(), "SIFT", 4) != 0) return read_text_records(path);
+  if (data.size() >= 4 && std::memcmp(data.data(), "SIFT", 4) != 0)
+    return read_text_records(path, std::string(data.begin(), data.end()));
   std::vector<Record> out;
   size_t off = 0;
   while (off < data.size()) {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <cstdio>
@@ -929,6 +930,25 @@ TEST(SiftMatch, ReferenceThatIsNeitherFeaturesNorPictureIsAClearError) {
                     {make_frame(textured_bgr(64, 48, 3), GST_VIDEO_FORMAT_GRAY8)});
   EXPECT_NE(r.everything().find(text.path), std::string::npos) << r.everything();
   EXPECT_NE(r.everything().find("not a features file"), std::string::npos) << r.everything();
+}
+
+// Text references that are not featuresink's are refused before OpenCV's
+// parser sees them: this one (found by fuzzing) makes OpenCV 4.6's YAML
+// reader loop forever. A pts beyond 64 bits is an error, not a wrapped time.
+TEST(SiftMatch, MalformedTextReferencesAreRefusedQuickly) {
+  const std::pair<const char *, const char *> cases[] = {
+      {"%YAML:1.0\n---YAML:1.0\n----\nframes:\n40, 71, 72, 73, 74\nframe,s", "not a features file"},
+      {"%YAML:1.0\n---\nframes:\n   - { pts: 1e300, width: 64, height: 48, descriptor_format: 0 }\n", "pts"},
+      {"%YAML:1.0\n---\nframes:\n   - { pts: 0, width: -4, height: 48, descriptor_format: 0 }\n", "frame size"}};
+  for (const auto &[text, complaint] : cases) {
+    TempFile file(".yml");
+    std::ofstream(file.path) << text;
+    const auto start = std::chrono::steady_clock::now();
+    RunResult r = run("sift backend=cpu ! siftmatch reference=" + file.path, frame_caps(GST_VIDEO_FORMAT_GRAY8, 64, 48),
+                      {make_frame(textured_bgr(64, 48, 3), GST_VIDEO_FORMAT_GRAY8)});
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+    EXPECT_NE(r.everything().find(complaint), std::string::npos) << r.everything();
+  }
 }
 
 TEST(SiftMatch, UnreadableReferenceIsAClearError) {
