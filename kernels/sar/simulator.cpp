@@ -12,13 +12,18 @@ namespace {
 
 double sinc(double u) { return u == 0.0 ? 1.0 : std::sin(M_PI * u) / (M_PI * u); }
 
-int64_t round_up_even(double v) {
-  const int64_t n = static_cast<int64_t>(std::ceil(v));
-  return n + (n & 1);
-}
-
 void require(bool ok, const std::string &what) {
   if (!ok) throw std::invalid_argument("simulator: " + what);
+}
+
+// A sample count: `v` rounded up to even. Counts beyond int64 (a target
+// absurdly far from the scene centre) are refused: converting them is
+// undefined, and gave negative counts that later sized buffers.
+int64_t round_up_even(double v) {
+  require(v >= 0 && v < 0x1p62, "the echoes would need more samples per pulse than can be counted (is a target "
+                                "too far from the scene centre?)");
+  const int64_t n = static_cast<int64_t>(std::ceil(v));
+  return n + (n & 1);
 }
 
 }  // namespace

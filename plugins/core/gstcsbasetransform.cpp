@@ -110,6 +110,10 @@ static gboolean base_start(GstBaseTransform *trans) {
   priv->started = TRUE;
   GST_INFO_OBJECT(self, "backend: %s", priv->use_cuda ? "cuda" : "cpu");
   if (klass->start_backend && !klass->start_backend(self)) {
+    // The base class calls stop only after a start that succeeded: what a
+    // failed start made (a subclass's state) is released here, or the next
+    // start would replace it without freeing it.
+    if (klass->stop_backend) klass->stop_backend(self);
     priv->started = FALSE;
     return FALSE;
   }

@@ -39,5 +39,7 @@ inline void transfer_assume_bytes_without_caps(GstBaseTransform *trans, GstEvent
   GstPad *sink = GST_BASE_TRANSFORM_SINK_PAD(trans);
   if (GST_EVENT_TYPE(event) != GST_EVENT_SEGMENT || gst_pad_has_current_caps(sink)) return;
   GST_INFO_OBJECT(trans, "no caps before the segment: the stream is taken as application/octet-stream");
-  gst_pad_send_event(sink, gst_event_new_caps(gst_caps_new_empty_simple("application/octet-stream")));
+  GstCaps *bytes = gst_caps_new_empty_simple("application/octet-stream");
+  gst_pad_send_event(sink, gst_event_new_caps(bytes));
+  gst_caps_unref(bytes);  // the event holds its own reference
 }

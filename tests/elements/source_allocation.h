@@ -76,7 +76,12 @@ inline bool all_memories(GstBuffer *buf, bool (*test)(GstMemory *)) {
 // query with the test allocator. Counts the buffers by where their memory
 // comes from, and keeps their bytes.
 inline AllocationCount count_allocations(const std::string &pipeline, bool propose) {
-  static GstAllocator *proposed = GST_ALLOCATOR(g_object_new(test_allocator_get_type(), nullptr));
+  // Kept for the process, as GStreamer's own allocators are.
+  static GstAllocator *proposed = [] {
+    auto *allocator = GST_ALLOCATOR(gst_object_ref_sink(g_object_new(test_allocator_get_type(), nullptr)));
+    GST_OBJECT_FLAG_SET(allocator, GST_OBJECT_FLAG_MAY_BE_LEAKED);
+    return allocator;
+  }();
   static const auto from_proposed = [](GstMemory *m) { return m->allocator == proposed; };
   AllocationCount count;
   GError *error = nullptr;

@@ -43,6 +43,55 @@ GstMemory *filled_memory(GstAllocator *alloc, const uint8_t *data, size_t n) {
   return mem;
 }
 
+// A processing element whose start_backend makes its state and then fails
+// (as hsiclassify's does on a library it cannot read), counting the starts
+// and the stops that release the state.
+struct BackendCounts {
+  int starts = 0;
+  int stops = 0;
+  int live_states = 0;
+};
+BackendCounts backend_counts;
+
+struct FailingStart {
+  GstCsBaseTransform parent;
+  int *state;
+};
+struct FailingStartClass {
+  GstCsBaseTransformClass parent_class;
+};
+
+G_DEFINE_TYPE(FailingStart, failing_start, GST_TYPE_CS_BASE_TRANSFORM)
+
+gboolean failing_start_start_backend(GstCsBaseTransform *base) {
+  auto *self = reinterpret_cast<FailingStart *>(base);
+  backend_counts.starts++;
+  self->state = new int(0);
+  backend_counts.live_states++;
+  return FALSE;
+}
+
+gboolean failing_start_stop_backend(GstCsBaseTransform *base) {
+  auto *self = reinterpret_cast<FailingStart *>(base);
+  backend_counts.stops++;
+  if (self->state) backend_counts.live_states--;
+  delete self->state;
+  self->state = nullptr;
+  return TRUE;
+}
+
+void failing_start_class_init(FailingStartClass *klass) {
+  static GstStaticPadTemplate sink = GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
+  static GstStaticPadTemplate src = GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
+  gst_element_class_add_static_pad_template(GST_ELEMENT_CLASS(klass), &sink);
+  gst_element_class_add_static_pad_template(GST_ELEMENT_CLASS(klass), &src);
+  gst_element_class_set_static_metadata(GST_ELEMENT_CLASS(klass), "failing start", "Filter", "test", "test");
+  klass->parent_class.start_backend = failing_start_start_backend;
+  klass->parent_class.stop_backend = failing_start_stop_backend;
+}
+
+void failing_start_init(FailingStart *self) { self->state = nullptr; }
+
 TEST(ElementGpu, CapsInEitherMemoryPreferDevice) {
   GstCaps *caps = gst_caps_from_string("application/x-test, a=(int)1");
   GstCaps *both = gst_cs_caps_any_memory(caps);
@@ -132,6 +181,23 @@ TEST(GpuElementGpu, GathersMixedMemories) {
   gst_buffer_unref(in);
   gst_object_unref(device);
   gst_object_unref(pinned);
+}
+
+// GstBaseTransform calls stop only after a start that succeeded: a start that
+// fails is undone at once, so that starting again (the application fixes a
+// property and retries) does not leave the first attempt's state behind.
+TEST(CsBaseTransform, StartThatFailsIsUndone) {
+  backend_counts = BackendCounts();
+  auto *element = GST_ELEMENT(gst_object_ref_sink(g_object_new(failing_start_get_type(), nullptr)));
+  g_object_set(element, "backend", GST_CS_BACKEND_CPU, nullptr);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    EXPECT_EQ(gst_element_set_state(element, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
+    EXPECT_EQ(gst_element_set_state(element, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  }
+  gst_object_unref(element);
+  EXPECT_EQ(backend_counts.starts, 2);
+  EXPECT_EQ(backend_counts.stops, 2) << "each failed start is followed by its stop";
+  EXPECT_EQ(backend_counts.live_states, 0) << "state made by a failed start outlives it";
 }
 
 }  // namespace

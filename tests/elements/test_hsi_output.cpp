@@ -434,6 +434,8 @@ TEST(EnviSink, BlocksLandOnTheirLinesAcrossSeeks) {
   g_clear_error(&e);
   g_free(debug);
   gst_message_unref(error);
+  // The bus would keep the element's later messages, and they the element.
+  gst_element_set_bus(h->element, nullptr);
   gst_object_unref(bus);
   EXPECT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
   gst_harness_teardown(h);

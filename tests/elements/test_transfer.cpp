@@ -345,6 +345,38 @@ TEST(Transfer, StreamWithoutCapsIsCopiedAsBytes) {
   std::remove(out_path);
 }
 
+// The caps an element assumes for a stream without caps belong to the stream:
+// they are freed with it, not kept for the life of the process.
+TEST(Transfer, CapsAssumedForAStreamWithoutCapsAreFreedWithIt) {
+  for (const char *element : {"gpuupload", "gpudownload"}) {
+    SCOPED_TRACE(element);
+    GstHarness *h = gst_harness_new(element);
+    ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_stream_start("no-caps")));
+    GstSegment segment;
+    gst_segment_init(&segment, GST_FORMAT_BYTES);
+    ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_segment(&segment)));
+    const std::vector<uint8_t> bytes = cs_test::random_bytes(4099, cs_test::fresh_seed());
+    ASSERT_EQ(gst_harness_push(h, buffer_from(bytes, 0)), GST_FLOW_OK);
+    GstBuffer *out = gst_harness_pull(h);
+    ASSERT_NE(out, nullptr);
+    EXPECT_TRUE(buffer_equals(out, bytes));
+    gst_buffer_unref(out);
+
+    GstPad *sink = gst_element_get_static_pad(h->element, "sink");
+    GstCaps *assumed = gst_pad_get_current_caps(sink);
+    gst_object_unref(sink);
+    ASSERT_NE(assumed, nullptr);
+    EXPECT_TRUE(gst_structure_has_name(gst_caps_get_structure(assumed, 0), "application/octet-stream"));
+    bool freed = false;
+    gst_mini_object_weak_ref(
+        GST_MINI_OBJECT_CAST(assumed), [](gpointer data, GstMiniObject *) { *static_cast<bool *>(data) = true; },
+        &freed);
+    gst_caps_unref(assumed);
+    gst_harness_teardown(h);
+    EXPECT_TRUE(freed) << "the assumed caps outlive the element that made them";
+  }
+}
+
 // Sets up `launch`, goes to PAUSED and returns the error message posted.
 std::string start_error(const char *launch) {
   GstElement *pipeline = gst_parse_launch(launch, nullptr);

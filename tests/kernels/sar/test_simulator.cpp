@@ -189,3 +189,20 @@ TEST(Simulator, RejectsBadConfigurations) {
   c.targets = {{{NAN, 0, 0}, {1, 0}}};
   EXPECT_THROW(PhaseHistorySimulator{c}, std::invalid_argument);
 }
+
+// A target so far away that its echoes' sample count is beyond any integer is
+// refused, in both domains and modes, instead of wrapping to a negative count.
+TEST(Simulator, RejectsTargetsTooFarToSample) {
+  for (Domain domain : {Domain::TOA, Domain::FX}) {
+    for (CollectionMode mode : {CollectionMode::Spotlight, CollectionMode::Stripmap}) {
+      SimulatorConfig c;
+      c.domain = domain;
+      c.mode = mode;
+      c.targets = {{{0, 1e300, 0}, {1, 0}}};
+      EXPECT_THROW(PhaseHistorySimulator{c}, std::invalid_argument)
+          << (domain == Domain::TOA ? "TOA" : "FX") << (mode == CollectionMode::Spotlight ? " spotlight" : " stripmap");
+      c.targets = {{{0, 1e3, 0}, {1, 0}}};
+      EXPECT_GT(PhaseHistorySimulator{c}.samples_per_pulse(), 0);
+    }
+  }
+}

@@ -24,7 +24,9 @@ G_DECLARE_DERIVABLE_TYPE (GstCsBaseTransform, gst_cs_base_transform, GST, CS_BAS
 
 struct _GstCsBaseTransformClass {
   GstBaseTransformClass parent_class;
-  /* Called from start() once the backend is chosen (and the device found). */
+  /* Called from start() once the backend is chosen (and the device found).
+   * stop_backend also follows a start_backend that failed, so it must accept
+   * whatever part of the start was done. */
   gboolean (*start_backend) (GstCsBaseTransform * self);
   gboolean (*stop_backend) (GstCsBaseTransform * self);
   gpointer _gst_reserved[GST_PADDING];
