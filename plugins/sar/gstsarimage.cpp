@@ -189,6 +189,13 @@ static void image_get_property(GObject *object, guint prop_id, GValue *value, GP
   GST_OBJECT_UNLOCK(self);
 }
 
+// A frame is the image pixel for pixel: its grid meta still holds (the base
+// class keeps only metas tagged for memory alone).
+static gboolean image_transform_meta(GstBaseTransform *trans, GstBuffer *outbuf, GstMeta *meta, GstBuffer *inbuf) {
+  if (meta->info->api == GST_SAR_IMAGE_META_API_TYPE) return TRUE;
+  return GST_BASE_TRANSFORM_CLASS(gst_sar_image_parent_class)->transform_meta(trans, outbuf, meta, inbuf);
+}
+
 static void gst_sar_image_class_init(GstSarImageClass *klass) {
   GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
@@ -224,6 +231,7 @@ static void gst_sar_image_class_init(GstSarImageClass *klass) {
   trans_class->set_caps = image_set_caps;
   trans_class->transform_size = image_transform_size;
   trans_class->transform = image_transform;
+  trans_class->transform_meta = image_transform_meta;
   GST_DEBUG_CATEGORY_INIT(gst_sar_image_debug, "sarimage", 0, "SAR image to picture");
 }
 

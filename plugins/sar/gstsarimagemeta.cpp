@@ -2,11 +2,15 @@
 
 #include <cstring>
 
+#include "gstcs-frame-geometry.h"
+
+// Tagged as depending on the image's size and orientation: copies of the
+// whole image keep it (and sarimage's frames of it), elements that crop,
+// flip or scale the frames drop it instead of passing a stale grid on.
 GType gst_sar_image_meta_api_get_type(void) {
   static GType type = 0;
-  // No tags: the meta describes the image's geometry, which survives any copy.
-  static const gchar *tags[] = {nullptr};
-  if (g_once_init_enter(&type)) g_once_init_leave(&type, gst_meta_api_type_register("GstSarImageMetaAPI", tags));
+  if (g_once_init_enter(&type))
+    g_once_init_leave(&type, gst_meta_api_type_register("GstSarImageMetaAPI", gstcs::frame_geometry_tags()));
   return type;
 }
 
@@ -18,9 +22,7 @@ static gboolean image_meta_init(GstMeta *meta, gpointer, GstBuffer *) {
 
 static gboolean image_meta_transform(GstBuffer *dest, GstMeta *meta, GstBuffer *, GQuark type, gpointer data) {
   auto *m = reinterpret_cast<GstSarImageMeta *>(meta);
-  if (!GST_META_TRANSFORM_IS_COPY(type)) return FALSE;
-  // A copy of part of the buffer is no longer the grid described.
-  if (static_cast<GstMetaTransformCopy *>(data)->region) return TRUE;
+  if (!gstcs::transform_keeps_geometry(type, data)) return FALSE;
   GstSarImageMeta *copy = gst_buffer_add_sar_image_meta(dest);
   if (!copy) return FALSE;
   std::memcpy(reinterpret_cast<char *>(copy) + sizeof(GstMeta), reinterpret_cast<const char *>(m) + sizeof(GstMeta),

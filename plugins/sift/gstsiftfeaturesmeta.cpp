@@ -5,6 +5,8 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "gstcs-frame-geometry.h"
+
 GType gst_sift_descriptor_format_get_type(void) {
   static GType type = 0;
   static const GEnumValue values[] = {
@@ -26,32 +28,14 @@ gsize gst_sift_descriptor_format_element_size(GstSiftDescriptorFormat format) {
 }
 
 // Both metas hold positions in the frame (the matches index the features):
-// tagged as depending on the frame's size and orientation, so that elements
-// that crop, flip, rotate, box or scale frames (videocrop, videoflip,
-// videobox, videoscale...) drop them instead of copying stale positions,
-// while copies of the whole frame (gst_buffer_copy, videoconvert at the same
-// size, gpuupload, gpudownload) keep them. Not tied to memory or colours.
-static const gchar *frame_geometry_tags[] = {GST_META_TAG_VIDEO_STR, GST_META_TAG_VIDEO_SIZE_STR,
-                                             GST_META_TAG_VIDEO_ORIENTATION_STR, nullptr};
-
-// Whether a transform keeps the frame's geometry: a copy of the whole frame,
-// or a "scale" to the same size (videoconvert asks that of size-tagged metas).
-static bool keeps_geometry(GQuark type, gpointer data) {
-  if (GST_META_TRANSFORM_IS_COPY(type)) return !static_cast<GstMetaTransformCopy *>(data)->region;
-  if (GST_VIDEO_META_TRANSFORM_IS_SCALE(type)) {
-    const auto *scale = static_cast<GstVideoMetaTransform *>(data);
-    return GST_VIDEO_INFO_WIDTH(scale->in_info) == GST_VIDEO_INFO_WIDTH(scale->out_info) &&
-           GST_VIDEO_INFO_HEIGHT(scale->in_info) == GST_VIDEO_INFO_HEIGHT(scale->out_info);
-  }
-  return false;  // unknown transforms would move the keypoints
-}
+// tagged and transformed as gstcs-frame-geometry.h says.
 
 // --- features ---
 
 GType gst_sift_features_meta_api_get_type(void) {
   static GType type = 0;
   if (g_once_init_enter(&type)) {
-    GType t = gst_meta_api_type_register("GstSiftFeaturesMetaAPI", frame_geometry_tags);
+    GType t = gst_meta_api_type_register("GstSiftFeaturesMetaAPI", gstcs::frame_geometry_tags());
     g_once_init_leave(&type, t);
   }
   return type;
@@ -82,7 +66,7 @@ gsize gst_sift_features_meta_descriptor_bytes(const GstSiftFeaturesMeta *m) {
 
 static gboolean features_transform(GstBuffer *dest, GstMeta *meta, GstBuffer *, GQuark type, gpointer data) {
   auto *m = reinterpret_cast<GstSiftFeaturesMeta *>(meta);
-  if (!keeps_geometry(type, data)) return FALSE;
+  if (!gstcs::transform_keeps_geometry(type, data)) return FALSE;
   GstSiftFeaturesMeta *d = gst_buffer_add_sift_features_meta(dest, m->image_width, m->image_height, m->count,
                                                              m->descriptor_format, m->descriptor_length);
   if (!d) return FALSE;
@@ -137,7 +121,7 @@ static gboolean copy_field(GQuark field, const GValue *value, gpointer into) {
 // Carried as the struct metas are: whole-frame copies keep a copy of the structure.
 static gboolean custom_transform(GstBuffer *dest, GstCustomMeta *meta, GstBuffer *, GQuark type, gpointer data,
                                  gpointer) {
-  if (!keeps_geometry(type, data)) return FALSE;
+  if (!gstcs::transform_keeps_geometry(type, data)) return FALSE;
   GstCustomMeta *copy = gst_buffer_add_custom_meta(dest, g_type_name(reinterpret_cast<GstMeta *>(meta)->info->type));
   if (!copy) return FALSE;
   gst_structure_foreach(gst_custom_meta_get_structure(meta), copy_field, gst_custom_meta_get_structure(copy));
@@ -148,7 +132,7 @@ static GstCustomMeta *add_custom_meta(GstBuffer *buffer, const char *name) {
   static gsize registered = 0;
   if (g_once_init_enter(&registered)) {
     for (const char *custom : {GST_SIFT_FEATURES_CUSTOM_META, GST_SIFT_MATCHES_CUSTOM_META})
-      gst_meta_register_custom(custom, frame_geometry_tags, custom_transform, nullptr, nullptr);
+      gst_meta_register_custom(custom, gstcs::frame_geometry_tags(), custom_transform, nullptr, nullptr);
     g_once_init_leave(&registered, 1);
   }
   return gst_buffer_add_custom_meta(buffer, name);
@@ -181,7 +165,7 @@ GstCustomMeta *gst_buffer_add_sift_features_custom_meta(GstBuffer *buffer, const
 GType gst_sift_matches_meta_api_get_type(void) {
   static GType type = 0;
   if (g_once_init_enter(&type)) {
-    GType t = gst_meta_api_type_register("GstSiftMatchesMetaAPI", frame_geometry_tags);
+    GType t = gst_meta_api_type_register("GstSiftMatchesMetaAPI", gstcs::frame_geometry_tags());
     g_once_init_leave(&type, t);
   }
   return type;
@@ -205,7 +189,7 @@ static void matches_free(GstMeta *meta, GstBuffer *) {
 
 static gboolean matches_transform(GstBuffer *dest, GstMeta *meta, GstBuffer *, GQuark type, gpointer data) {
   auto *m = reinterpret_cast<GstSiftMatchesMeta *>(meta);
-  if (!keeps_geometry(type, data)) return FALSE;
+  if (!gstcs::transform_keeps_geometry(type, data)) return FALSE;
   GstSiftMatchesMeta *d = gst_buffer_add_sift_matches_meta(dest, m->count);
   if (!d) return FALSE;
   if (m->count) std::memcpy(d->matches, m->matches, sizeof(GstSiftMatch) * m->count);

@@ -536,6 +536,40 @@ TEST(SarImage, GreyLevelsFollowTheDecibelScale) {
   }
 }
 
+// The grid meta follows the image into sarimage's frames and through
+// copies of whole frames (videoconvert), not through elements that change
+// the frame's geometry (videoscale, videoflip): their grid would be stale.
+TEST(SarImage, GridMetaFollowsTheFramesGeometry) {
+  Image pixels(8 * 6, Cf{0.5f, 0.f});
+  const std::pair<std::string, bool> cases[] = {
+      {"", true},
+      {" ! videoconvert ! video/x-raw,format=GRAY16_LE", true},
+      {" ! videoscale ! video/x-raw,width=4,height=3", false},
+      {" ! videoflip video-direction=90r", false}};
+  for (const auto &[after, kept] : cases) {
+    SCOPED_TRACE(after);
+    GstBuffer *image = image_buffer(pixels);
+    GstSarImageMeta *m = gst_buffer_add_sar_image_meta(image);
+    m->width = 8;
+    m->height = 6;
+    m->spacing_x = m->spacing_y = 0.5;
+    m->n_pulses = 17;
+    PipelineRun run;
+    run_with_appsrc(std::string("appsrc name=src caps=\"" GST_SAR_IMAGE_MEDIA_TYPE
+                                ",format=CF32,width=8,height=6\" ! sarimage ! video/x-raw,format=GRAY8") +
+                        after + " ! appsink name=out sync=false",
+                    {image}, &run);
+    ASSERT_EQ(run.error, "");
+    ASSERT_EQ(run.samples.size(), 1u);
+    const GstSarImageMeta *out = gst_buffer_get_sar_image_meta(run.buffer(0));
+    EXPECT_EQ(out != nullptr, kept);
+    if (out) {
+      EXPECT_EQ(out->width, 8u);
+      EXPECT_EQ(out->n_pulses, 17u);
+    }
+  }
+}
+
 // ---------------------------------------------------------------- bad input
 
 namespace {

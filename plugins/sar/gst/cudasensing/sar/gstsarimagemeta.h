@@ -9,7 +9,9 @@
  * grid of sarbackproject is north-up in the plane tangent to the ellipsoid at
  * the centre: axis_x points east, axis_y south (row 0 is the northern edge).
  *
- * The meta has no tags, so elements that copy metadata keep it.
+ * The meta is tagged video, size and orientation: copies of the whole image
+ * keep it, and so do sarimage's frames of it (pixel for pixel the same grid);
+ * elements that crop, flip, rotate or scale those frames drop it.
  */
 #pragma once
 
