@@ -534,7 +534,8 @@ static gboolean overlay_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCa
   self->have_info = gst_video_info_from_caps(&self->info, incaps);
   if (!self->have_info)
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Cannot use the caps %" GST_PTR_FORMAT, incaps),
-                      ("siftoverlay draws into video/x-raw " SIFT_FORMATS " frames (in device memory: " OVERLAY_DEVICE_FORMATS ")"));
+                      ("siftoverlay draws into video/x-raw " SIFT_FORMATS
+                       " frames (in device memory: " OVERLAY_DEVICE_FORMATS ")"));
   return self->have_info;
 }
 

@@ -1,7 +1,7 @@
 // libFuzzer target for the hyperspectral text formats: any byte string, as
 // an ENVI header (with its derived values) or as a CSV spectral library,
 // must parse or throw; never crash, hang or read out of bounds. Built and
-// run by run_hsi_fuzzer.sh (clang -fsanitize=fuzzer,address,undefined).
+// run by tests/run-fuzzer.sh hsi (clang -fsanitize=fuzzer,address,undefined).
 #include <unistd.h>
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // libFuzzer target for the CPHD reader: any byte string must either open and
 // read completely or throw CphdError; never crash, hang or read out of bounds.
-// Built and run by run_cphd_fuzzer.sh (clang -fsanitize=fuzzer,address,undefined).
+// Built and run by tests/run-fuzzer.sh cphd (clang -fsanitize=fuzzer,address,undefined).
 #include <sys/mman.h>
 #include <unistd.h>
 

@@ -1,7 +1,7 @@
 // libFuzzer target for the features files that siftmatch takes as its
 // reference (featuresink's binary records, OpenCV YAML or XML): any byte
 // string must read or throw; never crash, hang or read out of bounds. Built
-// and run by run_features_fuzzer.sh (clang -fsanitize=fuzzer,address,undefined).
+// and run by tests/run-fuzzer.sh features (clang -fsanitize=fuzzer,address,undefined).
 #include <unistd.h>
 
 #include <cstdint>
