@@ -300,7 +300,10 @@ void write_reference_geometry(XmlText &x, const CphdMetadata &m) {
   Vec3 up, north;
   local_axes(srp, up, north);
   const Vec3 east = cross(north, up);
-  const Vec3 to_arp = arp - srp;
+  // A reference vector without geometry (cphdsink's provisional header, written
+  // before any pulse: all zeros) gives the angles of an antenna straight above
+  // the reference point, not NaN from 0 / 0.
+  const Vec3 to_arp = norm(arp - srp) > 0 ? arp - srp : up;
   const double slant = norm(to_arp);
   const Vec3 ground_vec = to_arp - dot(to_arp, up) * up;
   const double ground = norm(ground_vec);

@@ -373,6 +373,19 @@ TEST(Cphd, WrittenXmlHasTheRequiredStructure) {
   EXPECT_EQ(file.rfind("CPHD/1.0.1\n", 0), 0u);
 }
 
+// cphdsink writes its header before the first pulse, from a reference vector
+// of zeros: the reference geometry is written with finite numbers all the same.
+TEST(Cphd, ReferenceGeometryWithoutAReferenceVectorIsFinite) {
+  CphdMetadata m = PhaseHistorySimulator(small_collection(Domain::TOA, cs_test::fresh_seed())).cphd_metadata(4);
+  m.reference_vector = PulseParameters{};
+  const std::string xml = cphd_metadata_to_xml(m);
+  const size_t start = xml.find("<ReferenceGeometry>"), end = xml.find("</ReferenceGeometry>");
+  ASSERT_NE(start, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  const std::string geometry = xml.substr(start, end - start);
+  for (const char *bad : {"nan", "NaN", "inf"}) EXPECT_EQ(geometry.find(bad), std::string::npos) << bad << geometry;
+}
+
 // ------------------------------------------------------------ malformed files
 
 namespace {
