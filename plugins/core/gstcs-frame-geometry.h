@@ -1,10 +1,13 @@
 // For metas that hold positions in a frame or image (SIFT keypoints and
-// matches, a SAR image's grid): the tags that say so, and which transforms
-// keep them valid. Header-only, shared by the meta libraries.
+// matches, a SAR image's grid): the tags that say so, which transforms keep
+// them valid, and GstCustomMetas (for language bindings) carried the same
+// way. Header-only, shared by the meta libraries.
 #pragma once
 
 #include <gst/gst.h>
 #include <gst/video/video.h>
+
+#include <mutex>
 
 namespace gstcs {
 
@@ -29,6 +32,57 @@ inline bool transform_keeps_geometry(GQuark type, gpointer data) {
            GST_VIDEO_INFO_HEIGHT(scale->in_info) == GST_VIDEO_INFO_HEIGHT(scale->out_info);
   }
   return false;  // unknown transforms would move the positions
+}
+
+namespace detail {
+inline gboolean copy_field(GQuark field, const GValue *value, gpointer into) {
+  gst_structure_id_set_value(static_cast<GstStructure *>(into), field, value);
+  return TRUE;
+}
+
+// Whole-frame copies keep a copy of the structure.
+inline gboolean geometry_custom_transform(GstBuffer *dest, GstCustomMeta *meta, GstBuffer *, GQuark type,
+                                          gpointer data, gpointer) {
+  if (!transform_keeps_geometry(type, data)) return FALSE;
+  GstCustomMeta *copy = gst_buffer_add_custom_meta(dest, g_type_name(reinterpret_cast<GstMeta *>(meta)->info->type));
+  if (!copy) return FALSE;
+  gst_structure_foreach(gst_custom_meta_get_structure(meta), copy_field, gst_custom_meta_get_structure(copy));
+  return TRUE;
+}
+}  // namespace detail
+
+// Adds an empty GstCustomMeta `name` (registered on first use, tagged with
+// frame_geometry_tags and carried by transform_keeps_geometry) for the caller
+// to fill its structure. The name must not be a GType's (an element's type
+// name such as GstSarImage): the meta's implementation is registered as one.
+inline GstCustomMeta *add_geometry_custom_meta(GstBuffer *buffer, const char *name) {
+  static std::mutex registering;
+  {
+    std::lock_guard<std::mutex> lock(registering);
+    if (!gst_meta_get_info(name))
+      gst_meta_register_custom(name, frame_geometry_tags(), detail::geometry_custom_transform, nullptr, nullptr);
+  }
+  return gst_buffer_add_custom_meta(buffer, name);
+}
+
+// Sets `field` of `s` to a copy of `size` bytes as GBytes.
+inline void set_bytes_field(GstStructure *s, const char *field, const void *data, gsize size) {
+  GBytes *bytes = g_bytes_new(data, size);
+  gst_structure_set(s, field, G_TYPE_BYTES, bytes, nullptr);
+  g_bytes_unref(bytes);
+}
+
+// Sets `field` of `s` to an array of `count` doubles.
+inline void set_doubles_field(GstStructure *s, const char *field, const double *values, int count) {
+  GValue array = G_VALUE_INIT, element = G_VALUE_INIT;
+  gst_value_array_init(&array, guint(count));
+  g_value_init(&element, G_TYPE_DOUBLE);
+  for (int i = 0; i < count; ++i) {
+    g_value_set_double(&element, values[i]);
+    gst_value_array_append_value(&array, &element);
+  }
+  g_value_unset(&element);
+  gst_structure_take_value(s, field, &array);
 }
 
 }  // namespace gstcs

@@ -116,6 +116,7 @@ struct Settings {
   int refresh_interval = kDefaultRefreshInterval;
   int64_t max_tile_pixels = kDefaultMaxTilePixels;
   guint64 device_memory_limit = 0;  // bytes; 0 = automatic
+  gboolean custom_meta = FALSE;     // also attach the grid as a GstCustomMeta
 };
 
 // A device allocation freed with the element's state (after its stream is idle).
@@ -243,6 +244,7 @@ enum {
   PROP_REFRESH_INTERVAL,
   PROP_MAX_TILE_PIXELS,
   PROP_DEVICE_MEMORY_LIMIT,
+  PROP_CUSTOM_META,
 };
 
 // ------------------------------------------------------------------ memory plan
@@ -552,6 +554,10 @@ static GstBuffer *image_buffer(GstBaseTransform *trans, BackprojectState *st, co
   m->first_pulse_time = first.tx_time;
   m->last_pulse_time = last.tx_time;
   m->n_pulses = guint(pulses);
+  if (st->settings.custom_meta && !gst_buffer_add_sar_image_custom_meta(out, m)) {
+    gst_buffer_unref(out);
+    throw std::runtime_error("cannot add the grid's custom meta to the image");
+  }
   GST_BUFFER_PTS(out) = pts;
   GST_BUFFER_DURATION(out) = duration;
   return out;
@@ -898,6 +904,7 @@ static void bp_set_property(GObject *object, guint prop_id, const GValue *value,
     case PROP_REFRESH_INTERVAL: p.refresh_interval = g_value_get_int(value); break;
     case PROP_MAX_TILE_PIXELS: p.max_tile_pixels = g_value_get_int64(value); break;
     case PROP_DEVICE_MEMORY_LIMIT: p.device_memory_limit = g_value_get_uint64(value); break;
+    case PROP_CUSTOM_META: p.custom_meta = g_value_get_boolean(value); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
   }
   GST_OBJECT_UNLOCK(self);
@@ -922,6 +929,7 @@ static void bp_get_property(GObject *object, guint prop_id, GValue *value, GPara
     case PROP_REFRESH_INTERVAL: g_value_set_int(value, p.refresh_interval); break;
     case PROP_MAX_TILE_PIXELS: g_value_set_int64(value, p.max_tile_pixels); break;
     case PROP_DEVICE_MEMORY_LIMIT: g_value_set_uint64(value, p.device_memory_limit); break;
+    case PROP_CUSTOM_META: g_value_set_boolean(value, p.custom_meta); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
   }
   GST_OBJECT_UNLOCK(self);
@@ -1019,6 +1027,13 @@ static void gst_sar_backproject_class_init(GstSarBackprojectClass *klass) {
           "per pulse (about 1.7 ps per pixel and pulse on an H200: 0.9 ns per pixel for 512 pulses); the next "
           "band's upload overlaps this band's backprojection, so blocks of hundreds of pulses hide the paging",
           0, G_MAXUINT64, 0, flags));
+  g_object_class_install_property(
+      gobject_class, PROP_CUSTOM_META,
+      g_param_spec_boolean("custom-meta", "Custom meta",
+                           "Also attach each image's grid as a GstCustomMeta named GstSarImageGrid (a GstStructure: "
+                           "size, spacing, centre, origin and axes in ECF metres, the pulses), which Python and "
+                           "other language bindings read from an appsink's buffers",
+                           FALSE, flags));
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
   gst_element_class_set_static_metadata(

@@ -44,3 +44,20 @@ GstSarImageMeta *gst_buffer_add_sar_image_meta(GstBuffer *buffer) {
   g_return_val_if_fail(GST_IS_BUFFER(buffer), nullptr);
   return reinterpret_cast<GstSarImageMeta *>(gst_buffer_add_meta(buffer, GST_SAR_IMAGE_META_INFO, nullptr));
 }
+
+GstCustomMeta *gst_buffer_add_sar_image_custom_meta(GstBuffer *buffer, const GstSarImageMeta *meta) {
+  g_return_val_if_fail(GST_IS_BUFFER(buffer) && meta, nullptr);
+  GstCustomMeta *custom = gstcs::add_geometry_custom_meta(buffer, GST_SAR_IMAGE_CUSTOM_META);
+  if (!custom) return nullptr;
+  GstStructure *s = gst_custom_meta_get_structure(custom);
+  gst_structure_set(s, "width", G_TYPE_UINT, meta->width, "height", G_TYPE_UINT, meta->height, "n-pulses", G_TYPE_UINT,
+                    meta->n_pulses, "spacing-x", G_TYPE_DOUBLE, meta->spacing_x, "spacing-y", G_TYPE_DOUBLE,
+                    meta->spacing_y, "first-pulse-time", G_TYPE_DOUBLE, meta->first_pulse_time, "last-pulse-time",
+                    G_TYPE_DOUBLE, meta->last_pulse_time, "first-pulse", G_TYPE_UINT64, meta->first_pulse,
+                    "last-pulse", G_TYPE_UINT64, meta->last_pulse, nullptr);
+  gstcs::set_doubles_field(s, "centre", meta->centre, 3);
+  gstcs::set_doubles_field(s, "origin", meta->origin, 3);
+  gstcs::set_doubles_field(s, "axis-x", meta->axis_x, 3);
+  gstcs::set_doubles_field(s, "axis-y", meta->axis_y, 3);
+  return custom;
+}

@@ -3,7 +3,6 @@
 #include <gst/video/video.h>
 
 #include <cstring>
-#include <initializer_list>
 
 #include "gstcs-frame-geometry.h"
 
@@ -113,40 +112,9 @@ GstSiftFeaturesMeta *gst_buffer_add_sift_features_meta(GstBuffer *buffer, guint 
 static_assert(sizeof(GstSiftKeypoint) == 28, "the custom meta documents 28-byte keypoint records");
 static_assert(sizeof(GstSiftMatch) == 16, "the custom meta documents 16-byte match records");
 
-static gboolean copy_field(GQuark field, const GValue *value, gpointer into) {
-  gst_structure_id_set_value(static_cast<GstStructure *>(into), field, value);
-  return TRUE;
-}
-
-// Carried as the struct metas are: whole-frame copies keep a copy of the structure.
-static gboolean custom_transform(GstBuffer *dest, GstCustomMeta *meta, GstBuffer *, GQuark type, gpointer data,
-                                 gpointer) {
-  if (!gstcs::transform_keeps_geometry(type, data)) return FALSE;
-  GstCustomMeta *copy = gst_buffer_add_custom_meta(dest, g_type_name(reinterpret_cast<GstMeta *>(meta)->info->type));
-  if (!copy) return FALSE;
-  gst_structure_foreach(gst_custom_meta_get_structure(meta), copy_field, gst_custom_meta_get_structure(copy));
-  return TRUE;
-}
-
-static GstCustomMeta *add_custom_meta(GstBuffer *buffer, const char *name) {
-  static gsize registered = 0;
-  if (g_once_init_enter(&registered)) {
-    for (const char *custom : {GST_SIFT_FEATURES_CUSTOM_META, GST_SIFT_MATCHES_CUSTOM_META})
-      gst_meta_register_custom(custom, gstcs::frame_geometry_tags(), custom_transform, nullptr, nullptr);
-    g_once_init_leave(&registered, 1);
-  }
-  return gst_buffer_add_custom_meta(buffer, name);
-}
-
-static void set_bytes(GstStructure *s, const char *field, const void *data, gsize size) {
-  GBytes *bytes = g_bytes_new(data, size);
-  gst_structure_set(s, field, G_TYPE_BYTES, bytes, nullptr);
-  g_bytes_unref(bytes);
-}
-
 GstCustomMeta *gst_buffer_add_sift_features_custom_meta(GstBuffer *buffer, const GstSiftFeaturesMeta *meta) {
   g_return_val_if_fail(GST_IS_BUFFER(buffer) && meta, nullptr);
-  GstCustomMeta *custom = add_custom_meta(buffer, GST_SIFT_FEATURES_CUSTOM_META);
+  GstCustomMeta *custom = gstcs::add_geometry_custom_meta(buffer, GST_SIFT_FEATURES_CUSTOM_META);
   if (!custom) return nullptr;
   GEnumClass *formats = G_ENUM_CLASS(g_type_class_ref(GST_TYPE_SIFT_DESCRIPTOR_FORMAT));
   const GEnumValue *format = g_enum_get_value(formats, meta->descriptor_format);
@@ -155,8 +123,9 @@ GstCustomMeta *gst_buffer_add_sift_features_custom_meta(GstBuffer *buffer, const
                     "count", G_TYPE_UINT, meta->count, "descriptor-length", G_TYPE_UINT, meta->descriptor_length,
                     "descriptor-format", G_TYPE_STRING, format ? format->value_nick : "unknown", nullptr);
   g_type_class_unref(formats);
-  set_bytes(s, "keypoints", meta->keypoints, sizeof(GstSiftKeypoint) * meta->count);
-  set_bytes(s, "descriptors", meta->descriptors, meta->descriptors ? gst_sift_features_meta_descriptor_bytes(meta) : 0);
+  gstcs::set_bytes_field(s, "keypoints", meta->keypoints, sizeof(GstSiftKeypoint) * meta->count);
+  gstcs::set_bytes_field(s, "descriptors", meta->descriptors,
+                         meta->descriptors ? gst_sift_features_meta_descriptor_bytes(meta) : 0);
   return custom;
 }
 
@@ -221,22 +190,12 @@ GstSiftMatchesMeta *gst_buffer_add_sift_matches_meta(GstBuffer *buffer, guint co
 
 GstCustomMeta *gst_buffer_add_sift_matches_custom_meta(GstBuffer *buffer, const GstSiftMatchesMeta *meta) {
   g_return_val_if_fail(GST_IS_BUFFER(buffer) && meta, nullptr);
-  GstCustomMeta *custom = add_custom_meta(buffer, GST_SIFT_MATCHES_CUSTOM_META);
+  GstCustomMeta *custom = gstcs::add_geometry_custom_meta(buffer, GST_SIFT_MATCHES_CUSTOM_META);
   if (!custom) return nullptr;
   GstStructure *s = gst_custom_meta_get_structure(custom);
   gst_structure_set(s, "count", G_TYPE_UINT, meta->count, "train-count", G_TYPE_UINT, meta->train_count,
                     "has-homography", G_TYPE_BOOLEAN, meta->has_homography, nullptr);
-  set_bytes(s, "matches", meta->matches, sizeof(GstSiftMatch) * meta->count);
-  if (meta->has_homography) {
-    GValue array = G_VALUE_INIT, element = G_VALUE_INIT;
-    gst_value_array_init(&array, 9);
-    g_value_init(&element, G_TYPE_DOUBLE);
-    for (double h : meta->homography) {
-      g_value_set_double(&element, h);
-      gst_value_array_append_value(&array, &element);
-    }
-    g_value_unset(&element);
-    gst_structure_take_value(s, "homography", &array);
-  }
+  gstcs::set_bytes_field(s, "matches", meta->matches, sizeof(GstSiftMatch) * meta->count);
+  if (meta->has_homography) gstcs::set_doubles_field(s, "homography", meta->homography, 9);
   return custom;
 }

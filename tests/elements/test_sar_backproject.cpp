@@ -253,6 +253,42 @@ TEST(SarBackproject, StripmapTargetsFocusWhereTheyAre) {
   }
 }
 
+// custom-meta: the grid also as a GstStructure (for language bindings), equal to the struct meta.
+TEST(SarBackproject, CustomMetaHoldsTheGrid) {
+  cs::sar::SimulatorConfig sc = bp_test::collection(Geometry::Airborne);
+  sc.num_pulses = 32;
+  sc.targets = {{cs::sar::Vec3{0, 0, 0}, {1, 0}}};
+  PipelineRun run;
+  run_pipeline(sim_launch(sc) + bp_chain("", "width=24 height=16 pixel-spacing=0.5 custom-meta=true"), &run);
+  ASSERT_EQ(run.error, "");
+  ASSERT_EQ(run.samples.size(), 1u);
+  const GstSarImageMeta *m = meta_of(run, 0);
+  GstCustomMeta *custom = gst_buffer_get_custom_meta(run.buffer(0), GST_SAR_IMAGE_CUSTOM_META);
+  ASSERT_TRUE(m && custom);
+  const GstStructure *s = gst_custom_meta_get_structure(custom);
+  guint width = 0, height = 0, pulses = 0;
+  guint64 first = 1, last = 0;
+  double spacing_x = 0, first_time = -1;
+  ASSERT_TRUE(gst_structure_get(s, "width", G_TYPE_UINT, &width, "height", G_TYPE_UINT, &height, "n-pulses",
+                                G_TYPE_UINT, &pulses, "first-pulse", G_TYPE_UINT64, &first, "last-pulse",
+                                G_TYPE_UINT64, &last, "spacing-x", G_TYPE_DOUBLE, &spacing_x, "first-pulse-time",
+                                G_TYPE_DOUBLE, &first_time, nullptr));
+  EXPECT_EQ(width, 24u);
+  EXPECT_EQ(height, 16u);
+  EXPECT_EQ(pulses, m->n_pulses);
+  EXPECT_EQ(first, m->first_pulse);
+  EXPECT_EQ(last, m->last_pulse);
+  EXPECT_EQ(spacing_x, m->spacing_x);
+  EXPECT_EQ(first_time, m->first_pulse_time);
+  const std::pair<const char *, const double *> vectors[] = {
+      {"centre", m->centre}, {"origin", m->origin}, {"axis-x", m->axis_x}, {"axis-y", m->axis_y}};
+  for (const auto &[field, want] : vectors) {
+    const GValue *v = gst_structure_get_value(s, field);
+    ASSERT_TRUE(v && gst_value_array_get_size(v) == 3) << field;
+    for (guint i = 0; i < 3; ++i) EXPECT_EQ(g_value_get_double(gst_value_array_get_value(v, i)), want[i]) << field;
+  }
+}
+
 // ---------------------------------------------------------------- video SAR
 
 // An aperture of 96 pulses slides by 24 pulses per image over 264 pulses (8

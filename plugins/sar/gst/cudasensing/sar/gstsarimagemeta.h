@@ -52,4 +52,15 @@ GST_SAR_API GstSarImageMeta *gst_buffer_add_sar_image_meta (GstBuffer * buffer);
 #define gst_buffer_get_sar_image_meta(b) \
   ((GstSarImageMeta *) gst_buffer_get_meta ((b), GST_SAR_IMAGE_META_API_TYPE))
 
+/* The same grid as a GstCustomMeta named GST_SAR_IMAGE_CUSTOM_META
+ * (sarbackproject's `custom-meta`), for language bindings, which read a
+ * GstStructure where they cannot read the struct: width, height, n-pulses
+ * (guint), spacing-x, spacing-y, first-pulse-time, last-pulse-time (gdouble),
+ * first-pulse, last-pulse (guint64), centre, origin, axis-x, axis-y (arrays
+ * of 3 doubles, ECF). Tagged and carried like the struct. */
+#define GST_SAR_IMAGE_CUSTOM_META "GstSarImageGrid"
+
+/* Adds the custom meta holding a copy of `meta`'s grid to `buffer` (writable). */
+GST_SAR_API GstCustomMeta *gst_buffer_add_sar_image_custom_meta (GstBuffer * buffer, const GstSarImageMeta * meta);
+
 G_END_DECLS
