@@ -203,13 +203,18 @@ static bool duration_time(const ReaderState *st, gint64 *out) {
   return true;
 }
 
+// Stream time in nanoseconds of a transmit time `seconds` after the
+// channel's first; none for times that are not finite or go back before it.
+static bool time_after_first(double seconds, gint64 *out) {
+  if (!std::isfinite(seconds) || seconds < 0) return false;
+  *out = gint64(std::llround(seconds * GST_SECOND));
+  return true;
+}
+
 // Stream time of vector `vector` (the duration for the one past the last).
 static bool vector_time(ReaderState *st, int64_t vector, gint64 *out) {
   if (vector >= st->num_vectors) return duration_time(st, out);
-  const double t = stream_time_s(st, vector);
-  if (!std::isfinite(t) || t < 0) return false;
-  *out = gint64(std::llround(t * GST_SECOND));
-  return true;
+  return time_after_first(stream_time_s(st, vector), out);
 }
 
 static GstFlowReturn cphd_src_create(GstPushSrc *src, GstBuffer **out) {
@@ -227,7 +232,12 @@ static GstFlowReturn cphd_src_create(GstPushSrc *src, GstBuffer **out) {
     buf = gstcs::acquire_source_buffer(GST_BASE_SRC(src), self->pool,
                                        static_cast<size_t>(count) * st->format.bytes_per_pulse());
     if (!buf) return GST_FLOW_ERROR;  // the error is posted
-    std::vector<cs::sar::PulseParameters> pvp = st->reader->read_pvp(st->channel, first, count);
+    // The block's parameters and, where there is one, the next vector's, whose time ends the block.
+    const bool next_in_file = first + count < st->num_vectors;
+    std::vector<cs::sar::PulseParameters> pvp =
+        st->reader->read_pvp(st->channel, first, count + (next_in_file ? 1 : 0));
+    const double next_tx_time = next_in_file ? pvp.back().tx_time : 0.0;
+    if (next_in_file) pvp.pop_back();
     GstMapInfo map;
     gst_buffer_map(buf, &map, GST_MAP_WRITE);
     try {
@@ -247,10 +257,11 @@ static GstFlowReturn cphd_src_create(GstPushSrc *src, GstBuffer **out) {
     // Time from the channel's first transmit time, lasting until the next
     // block's (the last block: until the stream's duration).
     gint64 block_start, next_start;
-    if (vector_time(st, first, &block_start)) {
+    if (time_after_first(pvp.front().tx_time - st->first_tx_time, &block_start)) {
       GST_BUFFER_PTS(buf) = GstClockTime(block_start);
-      if (vector_time(st, first + count, &next_start) && next_start >= block_start)
-        GST_BUFFER_DURATION(buf) = GstClockTime(next_start - block_start);
+      const bool ends = next_in_file ? time_after_first(next_tx_time - st->first_tx_time, &next_start)
+                                     : duration_time(st, &next_start);
+      if (ends && next_start >= block_start) GST_BUFFER_DURATION(buf) = GstClockTime(next_start - block_start);
     }
     GST_BUFFER_OFFSET(buf) = guint64(first);
     GST_BUFFER_OFFSET_END(buf) = guint64(first + count);
