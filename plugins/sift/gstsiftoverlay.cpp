@@ -59,7 +59,7 @@ struct OverlayGpu {
 // dimensions, zero outside the frame and between frames) and its cells
 // pooled for subsampled chroma.
 struct CpuCanvas {
-  cv::Mat mask, pooled, vertical;
+  cv::Mat mask, pooled, vertical, columns[2];
 };
 }  // namespace
 
@@ -223,9 +223,8 @@ static const cv::Mat &pool_mask(CpuCanvas &canvas, int x_shift, int y_shift) {
   }
   if (!x_shift) return canvas.vertical;
   const cv::Mat pairs = canvas.vertical.reshape(2);  // the columns in pairs (the mask's width is even)
-  cv::Mat columns[2];
-  cv::split(pairs, columns);
-  cv::max(columns[0], columns[1], canvas.pooled);
+  cv::split(pairs, canvas.columns);  // into the canvas's planes: no allocation once their size is set
+  cv::max(canvas.columns[0], canvas.columns[1], canvas.pooled);
   return canvas.pooled;
 }
 
