@@ -22,7 +22,8 @@
  * frames leave before any serialized event or drain/allocation query (EOS,
  * caps, segment: order and content as without holding), are dropped on
  * FLUSH_STOP and at stop; LATENCY adds frames-in-flight - 1 frame periods,
- * and upstream's pool is asked for as many more buffers. */
+ * and upstream's pool is asked for as many more buffers. A frame that QoS
+ * drops (late at a synchronised sink) is dropped before it is enqueued. */
 #include "gstsift.h"
 
 #include <gst/video/video.h>
@@ -53,6 +54,7 @@ struct _GstSift {
   GstVideoInfo info;
   gboolean have_info;
   GstClockTime added_latency;  // what holding frames adds (object lock: read by LATENCY queries)
+  gboolean gap_before_next;    // CUDA: a frame was dropped for QoS, the next one starts after a gap
 };
 
 G_DEFINE_TYPE(GstSift, gst_sift, GST_TYPE_CS_BASE_TRANSFORM)
@@ -92,6 +94,7 @@ static gboolean sift_start(GstCsBaseTransform *base) {
   p.max_per_cell = output.max_per_cell;
   self->output_in_use = output;
   self->have_info = FALSE;
+  self->gap_before_next = FALSE;
   if (gst_cs_base_transform_use_cuda(base)) {
     return gstcs::guard_bool(GST_ELEMENT(self), "Starting CUDA SIFT", [&] {
       self->cuda = new gstsift::CudaFramePipeline(gstsift::engine_params(engine),
@@ -282,6 +285,10 @@ static GstFlowReturn sift_generate_output(GstBaseTransform *trans, GstBuffer **o
     if (frame) gst_buffer_unref(frame);
     return ret;
   }
+  if (self->gap_before_next) {
+    GST_BUFFER_FLAG_SET(frame, GST_BUFFER_FLAG_DISCONT);
+    self->gap_before_next = FALSE;
+  }
   // The base class marks the next buffer it pushes DISCONT: let that be this
   // frame, not an older held one, by sending the older ones first.
   if (GST_BUFFER_IS_DISCONT(frame) && (ret = sift_drain(self)) != GST_FLOW_OK) {
@@ -298,15 +305,28 @@ static GstFlowReturn sift_generate_output(GstBaseTransform *trans, GstBuffer **o
   return ret;
 }
 
+// A frame dropped for QoS (the default submit's check) leaves a gap: the
+// next frame is marked DISCONT before it is held, so the mark stays on it
+// however it leaves, and the frames held from before the gap go first.
+static GstFlowReturn sift_submit_input_buffer(GstBaseTransform *trans, gboolean is_discont, GstBuffer *input) {
+  auto *self = GST_SIFT(trans);
+  const GstFlowReturn ret =
+      GST_BASE_TRANSFORM_CLASS(gst_sift_parent_class)->submit_input_buffer(trans, is_discont, input);
+  if (ret == GST_BASE_TRANSFORM_FLOW_DROPPED) self->gap_before_next = TRUE;
+  return ret;
+}
+
 static gboolean sift_sink_event(GstBaseTransform *trans, GstEvent *event) {
   auto *self = GST_SIFT(trans);
   // Serialized events arrive on the streaming thread, between frames: the
   // held frames go first (EOS, caps, segment, gap...), or, after a flush, go.
   if (GST_EVENT_IS_SERIALIZED(event) && self->cuda) {
-    if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP)
+    if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP) {
       self->cuda->drop_held();
-    else
+      self->gap_before_next = FALSE;
+    } else {
       sift_drain(self);
+    }
   }
   return GST_BASE_TRANSFORM_CLASS(gst_sift_parent_class)->sink_event(trans, event);
 }
@@ -398,6 +418,7 @@ static void gst_sift_class_init(GstSiftClass *klass) {
   trans_class->transform_caps = sift_transform_caps;
   trans_class->set_caps = sift_set_caps;
   trans_class->transform_ip = sift_transform_ip;
+  trans_class->submit_input_buffer = sift_submit_input_buffer;
   trans_class->generate_output = sift_generate_output;
   trans_class->sink_event = sift_sink_event;
   trans_class->query = sift_query;
@@ -417,5 +438,6 @@ static void gst_sift_init(GstSift *self) {
   self->have_info = FALSE;
   self->cuda = nullptr;
   self->added_latency = 0;
-  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
+  self->gap_before_next = FALSE;
+  gstsift::init_video_filter(GST_BASE_TRANSFORM(self));
 }

@@ -27,6 +27,7 @@
 
 #include "gst/cudasensing/sift/gstsiftfeatures-opencv.hpp"
 #include "gstcs-cxx.h"
+#include "sift-properties.h"
 #include "sift/features_cpu.h"
 #include "sift/sift_match.h"
 
@@ -451,5 +452,5 @@ static void gst_sift_matcher_init(GstSiftMatcher *self) {
   self->reference_picture = new cv::Mat();
   self->gpu = nullptr;
   self->logged_cpu_fallback = false;
-  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
+  gstsift::init_video_filter(GST_BASE_TRANSFORM(self));
 }

@@ -36,6 +36,7 @@
 #include "sift-draw.h"
 #include "sift-formats.h"
 #include "sift-nvcodec.h"
+#include "sift-properties.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_sift_overlay_debug);
 #define GST_CAT_DEFAULT gst_sift_overlay_debug
@@ -627,5 +628,5 @@ static void gst_sift_overlay_init(GstSiftOverlay *self) {
   self->have_info = FALSE;
   self->cuda = nullptr;
   self->canvas = new CpuCanvas();
-  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
+  gstsift::init_video_filter(GST_BASE_TRANSFORM(self));
 }

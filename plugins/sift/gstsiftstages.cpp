@@ -344,7 +344,7 @@ static void gst_sift_pyramid_init(GstSiftPyramid *self) {
   self->max_in_flight = 2;
   self->pool = nullptr;
   self->have_info = FALSE;
-  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
+  gstsift::init_video_filter(GST_BASE_TRANSFORM(self));
 }
 
 // ---------------------------------------------------------------- siftdetect
@@ -397,7 +397,7 @@ static void gst_sift_detect_class_init(GstSiftDetectClass *klass) {
 }
 
 static void gst_sift_detect_init(GstSiftDetect *self) {
-  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
+  gstsift::init_video_filter(GST_BASE_TRANSFORM(self));
 }
 
 // ---------------------------------------------------------------- siftdescribe
@@ -491,5 +491,5 @@ static void gst_sift_describe_class_init(GstSiftDescribeClass *klass) {
 
 static void gst_sift_describe_init(GstSiftDescribe *self) {
   new (&self->output) gstsift::OutputSettings();
-  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
+  gstsift::init_video_filter(GST_BASE_TRANSFORM(self));
 }

@@ -144,4 +144,9 @@ void export_features(GstBuffer *frame, const OutputSettings &s) {
       throw std::runtime_error("cannot add the features' custom meta to the frame");
 }
 
+void init_video_filter(GstBaseTransform *trans) {
+  gst_base_transform_set_in_place(trans, TRUE);
+  gst_base_transform_set_qos_enabled(trans, TRUE);
+}
+
 }  // namespace gstsift

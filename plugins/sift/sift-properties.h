@@ -5,6 +5,7 @@
 #pragma once
 
 #include <glib-object.h>
+#include <gst/base/gstbasetransform.h>
 
 #include "gst/cudasensing/sift/gstsiftfeaturesmeta.h"
 #include "sift/sift_cuda.h"
@@ -41,5 +42,11 @@ cs::sift::Params engine_params(const EngineSettings &s);
 // With `custom-meta` set, adds the frame's features once more as the
 // GstCustomMeta that language bindings read (gstsiftfeaturesmeta.h).
 void export_features(GstBuffer *frame, const OutputSettings &s);
+
+// Every SIFT element works on video frames in place and, like GStreamer's
+// video filters, handles QoS by default (`qos`): a frame that a synchronised
+// sink reports late is dropped before any work is spent on it, so a display
+// pipeline keeps up with its source when the backend cannot.
+void init_video_filter(GstBaseTransform *trans);
 
 }  // namespace gstsift

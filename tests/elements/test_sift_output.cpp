@@ -634,6 +634,45 @@ TEST(GpuSiftMatchElement, FlushOrNewStreamForgetsThePreviousFrame) {
   expect_flush_and_new_stream_forget_the_previous_frame("siftmatch backend=cuda");
 }
 
+// QoS, as GStreamer's video filters handle it: on by default on every SIFT
+// element, and a frame that a synchronised sink would show late is dropped
+// by the first element that sees it, before any work is spent on it.
+TEST(SiftQos, EveryVideoElementHandlesQosByDefault) {
+  for (const char *name : {"sift", "siftpyramid", "siftdetect", "siftdescribe", "siftoverlay", "siftmatch"}) {
+    GstElement *element = gst_element_factory_make(name, nullptr);
+    ASSERT_NE(element, nullptr) << name;
+    gboolean qos = FALSE;
+    g_object_get(element, "qos", &qos, nullptr);
+    EXPECT_TRUE(qos) << name;
+    gst_object_unref(element);
+  }
+}
+
+TEST(SiftQos, LateFramesAreDroppedBeforeAnyWork) {
+  expect_late_frames_dropped("sift name=dropper backend=cpu", "dropper");
+  expect_late_frames_dropped("sift backend=cpu qos=false ! siftoverlay name=dropper", "dropper");
+  expect_late_frames_dropped("sift backend=cpu qos=false ! siftmatch name=dropper backend=cpu", "dropper");
+}
+
+TEST(SiftQos, WithQosOffEveryFrameIsProcessed) {
+  const std::vector<GstClockTime> times = {0, 100 * GST_MSECOND, 300 * GST_MSECOND, 400 * GST_MSECOND};
+  const QosRun run = run_with_late_frames("sift backend=cpu qos=false ! siftoverlay qos=false", textured_bgr(160, 120, 5),
+                                          times, 1, 300 * GST_MSECOND);
+  ASSERT_EQ(run.frames.size(), times.size());
+  for (size_t i = 0; i < times.size(); ++i) EXPECT_EQ(run.frames[i].pts, times[i]);
+  EXPECT_TRUE(run.messages.empty());
+}
+
+// On the device, with frames held in flight: the frames from before the gap
+// still leave first, and the mark stays on the frame after it.
+TEST(GpuSiftQos, LateFramesAreDroppedBeforeAnyWork) {
+  CS_REQUIRE_GPU();
+  expect_late_frames_dropped("sift name=dropper backend=cuda frames-in-flight=2", "dropper");
+  expect_late_frames_dropped("sift name=dropper backend=cuda frames-in-flight=3", "dropper");
+  expect_late_frames_dropped("siftpyramid name=dropper ! siftdetect ! siftdescribe", "dropper");
+  expect_late_frames_dropped("siftpyramid qos=false ! siftdetect qos=false ! siftdescribe name=dropper", "dropper");
+}
+
 TEST(SiftMatch, PostsASummaryMessagePerFrame) {
   const Pair p = rotated_pair(cs_test::fresh_seed());
   GstElement *pipeline = gst_parse_launch(

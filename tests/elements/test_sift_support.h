@@ -6,6 +6,7 @@
 
 #include <gst/app/gstappsink.h>
 #include <gst/app/gstappsrc.h>
+#include <gst/check/gstharness.h>
 #include <gst/gst.h>
 #include <gst/video/video.h>
 #include <gtest/gtest.h>
@@ -272,6 +273,92 @@ inline Features opencv_sift(const cv::Mat &image, int descriptor_type = CV_8U, i
   cv::SIFT::create(n_features, 3, 0.04, 10, 1.6, descriptor_type)
       ->detectAndCompute(image, cv::noArray(), f.keypoints, f.descriptors);
   return f;
+}
+
+// What came out of a QoS run: each frame's time and DISCONT mark, and the
+// QoS messages posted (the element's name, its running time, its count of
+// dropped frames).
+struct QosRun {
+  struct Frame {
+    GstClockTime pts;
+    bool discont;
+  };
+  struct Message {
+    std::string source;
+    GstClockTime running_time;
+    guint64 dropped;
+  };
+  std::vector<Frame> frames;
+  std::vector<Message> messages;
+};
+
+// Pushes `frame` at each of `times` (30 fps durations) through the harness
+// of `launch`, a downstream QoS event before the frame at `qos_before`
+// declaring running times up to `earliest` late (as a synchronised sink
+// does), then EOS; returns what came out.
+inline QosRun run_with_late_frames(const std::string &launch, const cv::Mat &frame,
+                                   const std::vector<GstClockTime> &times, size_t qos_before,
+                                   GstClockTime earliest) {
+  GstHarness *h = gst_harness_new_parse(launch.c_str());
+  GstBus *bus = gst_bus_new();
+  gst_element_set_bus(h->element, bus);
+  gst_harness_set_src_caps(h, frame_caps(GST_VIDEO_FORMAT_GRAY8, frame.cols, frame.rows));
+  for (size_t i = 0; i < times.size(); ++i) {
+    if (i == qos_before) {
+      // earliest = timestamp + diff: a frame at `earliest` - 10 ms came 10 ms late
+      const GstClockTime shown = earliest - 10 * GST_MSECOND;
+      EXPECT_TRUE(gst_harness_push_upstream_event(
+          h, gst_event_new_qos(GST_QOS_TYPE_UNDERFLOW, 1.5, GstClockTimeDiff(10 * GST_MSECOND), shown)));
+    }
+    GstBuffer *buf = make_frame(frame, GST_VIDEO_FORMAT_GRAY8);
+    GST_BUFFER_PTS(buf) = times[i];
+    GST_BUFFER_DURATION(buf) = GST_SECOND / 30;
+    EXPECT_EQ(gst_harness_push(h, buf), GST_FLOW_OK) << "frame " << i;
+  }
+  EXPECT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
+  QosRun run;
+  while (GstBuffer *out = gst_harness_try_pull(h)) {
+    run.frames.push_back({GST_BUFFER_PTS(out), GST_BUFFER_IS_DISCONT(out) != FALSE});
+    gst_buffer_unref(out);
+  }
+  while (GstMessage *m = gst_bus_pop_filtered(bus, GST_MESSAGE_QOS)) {
+    QosRun::Message q{GST_OBJECT_NAME(GST_MESSAGE_SRC(m)), GST_CLOCK_TIME_NONE, 0};
+    gboolean live;
+    guint64 stream_time, timestamp, duration, processed;
+    GstFormat format;
+    gst_message_parse_qos(m, &live, &q.running_time, &stream_time, &timestamp, &duration);
+    gst_message_parse_qos_stats(m, &format, &processed, &q.dropped);
+    run.messages.push_back(q);
+    gst_message_unref(m);
+  }
+  gst_element_set_bus(h->element, nullptr);
+  gst_object_unref(bus);
+  gst_harness_teardown(h);
+  return run;
+}
+
+// A run of frames at 0, 100, 300, 400 and 500 ms with QoS declaring up to
+// 300 ms late before the second: `dropper`, and only it, drops the frames
+// at 100 and 300 ms with a QoS message each; the frame after the gap comes
+// marked DISCONT.
+inline void expect_late_frames_dropped(const std::string &launch, const std::string &dropper) {
+  SCOPED_TRACE(launch);
+  const std::vector<GstClockTime> times = {0, 100 * GST_MSECOND, 300 * GST_MSECOND, 400 * GST_MSECOND,
+                                           500 * GST_MSECOND};
+  const QosRun run = run_with_late_frames(launch, textured_bgr(160, 120, 5), times, 1, 300 * GST_MSECOND);
+  ASSERT_EQ(run.frames.size(), 3u);
+  EXPECT_EQ(run.frames[0].pts, 0u);
+  EXPECT_EQ(run.frames[1].pts, 400 * GST_MSECOND);
+  EXPECT_TRUE(run.frames[1].discont) << "the frame after the dropped ones";
+  EXPECT_EQ(run.frames[2].pts, 500 * GST_MSECOND);
+  EXPECT_FALSE(run.frames[2].discont);
+  ASSERT_EQ(run.messages.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(run.messages[i].source, dropper);
+    EXPECT_EQ(run.messages[i].dropped, i + 1);
+  }
+  EXPECT_EQ(run.messages[0].running_time, 100 * GST_MSECOND);
+  EXPECT_EQ(run.messages[1].running_time, 300 * GST_MSECOND);
 }
 
 }  // namespace sift_test
