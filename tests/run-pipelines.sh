@@ -13,11 +13,17 @@ data=${CS_SHARED_DATA:-$root/../shared/data}
 out=$(mktemp -d /tmp/cs-pipelines-XXXXXX)
 trap 'rm -rf "$out"' EXIT
 status=0
-for script in demo sar-pulse-compression sar-image-formation sar-video sift-video sift-match hsi-classify hsi-jasper; do
+for script in demo sar-pulse-compression sar-image-formation sar-video sift-video sift-match hsi-classify hsi-jasper \
+              python-appsink; do
   case $script in
     hsi-*) if [ ! -d "$data/hsi" ]; then echo "skipped $script: no $data/hsi"; continue; fi ;;
   esac
-  if timeout 300 bash "$root/pipelines/$script.sh" "$build" "$out/$script" > "$out/$script.log" 2>&1; then
+  if [ -f "$root/pipelines/$script.py" ]; then
+    run=("${CS_PYTHON:-/usr/bin/python3}" "$root/pipelines/$script.py")
+  else
+    run=(bash "$root/pipelines/$script.sh")
+  fi
+  if timeout 300 "${run[@]}" "$build" "$out/$script" > "$out/$script.log" 2>&1; then
     echo "ok      $script"
   else
     echo "FAILED  $script (exit $?):"; tail -15 "$out/$script.log" | sed 's/^/        /'

@@ -1,7 +1,8 @@
 // For metas that hold positions in a frame or image (SIFT keypoints and
 // matches, a SAR image's grid): the tags that say so, which transforms keep
 // them valid, and GstCustomMetas (for language bindings) carried the same
-// way. Header-only, shared by the meta libraries.
+// way, or, for metas of no geometry, by every copy. Header-only, shared by
+// the meta libraries.
 #pragma once
 
 #include <gst/gst.h>
@@ -40,14 +41,30 @@ inline gboolean copy_field(GQuark field, const GValue *value, gpointer into) {
   return TRUE;
 }
 
-// Whole-frame copies keep a copy of the structure.
-inline gboolean geometry_custom_transform(GstBuffer *dest, GstCustomMeta *meta, GstBuffer *, GQuark type,
-                                          gpointer data, gpointer) {
-  if (!transform_keeps_geometry(type, data)) return FALSE;
+// Transforms that `keeps` accepts carry a copy of the structure.
+template <bool (*keeps)(GQuark, gpointer)>
+gboolean custom_transform(GstBuffer *dest, GstCustomMeta *meta, GstBuffer *, GQuark type, gpointer data, gpointer) {
+  if (!keeps(type, data)) return FALSE;
   GstCustomMeta *copy = gst_buffer_add_custom_meta(dest, g_type_name(reinterpret_cast<GstMeta *>(meta)->info->type));
   if (!copy) return FALSE;
   gst_structure_foreach(gst_custom_meta_get_structure(meta), copy_field, gst_custom_meta_get_structure(copy));
   return TRUE;
+}
+
+inline bool is_whole_copy(GQuark type, gpointer data) {
+  return GST_META_TRANSFORM_IS_COPY(type) && !static_cast<GstMetaTransformCopy *>(data)->region;
+}
+
+// Adds an empty GstCustomMeta `name`, registered on first use with `tags`
+// and carried by the transforms that `keeps` accepts.
+template <bool (*keeps)(GQuark, gpointer)>
+GstCustomMeta *add_custom_meta(GstBuffer *buffer, const char *name, const gchar **tags) {
+  static std::mutex registering;
+  {
+    std::lock_guard<std::mutex> lock(registering);
+    if (!gst_meta_get_info(name)) gst_meta_register_custom(name, tags, custom_transform<keeps>, nullptr, nullptr);
+  }
+  return gst_buffer_add_custom_meta(buffer, name);
 }
 }  // namespace detail
 
@@ -56,13 +73,15 @@ inline gboolean geometry_custom_transform(GstBuffer *dest, GstCustomMeta *meta, 
 // to fill its structure. The name must not be a GType's (an element's type
 // name such as GstSarImage): the meta's implementation is registered as one.
 inline GstCustomMeta *add_geometry_custom_meta(GstBuffer *buffer, const char *name) {
-  static std::mutex registering;
-  {
-    std::lock_guard<std::mutex> lock(registering);
-    if (!gst_meta_get_info(name))
-      gst_meta_register_custom(name, frame_geometry_tags(), detail::geometry_custom_transform, nullptr, nullptr);
-  }
-  return gst_buffer_add_custom_meta(buffer, name);
+  return detail::add_custom_meta<transform_keeps_geometry>(buffer, name, frame_geometry_tags());
+}
+
+// The same for a meta tied to no frame geometry, memory or format (the
+// pulses of a SAR block): untagged, so every element that copies metadata
+// keeps it; carried by copies of the whole buffer, as the struct metas are.
+inline GstCustomMeta *add_untagged_custom_meta(GstBuffer *buffer, const char *name) {
+  static const gchar *no_tags[] = {nullptr};
+  return detail::add_custom_meta<detail::is_whole_copy>(buffer, name, no_tags);
 }
 
 // Sets `field` of `s` to a copy of `size` bytes as GBytes.

@@ -53,6 +53,7 @@ struct _GstCphdSrc {
   gchar *channel;
   guint pulses_per_buffer;
   guint read_threads;  // 0 = automatic (CphdReader::set_read_threads)
+  gboolean custom_meta;  // also attach the pulses as a GstCustomMeta
   gint64 next_pulse;  // object lock (position queries read it)
   gint64 stop_pulse;  // the vector after the last one to push (num_vectors: to the end)
   // A seek by vector: its range, from prepare_seek_segment to do_seek.
@@ -70,7 +71,7 @@ static GstStaticPadTemplate src_template =
                             GST_STATIC_CAPS(GST_SAR_PHASE_HISTORY_MEDIA_TYPE ", format=(string){CF32,CI16}, "
                                                                              "domain=(string){time,frequency}"));
 
-enum { PROP_0, PROP_LOCATION, PROP_CHANNEL, PROP_PULSES_PER_BUFFER, PROP_READ_THREADS };
+enum { PROP_0, PROP_LOCATION, PROP_CHANNEL, PROP_PULSES_PER_BUFFER, PROP_READ_THREADS, PROP_CUSTOM_META };
 
 // The stream description of a channel, from the XML and its first vector.
 static gstsar::PhaseHistoryFormat describe_channel(cs::sar::CphdReader &reader, size_t channel) {
@@ -225,6 +226,7 @@ static GstFlowReturn cphd_src_create(GstPushSrc *src, GstBuffer **out) {
   if (self->next_pulse >= end) return GST_FLOW_EOS;
   GST_OBJECT_LOCK(self);
   const gint64 count = std::min<gint64>(self->pulses_per_buffer, end - self->next_pulse);
+  const bool custom_meta = self->custom_meta;
   GST_OBJECT_UNLOCK(self);
   const gint64 first = self->next_pulse;
   GstBuffer *buf = nullptr;
@@ -252,8 +254,7 @@ static GstFlowReturn cphd_src_create(GstPushSrc *src, GstBuffer **out) {
       throw;
     }
     gst_buffer_unmap(buf, &map);
-    GstSarPulseMeta *meta = gst_buffer_add_sar_pulse_meta(buf, guint64(first), guint(count), nullptr);
-    for (gint64 i = 0; i < count; ++i) meta->pulses[i] = gstsar::to_gst(pvp[static_cast<size_t>(i)]);
+    gstsar::attach_pulses(buf, guint64(first), pvp.data(), guint(count), custom_meta);
     // Time from the channel's first transmit time, lasting until the next
     // block's (the last block: until the stream's duration).
     gint64 block_start, next_start;
@@ -453,6 +454,7 @@ static void cphd_src_set_property(GObject *object, guint prop_id, const GValue *
       break;
     case PROP_PULSES_PER_BUFFER: self->pulses_per_buffer = g_value_get_uint(value); break;
     case PROP_READ_THREADS: self->read_threads = g_value_get_uint(value); break;
+    case PROP_CUSTOM_META: self->custom_meta = g_value_get_boolean(value); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
   }
   GST_OBJECT_UNLOCK(self);
@@ -466,6 +468,7 @@ static void cphd_src_get_property(GObject *object, guint prop_id, GValue *value,
     case PROP_CHANNEL: g_value_set_string(value, self->channel); break;
     case PROP_PULSES_PER_BUFFER: g_value_set_uint(value, self->pulses_per_buffer); break;
     case PROP_READ_THREADS: g_value_set_uint(value, self->read_threads); break;
+    case PROP_CUSTOM_META: g_value_set_boolean(value, self->custom_meta); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
   }
   GST_OBJECT_UNLOCK(self);
@@ -502,6 +505,7 @@ static void gst_cphd_src_class_init(GstCphdSrcClass *klass) {
                         "Vectors (pulses) in each output buffer; the last buffer may hold fewer", 1, 1 << 20, 64,
                         flags));
   g_object_class_install_property(gobject_class, PROP_READ_THREADS, gstcs::read_threads_param_spec(flags));
+  g_object_class_install_property(gobject_class, PROP_CUSTOM_META, gstsar::pulse_custom_meta_param_spec(flags));
   gst_element_class_add_static_pad_template(element_class, &src_template);
   gst_element_class_set_static_metadata(
       element_class, "CPHD file source", "Source/File/Radar",

@@ -2,6 +2,11 @@
 
 #include <cstring>
 
+#include "gstcs-frame-geometry.h"
+
+// Bindings read the records with a dtype of 8-byte fields: no padding.
+static_assert(sizeof(GstSarPulseParameters) == 50 * 8, "GstSarPulseParameters has 50 fields of 8 bytes");
+
 void gst_sar_pulse_parameters_init(GstSarPulseParameters *params) {
   std::memset(params, 0, sizeof(*params));
   params->amp_sf = 1.0;
@@ -65,4 +70,15 @@ GstSarPulseMeta *gst_buffer_add_sar_pulse_meta(GstBuffer *buffer, guint64 first_
     for (guint i = 0; i < n_pulses; ++i) gst_sar_pulse_parameters_init(&m->pulses[i]);
   }
   return m;
+}
+
+GstCustomMeta *gst_buffer_add_sar_pulse_custom_meta(GstBuffer *buffer, const GstSarPulseMeta *meta) {
+  g_return_val_if_fail(GST_IS_BUFFER(buffer) && meta, nullptr);
+  GstCustomMeta *custom = gstcs::add_untagged_custom_meta(buffer, GST_SAR_PULSE_CUSTOM_META);
+  if (!custom) return nullptr;
+  GstStructure *s = gst_custom_meta_get_structure(custom);
+  gst_structure_set(s, "first-pulse", G_TYPE_UINT64, meta->first_pulse, "n-pulses", G_TYPE_UINT, meta->n_pulses,
+                    "record-size", G_TYPE_UINT, guint(sizeof(GstSarPulseParameters)), nullptr);
+  gstcs::set_bytes_field(s, "pulses", meta->pulses, sizeof(GstSarPulseParameters) * meta->n_pulses);
+  return custom;
 }

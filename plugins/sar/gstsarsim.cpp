@@ -93,6 +93,7 @@ struct _GstSarSim {
   GstSarDomain domain;
   GstSarSampleFormat format;
   guint64 seed;
+  gboolean custom_meta;  // also attach the pulses as a GstCustomMeta
   // streaming
   gint64 next_pulse;
   SimState *state;
@@ -127,6 +128,7 @@ enum {
   PROP_DOMAIN,
   PROP_FORMAT,
   PROP_SEED,
+  PROP_CUSTOM_META,
 };
 
 static gboolean sim_start(GstBaseSrc *src) {
@@ -236,14 +238,16 @@ static GstFlowReturn sim_create(GstPushSrc *src, GstBuffer **out) {
   GST_OBJECT_LOCK(self);
   const gint64 total = self->num_pulses;
   const gint64 per_buffer = self->pulses_per_buffer;
+  const bool custom_meta = self->custom_meta;
   GST_OBJECT_UNLOCK(self);
   if (total >= 0 && self->next_pulse >= total) return GST_FLOW_EOS;
   const gint64 count = total < 0 ? per_buffer : std::min(per_buffer, total - self->next_pulse);
   const gint64 first = self->next_pulse;
   const size_t samples = static_cast<size_t>(count * st->format.samples_per_pulse);
+  GstBuffer *buf = nullptr;
   try {
-    GstBuffer *buf = gstcs::acquire_source_buffer(GST_BASE_SRC(src), self->pool,
-                                                  samples * gstsar::wire_bytes_per_sample(st->format.format));
+    buf = gstcs::acquire_source_buffer(GST_BASE_SRC(src), self->pool,
+                                       samples * gstsar::wire_bytes_per_sample(st->format.format));
     if (!buf) return GST_FLOW_ERROR;  // the error is posted
     st->pvp.resize(static_cast<size_t>(count));
     GstMapInfo map;
@@ -264,8 +268,7 @@ static GstFlowReturn sim_create(GstPushSrc *src, GstBuffer **out) {
       for (auto &p : st->pvp) p.amp_sf = st->ci16_scale;
     }
     gst_buffer_unmap(buf, &map);
-    GstSarPulseMeta *meta = gst_buffer_add_sar_pulse_meta(buf, static_cast<guint64>(first), guint(count), nullptr);
-    for (gint64 i = 0; i < count; ++i) meta->pulses[i] = gstsar::to_gst(st->pvp[static_cast<size_t>(i)]);
+    gstsar::attach_pulses(buf, static_cast<guint64>(first), st->pvp.data(), guint(count), custom_meta);
     const double t0 = st->pvp.front().tx_time;
     GST_BUFFER_PTS(buf) = t0 > 0 ? GstClockTime(std::llround(t0 * GST_SECOND)) : 0;
     GST_BUFFER_DTS(buf) = GST_BUFFER_PTS(buf);
@@ -276,6 +279,7 @@ static GstFlowReturn sim_create(GstPushSrc *src, GstBuffer **out) {
     *out = buf;
     return GST_FLOW_OK;
   } catch (const std::exception &e) {
+    if (buf) gst_buffer_unref(buf);
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Simulating pulses %" G_GINT64_FORMAT "..%" G_GINT64_FORMAT ": %s",
                                              first, first + count - 1, e.what()),
                       (nullptr));
@@ -309,6 +313,7 @@ static void sim_set_property(GObject *object, guint prop_id, const GValue *value
     case PROP_DOMAIN: self->domain = GstSarDomain(g_value_get_enum(value)); break;
     case PROP_FORMAT: self->format = GstSarSampleFormat(g_value_get_enum(value)); break;
     case PROP_SEED: self->seed = g_value_get_uint64(value); break;
+    case PROP_CUSTOM_META: self->custom_meta = g_value_get_boolean(value); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
   }
   GST_OBJECT_UNLOCK(self);
@@ -336,6 +341,7 @@ static void sim_get_property(GObject *object, guint prop_id, GValue *value, GPar
     case PROP_DOMAIN: g_value_set_enum(value, self->domain); break;
     case PROP_FORMAT: g_value_set_enum(value, self->format); break;
     case PROP_SEED: g_value_set_uint64(value, self->seed); break;
+    case PROP_CUSTOM_META: g_value_set_boolean(value, self->custom_meta); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
   }
   GST_OBJECT_UNLOCK(self);
@@ -442,6 +448,7 @@ static void gst_sar_sim_class_init(GstSarSimClass *klass) {
       g_param_spec_uint64("seed", "Noise seed",
                           "Seed of the receiver noise; pulse k's noise depends only on (seed, k)", 0, G_MAXUINT64,
                           1, flags));
+  g_object_class_install_property(gobject_class, PROP_CUSTOM_META, gstsar::pulse_custom_meta_param_spec(flags));
 
   gst_element_class_add_static_pad_template(element_class, &src_template);
   gst_element_class_set_static_metadata(

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 
 namespace gstsar {
 
@@ -276,6 +277,23 @@ std::vector<cs::sar::PulseParameters> pulses_of(const GstSarPulseMeta *meta) {
   out.reserve(meta->n_pulses);
   for (guint i = 0; i < meta->n_pulses; ++i) out.push_back(from_gst(meta->pulses[i]));
   return out;
+}
+
+void attach_pulses(GstBuffer *block, guint64 first, const cs::sar::PulseParameters *pulses, guint count,
+                   bool custom_meta) {
+  GstSarPulseMeta *meta = gst_buffer_add_sar_pulse_meta(block, first, count, nullptr);
+  if (!meta) throw std::runtime_error("cannot add the pulse meta to the block");
+  for (guint i = 0; i < count; ++i) meta->pulses[i] = to_gst(pulses[i]);
+  if (custom_meta && !gst_buffer_add_sar_pulse_custom_meta(block, meta))
+    throw std::runtime_error("cannot add the pulses' custom meta to the block");
+}
+
+GParamSpec *pulse_custom_meta_param_spec(GParamFlags flags) {
+  return g_param_spec_boolean("custom-meta", "Custom meta",
+                              "Also attach each block's pulse parameters as a GstCustomMeta named GstSarPulses (a "
+                              "GstStructure: first-pulse, n-pulses and the CPHD per-vector parameters as records), "
+                              "which Python and other language bindings read from an appsink's buffers",
+                              FALSE, flags);
 }
 
 }  // namespace gstsar

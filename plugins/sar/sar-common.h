@@ -77,4 +77,13 @@ GstSarPulseParameters to_gst(const cs::sar::PulseParameters &p);
 cs::sar::PulseParameters from_gst(const GstSarPulseParameters &p);
 std::vector<cs::sar::PulseParameters> pulses_of(const GstSarPulseMeta *meta);
 
+// A source's block of `count` pulses from `first`: their GstSarPulseMeta and,
+// with `custom_meta`, the same as the GstCustomMeta bindings read. Throws
+// when a meta cannot be added.
+void attach_pulses(GstBuffer *block, guint64 first, const cs::sar::PulseParameters *pulses, guint count,
+                   bool custom_meta);
+
+// The sources' `custom-meta` property.
+GParamSpec *pulse_custom_meta_param_spec(GParamFlags flags);
+
 }  // namespace gstsar

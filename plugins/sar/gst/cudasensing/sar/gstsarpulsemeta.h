@@ -74,6 +74,18 @@ GST_SAR_API GstSarPulseMeta *gst_buffer_add_sar_pulse_meta (GstBuffer * buffer, 
 #define gst_buffer_get_sar_pulse_meta(b) \
   ((GstSarPulseMeta *) gst_buffer_get_meta ((b), GST_SAR_PULSE_META_API_TYPE))
 
+/* The same pulses as a GstCustomMeta named GST_SAR_PULSE_CUSTOM_META
+ * (`custom-meta` on cphdsrc and sarsim), for language bindings, which read a
+ * GstStructure where they cannot read the struct: first-pulse (guint64),
+ * n-pulses, record-size (guint) and pulses (GBytes: n-pulses
+ * GstSarPulseParameters records of record-size bytes, every field 8 bytes
+ * in the order above, native byte order). Untagged and carried like the
+ * struct. */
+#define GST_SAR_PULSE_CUSTOM_META "GstSarPulses"
+
+/* Adds the custom meta holding a copy of `meta`'s pulses to `buffer` (writable). */
+GST_SAR_API GstCustomMeta *gst_buffer_add_sar_pulse_custom_meta (GstBuffer * buffer, const GstSarPulseMeta * meta);
+
 /* Fills @params with the defaults of a pulse (every field 0, amp_sf 1, signal 1). */
 GST_SAR_API void gst_sar_pulse_parameters_init (GstSarPulseParameters * params);
 
