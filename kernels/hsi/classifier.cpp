@@ -137,6 +137,12 @@ std::string prepare_reference(Method method, const std::vector<double> &r, const
 
 }  // namespace
 
+void SpectralClassifier::set_threshold(double threshold) {
+  if (const std::string problem = threshold_problem(config_.method, threshold); !problem.empty())
+    throw std::invalid_argument(problem);
+  config_.threshold = threshold;
+}
+
 SpectralClassifier::SpectralClassifier(const ClassifierConfig &config, const ReferenceSet &references,
                                        std::vector<int> bands, const std::vector<double> &wavelengths_nm)
     : config_(config), names_(references.names), cube_bands_(references.bands), bands_(std::move(bands)) {

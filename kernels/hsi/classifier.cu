@@ -655,6 +655,9 @@ bool CudaSpectralClassifier::screens(const CubeBlock &block, const Classificatio
 bool CudaSpectralClassifier::table_in_constant_memory() const { return impl_->in_constant; }
 int CudaSpectralClassifier::device() const { return impl_->device; }
 
+// The kernels take the threshold with each launch.
+void CudaSpectralClassifier::set_threshold(double threshold) { impl_->host.set_threshold(threshold); }
+
 void CudaSpectralClassifier::classify(const CubeBlock &block, const ClassificationOutput &output,
                                       StreamHandle stream) {
   const SpectralClassifier &host = impl_->host;

@@ -82,6 +82,10 @@ class SpectralClassifier {
   Method method() const { return config_.method; }
   Precision precision() const { return config_.precision; }
   double threshold() const { return config_.threshold; }
+  // Changes the threshold of the blocks classified from now on (nothing
+  // prepared depends on it); throws std::invalid_argument, keeping the old
+  // one, where threshold_problem refuses it.
+  void set_threshold(double threshold);
   size_t class_count() const { return names_.size(); }
   const std::vector<std::string> &class_names() const { return names_; }
   size_t cube_bands() const { return cube_bands_; }
@@ -124,6 +128,8 @@ class CudaSpectralClassifier {
   // block.data, output.class_map and output.rule_images are device pointers;
   // the work is queued on `stream` (nothing here synchronises it).
   void classify(const CubeBlock &device_block, const ClassificationOutput &device_output, StreamHandle stream);
+  // SpectralClassifier::set_threshold for the blocks queued from now on.
+  void set_threshold(double threshold);
 
   bool table_in_constant_memory() const;
   int device() const;

@@ -24,6 +24,7 @@ CudaSpectralClassifier::~CudaSpectralClassifier() = default;
 void CudaSpectralClassifier::classify(const CubeBlock &, const ClassificationOutput &, StreamHandle) {
   unavailable("CudaSpectralClassifier::classify");
 }
+void CudaSpectralClassifier::set_threshold(double) { unavailable("CudaSpectralClassifier::set_threshold"); }
 bool CudaSpectralClassifier::table_in_constant_memory() const { return false; }
 int CudaSpectralClassifier::device() const { return -1; }
 CudaSpectralClassifier::Kernel CudaSpectralClassifier::kernel_for(const CubeBlock &) const {

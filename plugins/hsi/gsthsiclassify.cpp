@@ -8,7 +8,8 @@
  *
  * Everything that depends on the caps (library resampled to the cube's
  * wavelengths, band and entry choice, the prepared reference table, and on
- * CUDA its device copy) is built in set_caps, never per buffer. The math is
+ * CUDA its device copy) is built in set_caps, never per buffer; the
+ * threshold, which none of it depends on, may change between blocks. The math is
  * kernels/hsi: SpectralClassifier on the CPU, CudaSpectralClassifier on CUDA.
  *
  * Rule images (every pixel's score against each class): application/
@@ -174,7 +175,8 @@ GstVideoInfo class_map_info(GstVideoFormat format, size_t samples, size_t lines)
 
 struct ClassifyState {
   std::mutex lock;
-  Settings settings;                                  // copied at start
+  Settings settings;                                  // copied at start; its threshold, the last one applied
+  double threshold_seen = kMethodDefaultThreshold;    // the threshold property's value last looked at
   std::shared_ptr<const SpectralLibrary> library;     // loaded at start
   GstCaps *prepared_caps = nullptr;                   // caps `prepared` was built for
   GstCaps *refused_caps = nullptr;                    // the last caps that could not be classified (error posted)
@@ -354,6 +356,7 @@ static gboolean classify_start(GstCsBaseTransform *base) {
   st->settings.entries = self->entries ? self->entries : "";
   st->settings.method = Method(self->method);
   st->settings.threshold = self->threshold;
+  st->threshold_seen = self->threshold;
   st->settings.precision = self->precision == GST_HSI_PRECISION_TENSOR ? Precision::tensor
                            : self->precision == GST_HSI_PRECISION_FAST ? Precision::fast
                                                                        : Precision::exact;
@@ -741,10 +744,37 @@ static GstFlowReturn classify_on_cpu(GstHsiClassify *self, GstBuffer *in, GstBuf
   return ret;
 }
 
+// A threshold set while the element runs applies from the next block on, on
+// either backend (nothing prepared depends on it: the kernels take it with
+// each launch). One the method's scores cannot meet is ignored, with a
+// warning, and the last good one kept.
+static void follow_threshold_property(GstHsiClassify *self, const Prepared &p) {
+  ClassifyState *st = self->state;
+  GST_OBJECT_LOCK(self);
+  const double property = self->threshold;
+  GST_OBJECT_UNLOCK(self);
+  if (property == st->threshold_seen) return;
+  st->threshold_seen = property;
+  Settings wanted = st->settings;
+  wanted.threshold = property;
+  const double threshold = threshold_of(wanted);
+  if (const std::string problem = threshold_problem(wanted.method, threshold); !problem.empty()) {
+    GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS, ("Threshold property ignored: %s", problem.c_str()),
+                        ("the blocks keep threshold %g", p.classifier->threshold()));
+    return;
+  }
+  p.classifier->set_threshold(threshold);
+  if (st->cuda) st->cuda->set_threshold(threshold);
+  std::lock_guard<std::mutex> g(st->lock);  // for the streams prepared later
+  st->settings.threshold = property;
+  GST_INFO_OBJECT(self, "threshold %g from this block on", threshold);
+}
+
 static GstFlowReturn classify_transform(GstBaseTransform *trans, GstBuffer *in, GstBuffer *out) {
   auto *self = GST_HSI_CLASSIFY(trans);
   ClassifyState *st = self->state;
   const Prepared &p = *st->active;
+  follow_threshold_property(self, p);
   const EnviHeader &h = p.stream.header;
   const size_t lines = gst_buffer_get_size(in) / p.stream.line_bytes();
   const GstVideoInfo info = class_map_info(p.video_format(), h.samples, lines);
@@ -948,8 +978,11 @@ static void gst_hsi_classify_class_init(GstHsiClassifyClass *klass) {
                           "in radians, sid a maximum divergence in nats, euclidean a maximum distance in the data's "
                           "units, correlation and bandfit a minimum coefficient in [-1, 1]. -2 = the method's "
                           "default: 0.10 rad for sam (ENVI's), no threshold for the others. A threshold that no "
-                          "score meets is refused; one that every score meets (sam above pi) keeps every pixel",
-                          -2.0, G_MAXDOUBLE, kMethodDefaultThreshold, flags));
+                          "score meets is refused; one that every score meets (sam above pi) keeps every pixel. "
+                          "May change while the element runs: from the next block on (one that no score meets is "
+                          "then ignored, with a warning)",
+                          -2.0, G_MAXDOUBLE, kMethodDefaultThreshold,
+                          GParamFlags(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING)));
   g_object_class_install_property(
       gobject_class, PROP_PRECISION,
       g_param_spec_enum("precision", "Precision", "How the per-band sums are accumulated",

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <iterator>
+#include <optional>
 #include <random>
 
 #include "gst/cudasensing/gstcsmemory.h"
@@ -464,6 +465,70 @@ TEST(HsiClassifyErrors, ThresholdOutsideTheMethodsScoresAndTooFewBands) {
 
 // A block of no lines (an empty buffer) passes without a class map or an
 // error; the blocks around it are classified as ever.
+// The threshold may change while the element runs: the blocks before the
+// change are those of a run at the old threshold, the blocks from it on
+// those of a run at the new one. One that no score meets is ignored with a
+// warning, and the blocks keep the old one.
+namespace {
+// Class maps of a 10-line cube in blocks of one line, at `first` and, from
+// block 5 on, at `then` (the property set by a probe before that block).
+RunResult run_with_threshold_change(const std::string &cube, const std::string &library, const std::string &backend,
+                                    double first, std::optional<double> then) {
+  const std::string launch = classify_launch(cube, 1, backend + " library=\"" + library + "\" threshold=" +
+                                                          std::to_string(first));
+  return run_pipeline(launch, {}, [then](GstElement *pipeline) {
+    if (!then) return;
+    GstElement *classify = gst_bin_get_by_name(GST_BIN(pipeline), "hsiclassify0");
+    GstPad *pad = gst_element_get_static_pad(classify, "sink");
+    auto *at = new std::pair<int, double>(0, *then);
+    gst_pad_add_probe(
+        pad, GST_PAD_PROBE_TYPE_BUFFER,
+        [](GstPad *p, GstPadProbeInfo *, gpointer data) {
+          auto *state = static_cast<std::pair<int, double> *>(data);
+          if (state->first++ == 5) g_object_set(GST_PAD_PARENT(p), "threshold", state->second, nullptr);
+          return GST_PAD_PROBE_OK;
+        },
+        at, [](gpointer data) { delete static_cast<std::pair<int, double> *>(data); });
+    gst_object_unref(pad);
+    gst_object_unref(classify);
+  });
+}
+
+void expect_threshold_follows_the_property(const std::string &backend) {
+  ScratchDir dir;
+  const std::string cube = write_small_cube(dir);
+  hsi_test::write_text(dir.file("lib.csv"), "wavelength (nm), a, b\n450, 0.1, 0.2\n550, 0.2, 0.3\n650, 0.3, 0.1\n"
+                                            "750, 0.3, 0.1\n850, 0.3, 0.1\n");
+  const std::string library = dir.file("lib.csv");
+  // sam: 3.2 rad keeps every pixel classified, 0.05 rad almost none of these random spectra
+  const RunResult wide = run_with_threshold_change(cube, library, backend, 3.2, std::nullopt);
+  const RunResult narrow = run_with_threshold_change(cube, library, backend, 0.05, std::nullopt);
+  const RunResult changed = run_with_threshold_change(cube, library, backend, 3.2, 0.05);
+  const RunResult refused = run_with_threshold_change(cube, library, backend, 3.2, -1.0);
+  for (const RunResult *r : {&wide, &narrow, &changed, &refused}) {
+    ASSERT_EQ(r->error, "") << r->everything();
+    ASSERT_EQ(r->samples.size(), 10u);
+  }
+  size_t differing = 0;
+  for (size_t i = 0; i < 10; ++i) {
+    differing += i >= 5 && wide.bytes(i) != narrow.bytes(i);
+    EXPECT_EQ(changed.bytes(i), (i < 5 ? wide : narrow).bytes(i)) << "block " << i;
+    EXPECT_EQ(refused.bytes(i), wide.bytes(i)) << "block " << i;
+  }
+  EXPECT_GT(differing, 0u) << "the two thresholds should classify the later blocks differently";
+  EXPECT_TRUE(changed.warnings.empty());
+  ASSERT_EQ(refused.warnings.size(), 1u);
+  EXPECT_NE(refused.warnings[0].find("no sam score meets it"), std::string::npos) << refused.warnings[0];
+}
+}  // namespace
+
+TEST(HsiClassify, ThresholdFollowsThePropertyWhileRunning) { expect_threshold_follows_the_property("backend=cpu"); }
+
+TEST(GpuHsiClassify, ThresholdFollowsThePropertyWhileRunning) {
+  CS_REQUIRE_GPU();
+  expect_threshold_follows_the_property("backend=cuda");
+}
+
 TEST(HsiClassify, EmptyBlockPassesWithoutError) {
   ScratchDir dir;
   hsi_test::write_text(dir.file("lib.csv"), "wavelength (nm), a, b\n450, 0.1, 0.2\n550, 0.2, 0.3\n650, 0.3, 0.1\n"

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -28,6 +29,7 @@ struct RunResult {
   std::string error;         // first error message text ("" = none)
   std::string error_source;  // name of the element that posted it
   std::string error_debug;
+  std::vector<std::string> warnings;  // every warning's text, in order
 
   RunResult() = default;
   RunResult(const RunResult &) = delete;
@@ -40,6 +42,7 @@ struct RunResult {
     error = other.error;
     error_source = other.error_source;
     error_debug = other.error_debug;
+    std::swap(warnings, other.warnings);
     return *this;
   }
   ~RunResult() {
@@ -66,8 +69,10 @@ struct RunResult {
 };
 
 // Runs `launch` (which must contain `appsink name=sink`) to EOS or error.
-// `branch_sinks`: names of further appsinks whose samples go to branches.
-inline RunResult run_pipeline(const std::string &launch, const std::vector<std::string> &branch_sinks = {}) {
+// `branch_sinks`: names of further appsinks whose samples go to branches;
+// `prepare`, when given, sees the pipeline before it plays (probes...).
+inline RunResult run_pipeline(const std::string &launch, const std::vector<std::string> &branch_sinks = {},
+                              const std::function<void(GstElement *)> &prepare = {}) {
   RunResult result;
   GError *parse_error = nullptr;
   GstElement *pipeline = gst_parse_launch(launch.c_str(), &parse_error);
@@ -109,6 +114,12 @@ inline RunResult run_pipeline(const std::string &launch, const std::vector<std::
     while (GstMessage *msg = gst_bus_timed_pop(bus, wait)) {
       wait = 0;
       if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS) pipeline_eos = true;
+      if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_WARNING) {
+        GError *err = nullptr;
+        gst_message_parse_warning(msg, &err, nullptr);
+        result.warnings.push_back(err ? err->message : "?");
+        g_clear_error(&err);
+      }
       if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
         error = true;
         if (result.error.empty()) {
@@ -126,6 +137,7 @@ inline RunResult run_pipeline(const std::string &launch, const std::vector<std::
     }
     return error;
   };
+  if (prepare) prepare(pipeline);
   gst_element_set_state(pipeline, GST_STATE_PLAYING);
   const gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
   bool error = false;
