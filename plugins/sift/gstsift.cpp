@@ -13,12 +13,13 @@
  * of packed RGB (on the device for CUDA). The grid filter is features_cpu's
  * for both.
  *
- * Frames in flight (CUDA): frames-in-flight engines on their own streams
- * (sift-cuda.h, CudaFramePipeline). generate_output enqueues the new frame
- * and returns the oldest held one once every engine has a frame, so the GPU
- * works on frame N while the element downloads frame N-1's results (from
- * 1080p up frame N's kernels start once frame N-1's first octave is built:
- * CudaEngine::run's `after`). Held
+ * Frames in flight (sift-frames.h): on CUDA frames-in-flight engines on
+ * their own streams (sift-cuda.h, CudaFramePipeline), on the CPU a thread per
+ * frame (with one in flight the CPU runs in transform_ip). generate_output
+ * enqueues the new frame and returns the oldest held one once every slot has
+ * a frame, so the GPU works on frame N while the element downloads frame
+ * N-1's results (from 1080p up frame N's kernels start once frame N-1's
+ * first octave is built: CudaEngine::run's `after`). Held
  * frames leave before any serialized event or drain/allocation query (EOS,
  * caps, segment: order and content as without holding), are dropped on
  * FLUSH_STOP and at stop; LATENCY adds frames-in-flight - 1 frame periods,
@@ -34,6 +35,7 @@
 #include "gst/cudasensing/sift/gstsiftfeatures-opencv.hpp"
 #include "gstcs-cxx.h"
 #include "sift-cuda.h"
+#include "sift-frames.h"
 #include "sift-nvcodec.h"
 #include "sift-properties.h"
 #include "sift/features_cpu.h"
@@ -50,11 +52,11 @@ struct _GstSift {
   // while running
   sift_cpu::Params params;            // both backends: the descriptor format and grid filter are read from here
   gstsift::OutputSettings output_in_use;  // the output settings taken at start
-  gstsift::CudaFramePipeline *cuda;   // the CUDA backend's engines and held frames, NULL on the CPU backend
+  gstsift::FramesInFlight *frames;  // the held frames: CUDA's engines, or the CPU's threads (NULL: one at a time)
   GstVideoInfo info;
   gboolean have_info;
   GstClockTime added_latency;  // what holding frames adds (object lock: read by LATENCY queries)
-  gboolean gap_before_next;    // CUDA: a frame was dropped for QoS, the next one starts after a gap
+  gboolean gap_before_next;    // frames held: a frame was dropped for QoS, the next one starts after a gap
 };
 
 G_DEFINE_TYPE(GstSift, gst_sift, GST_TYPE_CS_BASE_TRANSFORM)
@@ -97,9 +99,10 @@ static gboolean sift_start(GstCsBaseTransform *base) {
   self->gap_before_next = FALSE;
   if (gst_cs_base_transform_use_cuda(base)) {
     return gstcs::guard_bool(GST_ELEMENT(self), "Starting CUDA SIFT", [&] {
-      self->cuda = new gstsift::CudaFramePipeline(gstsift::engine_params(engine),
-                                                  gst_cs_base_transform_get_device_id(base), frames_in_flight);
-      GST_INFO_OBJECT(self, "CUDA backend on device %d, %d frames in flight", self->cuda->device(), frames_in_flight);
+      auto *cuda = new gstsift::CudaFramesInFlight(gstsift::engine_params(engine),
+                                                   gst_cs_base_transform_get_device_id(base), frames_in_flight);
+      self->frames = cuda;
+      GST_INFO_OBJECT(self, "CUDA backend on device %d, %d frames in flight", cuda->device(), frames_in_flight);
       return TRUE;
     });
   }
@@ -109,15 +112,16 @@ static gboolean sift_start(GstCsBaseTransform *base) {
                        "backend=cuda."));
     return FALSE;
   }
-  GST_INFO_OBJECT(self, "CPU backend (OpenCV)");
+  if (frames_in_flight > 1) self->frames = new gstsift::CpuFramesInFlight(frames_in_flight);
+  GST_INFO_OBJECT(self, "CPU backend (OpenCV), %d frames in flight", frames_in_flight);
   return TRUE;
 }
 
 static gboolean sift_stop(GstCsBaseTransform *base) {
   auto *self = GST_SIFT(base);
   self->have_info = FALSE;
-  delete self->cuda;  // drops the frames it holds, waits for its streams
-  self->cuda = nullptr;
+  delete self->frames;  // drops the frames it holds once nothing reads them
+  self->frames = nullptr;
   GST_OBJECT_LOCK(self);
   self->added_latency = 0;
   GST_OBJECT_UNLOCK(self);
@@ -143,7 +147,7 @@ static GstCaps *sift_transform_caps(GstBaseTransform *trans, GstPadDirection, Gs
 // periods (a live source sends the frame that releases it that much later).
 static void update_added_latency(GstSift *self) {
   const gint fps_n = GST_VIDEO_INFO_FPS_N(&self->info), fps_d = GST_VIDEO_INFO_FPS_D(&self->info);
-  const gint held = self->cuda ? self->cuda->frames_in_flight() - 1 : 0;
+  const gint held = self->frames ? self->frames->frames_in_flight() - 1 : 0;
   GstClockTime latency = 0;
   if (held > 0 && fps_n > 0 && fps_d > 0)
     latency = gst_util_uint64_scale(GstClockTime(held) * GST_SECOND, guint64(fps_d), guint64(fps_n));
@@ -172,45 +176,8 @@ static gboolean sift_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps 
   return TRUE;
 }
 
-// The frame's luma as an 8-bit gray image (sift-formats.h): a view where
-// plane 0 is the luma, OpenCV's gray of RGB frames, else the Y samples'
-// 8 most significant bits.
-static cv::Mat frame_luma(const GstVideoFrame &frame) {
-  const gstsift::LumaLayout layout = gstsift::luma_layout(GST_VIDEO_FRAME_FORMAT(&frame));
-  const int w = GST_VIDEO_FRAME_WIDTH(&frame), h = GST_VIDEO_FRAME_HEIGHT(&frame);
-  const cv::Mat plane(h, w, CV_8UC(layout.pixel_bytes), GST_VIDEO_FRAME_PLANE_DATA(&frame, 0),
-                      size_t(GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0)));
-  if (layout.is_luma_plane()) return plane;
-  cv::Mat gray(h, w, CV_8UC1);
-  if (layout.rgb) {
-    cv::Mat rgb(h, w, CV_8UC3);
-    const int from_to[] = {layout.order.r, 0, layout.order.g, 1, layout.order.b, 2};
-    cv::mixChannels(&plane, 1, &rgb, 1, from_to, 3);
-    cv::cvtColor(rgb, gray, cv::COLOR_RGB2GRAY);
-    return gray;
-  }
-  for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; ++x) gray.at<uint8_t>(y, x) = gstsift::luma_at(plane.ptr(y), x, layout);
-  return gray;
-}
-
 static GstFlowReturn sift_transform_cpu(GstSift *self, GstBuffer *buf) {
-  GstVideoFrame frame;
-  if (!gst_video_frame_map(&frame, &self->info, buf, GST_MAP_READ)) {
-    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot map the frame for reading"),
-                      ("buffer of %" G_GSIZE_FORMAT " bytes for %dx%d %s", gst_buffer_get_size(buf),
-                       GST_VIDEO_INFO_WIDTH(&self->info), GST_VIDEO_INFO_HEIGHT(&self->info),
-                       GST_VIDEO_INFO_NAME(&self->info)));
-    return GST_FLOW_ERROR;
-  }
-  sift_cpu::Features f;
-  try {
-    f = sift_cpu::detect_and_describe(frame_luma(frame), self->params);
-  } catch (...) {
-    gst_video_frame_unmap(&frame);
-    throw;
-  }
-  gst_video_frame_unmap(&frame);
+  const sift_cpu::Features f = gstsift::extract_on_cpu(buf, self->info, self->params);
   gst_sift::add_features(buf, guint(GST_VIDEO_INFO_WIDTH(&self->info)), guint(GST_VIDEO_INFO_HEIGHT(&self->info)),
                          f.keypoints, f.descriptors, GstSiftDescriptorFormat(self->params.format));
   gstsift::export_features(buf, self->output_in_use);
@@ -224,7 +191,7 @@ static gboolean sift_have_info(GstSift *self) {
   return self->have_info;
 }
 
-// CPU backend (the CUDA backend's frames go through sift_generate_output).
+// One frame at a time on the CPU backend (frames held in flight go through sift_generate_output).
 static GstFlowReturn sift_transform_ip(GstBaseTransform *trans, GstBuffer *buf) {
   auto *self = GST_SIFT(trans);
   if (!sift_have_info(self)) return GST_FLOW_NOT_NEGOTIATED;
@@ -234,7 +201,7 @@ static GstFlowReturn sift_transform_ip(GstBaseTransform *trans, GstBuffer *buf) 
 // The oldest held frame, its features attached, into *frame.
 static GstFlowReturn sift_finish_oldest(GstSift *self, GstBuffer **frame) {
   return gstcs::guard_flow(GST_ELEMENT(self), "Extracting SIFT features", [&] {
-    GstBuffer *finished = self->cuda->finish_oldest(GST_ELEMENT(self));
+    GstBuffer *finished = self->frames->finish_oldest(GST_ELEMENT(self));
     try {
       gstsift::export_features(finished, self->output_in_use);
     } catch (...) {
@@ -250,14 +217,14 @@ static GstFlowReturn sift_finish_oldest(GstSift *self, GstBuffer **frame) {
 // Once downstream refuses one, the rest are dropped: it would refuse them too.
 static GstFlowReturn sift_drain(GstSift *self) {
   GstFlowReturn ret = GST_FLOW_OK;
-  while (self->cuda && self->cuda->held() > 0) {
+  while (self->frames && self->frames->held() > 0) {
     GstBuffer *frame = nullptr;
     ret = sift_finish_oldest(self, &frame);
     if (ret == GST_FLOW_OK) ret = gst_pad_push(GST_BASE_TRANSFORM_SRC_PAD(self), frame);
     if (ret != GST_FLOW_OK) {
       GST_DEBUG_OBJECT(self, "draining stopped (%s): %zu held frames dropped", gst_flow_get_name(ret),
-                       self->cuda->held());
-      self->cuda->drop_held();
+                       self->frames->held());
+      self->frames->drop_held();
     }
   }
   return ret;
@@ -269,7 +236,7 @@ static GstFlowReturn sift_drain(GstSift *self) {
 // frames are still filling the engines.
 static GstFlowReturn sift_generate_output(GstBaseTransform *trans, GstBuffer **outbuf) {
   auto *self = GST_SIFT(trans);
-  if (!self->cuda) return GST_BASE_TRANSFORM_CLASS(gst_sift_parent_class)->generate_output(trans, outbuf);
+  if (!self->frames) return GST_BASE_TRANSFORM_CLASS(gst_sift_parent_class)->generate_output(trans, outbuf);
   *outbuf = nullptr;
   GstBuffer *input = trans->queued_buf;  // stashed by the default submit_input_buffer
   trans->queued_buf = nullptr;
@@ -295,13 +262,11 @@ static GstFlowReturn sift_generate_output(GstBaseTransform *trans, GstBuffer **o
     gst_buffer_unref(frame);
     return ret;
   }
-  const sift_cpu::Params &p = self->params;
   ret = gstcs::guard_flow(GST_ELEMENT(self), "Extracting SIFT features", [&] {
-    self->cuda->enqueue(frame, self->info, gstsift::engine_format(GstSiftDescriptorFormat(p.format)),
-                        gstsift::GridFilter{p.grid_cols, p.grid_rows, p.max_per_cell});
+    self->frames->enqueue(frame, self->info, self->params);
     return GST_FLOW_OK;
   });
-  if (ret == GST_FLOW_OK && self->cuda->full()) ret = sift_finish_oldest(self, outbuf);
+  if (ret == GST_FLOW_OK && self->frames->full()) ret = sift_finish_oldest(self, outbuf);
   return ret;
 }
 
@@ -320,9 +285,9 @@ static gboolean sift_sink_event(GstBaseTransform *trans, GstEvent *event) {
   auto *self = GST_SIFT(trans);
   // Serialized events arrive on the streaming thread, between frames: the
   // held frames go first (EOS, caps, segment, gap...), or, after a flush, go.
-  if (GST_EVENT_IS_SERIALIZED(event) && self->cuda) {
+  if (GST_EVENT_IS_SERIALIZED(event) && self->frames) {
     if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP) {
-      self->cuda->drop_held();
+      self->frames->drop_held();
       self->gap_before_next = FALSE;
     } else {
       sift_drain(self);
@@ -336,13 +301,13 @@ static gboolean sift_query(GstBaseTransform *trans, GstPadDirection direction, G
   if (gstsift::answer_cuda_context_query(GST_CS_BASE_TRANSFORM(self), query)) return TRUE;
   // Upstream asks for its buffers back (drain) or is about to renegotiate
   // its pool (allocation): both come serialized, on the streaming thread.
-  if (direction == GST_PAD_SINK && self->cuda &&
+  if (direction == GST_PAD_SINK && self->frames &&
       (GST_QUERY_TYPE(query) == GST_QUERY_DRAIN || GST_QUERY_TYPE(query) == GST_QUERY_ALLOCATION))
     sift_drain(self);
   const gboolean answered = GST_BASE_TRANSFORM_CLASS(gst_sift_parent_class)->query(trans, direction, query);
-  if (answered && direction == GST_PAD_SINK && self->cuda && GST_QUERY_TYPE(query) == GST_QUERY_ALLOCATION) {
+  if (answered && direction == GST_PAD_SINK && self->frames && GST_QUERY_TYPE(query) == GST_QUERY_ALLOCATION) {
     // In place, upstream's buffers are the ones held: its pool needs that many more.
-    const guint held = guint(self->cuda->frames_in_flight() - 1);
+    const guint held = guint(self->frames->frames_in_flight() - 1);
     for (guint i = 0; held > 0 && i < gst_query_get_n_allocation_pools(query); ++i) {
       GstBufferPool *pool = nullptr;
       guint size, min, max;
@@ -397,11 +362,11 @@ static void gst_sift_class_init(GstSiftClass *klass) {
   g_object_class_install_property(
       gobject_class, PROP_FRAMES_IN_FLIGHT,
       g_param_spec_int("frames-in-flight", "Frames in flight",
-                       "CUDA backend: frames processed at once, each by its own engine on its own stream (device "
-                       "memory for the pyramids of each). A frame leaves once the next frames-in-flight - 1 frames "
-                       "are enqueued, so the GPU works on the next frame while a frame's results are downloaded; "
-                       "latency grows by frames-in-flight - 1 frames. 1 = each frame finished before the next is "
-                       "read. The CPU backend ignores it",
+                       "Frames processed at once: on CUDA each by its own engine on its own stream (device memory "
+                       "for the pyramids of each), so the GPU works on the next frame while a frame's results are "
+                       "downloaded; on the CPU each by OpenCV on a thread of its own. A frame leaves once the next "
+                       "frames-in-flight - 1 frames are read; latency grows by frames-in-flight - 1 frames. 1 = "
+                       "each frame finished before the next is read (appsrc/appsink in lock step need it)",
                        1, kMaxFramesInFlight, kDefaultFramesInFlight,
                        GParamFlags(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
@@ -436,7 +401,7 @@ static void gst_sift_init(GstSift *self) {
   new (&self->params) sift_cpu::Params();
   self->frames_in_flight = kDefaultFramesInFlight;
   self->have_info = FALSE;
-  self->cuda = nullptr;
+  self->frames = nullptr;
   self->added_latency = 0;
   self->gap_before_next = FALSE;
   gstsift::init_video_filter(GST_BASE_TRANSFORM(self));

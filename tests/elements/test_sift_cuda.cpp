@@ -515,10 +515,12 @@ bool same_keypoints(const Features &a, const Features &b) {
   return true;
 }
 
-TEST(GpuSiftFramesInFlight, AnyCountGivesTheSameFeaturesInTheSameOrder) {
-  CS_REQUIRE_GPU();
+// Frames in flight, on either backend (`backend`: "cpu" or "cuda"): CUDA's
+// engines on their own streams, or OpenCV on a thread per frame.
+void expect_any_count_gives_the_same_features_in_the_same_order(const std::string &backend) {
+  const std::string sift = "sift backend=" + backend;
   const std::vector<cv::Mat> images = moving_pattern(9);
-  const NumberedFeatures serial = run_numbered("sift backend=cuda frames-in-flight=1", images);
+  const NumberedFeatures serial = run_numbered(sift + " frames-in-flight=1", images);
   ASSERT_EQ(serial.numbers, first_numbers(9));
   for (size_t i = 0; i < serial.features.size(); ++i) {
     ASSERT_GT(serial.features[i].keypoints.size(), 100u) << "frame " << i << " should be rich in features";
@@ -526,9 +528,10 @@ TEST(GpuSiftFramesInFlight, AnyCountGivesTheSameFeaturesInTheSameOrder) {
       ASSERT_FALSE(same_keypoints(serial.features[i], serial.features[i - 1])) << "frames should differ";
     }
   }
-  for (const char *middle : {"sift backend=cuda", "sift backend=cuda frames-in-flight=2",
-                             "sift backend=cuda frames-in-flight=3", "sift backend=cuda frames-in-flight=8",
-                             "gpuupload ! video/x-raw(memory:CudaSensing) ! sift backend=cuda frames-in-flight=3"}) {
+  std::vector<std::string> middles = {sift, sift + " frames-in-flight=2", sift + " frames-in-flight=3",
+                                      sift + " frames-in-flight=8"};
+  if (backend == "cuda") middles.push_back("gpuupload ! video/x-raw(memory:CudaSensing) ! " + sift + " frames-in-flight=3");
+  for (const std::string &middle : middles) {
     SCOPED_TRACE(middle);
     const NumberedFeatures held = run_numbered(middle, images);
     ASSERT_EQ(held.numbers, first_numbers(9)) << "every frame, in order";
@@ -539,12 +542,11 @@ TEST(GpuSiftFramesInFlight, AnyCountGivesTheSameFeaturesInTheSameOrder) {
   }
 }
 
-TEST(GpuSiftFramesInFlight, EndOfStreamDeliversEveryHeldFrame) {
-  CS_REQUIRE_GPU();
+void expect_end_of_stream_delivers_every_held_frame(const std::string &backend) {
   const std::vector<cv::Mat> images = moving_pattern(5);
   for (int frames : {1, 2, 5}) {
     for (int in_flight : {1, 2, 3}) {
-      const std::string middle = "sift backend=cuda frames-in-flight=" + std::to_string(in_flight);
+      const std::string middle = "sift backend=" + backend + " frames-in-flight=" + std::to_string(in_flight);
       SCOPED_TRACE(middle + ", " + std::to_string(frames) + " frames");
       const NumberedFeatures got =
           run_numbered(middle, std::vector<cv::Mat>(images.begin(), images.begin() + frames));
@@ -565,10 +567,9 @@ GstBuffer *counted_frame(const cv::Mat &image, int number, int *finalized) {
   return b;
 }
 
-TEST(GpuSiftFramesInFlight, FlushDropsHeldFramesAndLosesNothingAfterIt) {
-  CS_REQUIRE_GPU();
+void expect_flush_drops_held_frames_and_loses_nothing_after_it(const std::string &backend) {
   const std::vector<cv::Mat> images = moving_pattern(5);
-  GstHarness *h = gst_harness_new_parse("sift backend=cuda frames-in-flight=3");
+  GstHarness *h = gst_harness_new_parse(("sift frames-in-flight=3 backend=" + backend).c_str());
   gst_harness_set_src_caps(h, frame_caps(GST_VIDEO_FORMAT_GRAY8, kWidth, kHeight));
   int finalized = 0;
   // Three in flight: the first two frames are held, none out yet.
@@ -598,12 +599,12 @@ TEST(GpuSiftFramesInFlight, FlushDropsHeldFramesAndLosesNothingAfterIt) {
   EXPECT_EQ(finalized, 5);
 }
 
-TEST(GpuSiftFramesInFlight, StopDropsHeldFramesAndCapsChangesDrainThem) {
-  CS_REQUIRE_GPU();
+void expect_stop_drops_held_frames_and_caps_changes_drain_them(const std::string &backend) {
   const std::vector<cv::Mat> images = moving_pattern(3);
+  const std::string sift = "sift frames-in-flight=3 backend=" + backend;
   int finalized = 0;
   {
-    GstHarness *h = gst_harness_new_parse("sift backend=cuda frames-in-flight=3");
+    GstHarness *h = gst_harness_new_parse(sift.c_str());
     gst_harness_set_src_caps(h, frame_caps(GST_VIDEO_FORMAT_GRAY8, kWidth, kHeight));
     ASSERT_EQ(gst_harness_push(h, counted_frame(images[0], 0, &finalized)), GST_FLOW_OK);
     ASSERT_EQ(gst_harness_push(h, counted_frame(images[1], 1, &finalized)), GST_FLOW_OK);
@@ -613,7 +614,7 @@ TEST(GpuSiftFramesInFlight, StopDropsHeldFramesAndCapsChangesDrainThem) {
   }
   {
     // New caps (a smaller frame): the frames held under the old caps leave first, with their own size.
-    GstHarness *h = gst_harness_new_parse("sift backend=cuda frames-in-flight=3");
+    GstHarness *h = gst_harness_new_parse(sift.c_str());
     gst_harness_set_src_caps(h, frame_caps(GST_VIDEO_FORMAT_GRAY8, kWidth, kHeight));
     ASSERT_EQ(gst_harness_push(h, counted_frame(images[0], 0, &finalized)), GST_FLOW_OK);
     ASSERT_EQ(gst_harness_push(h, counted_frame(images[1], 1, &finalized)), GST_FLOW_OK);
@@ -637,18 +638,34 @@ TEST(GpuSiftFramesInFlight, StopDropsHeldFramesAndCapsChangesDrainThem) {
   EXPECT_EQ(finalized, 5);
 }
 
-TEST(GpuSiftFramesInFlight, ABadFrameIsAnErrorNotASilentDrop) {
-  CS_REQUIRE_GPU();
+void expect_a_bad_frame_is_an_error_not_a_silent_drop(const std::string &backend) {
   const std::vector<cv::Mat> images = moving_pattern(2);
   std::vector<GstBuffer *> frames = {make_frame(images[0], GST_VIDEO_FORMAT_GRAY8),
                                      make_frame(images[1], GST_VIDEO_FORMAT_GRAY8),
                                      gst_buffer_new_allocate(nullptr, 100, nullptr)};  // too short for the caps
-  RunResult r = run("sift backend=cuda frames-in-flight=2", frame_caps(GST_VIDEO_FORMAT_GRAY8, kWidth, kHeight),
+  RunResult r = run("sift frames-in-flight=2 backend=" + backend, frame_caps(GST_VIDEO_FORMAT_GRAY8, kWidth, kHeight),
                     frames);
   EXPECT_NE(r.error.find("Extracting SIFT features"), std::string::npos) << r.everything();
-  EXPECT_NE(r.everything().find("cannot hold"), std::string::npos) << r.everything();
+  EXPECT_NE(r.everything().find(backend == "cuda" ? "cannot hold" : "cannot map the frame"), std::string::npos)
+      << r.everything();
   for (GstBuffer *b : r.buffers) EXPECT_NE(gst_buffer_get_sift_features_meta(b), nullptr);
 }
+
+#define FRAMES_IN_FLIGHT_TEST(name, check)  \
+  TEST(SiftFramesInFlight, name) { check("cpu"); } \
+  TEST(GpuSiftFramesInFlight, name) {       \
+    CS_REQUIRE_GPU();                       \
+    check("cuda");                          \
+  }
+FRAMES_IN_FLIGHT_TEST(AnyCountGivesTheSameFeaturesInTheSameOrder,
+                      expect_any_count_gives_the_same_features_in_the_same_order)
+FRAMES_IN_FLIGHT_TEST(EndOfStreamDeliversEveryHeldFrame, expect_end_of_stream_delivers_every_held_frame)
+FRAMES_IN_FLIGHT_TEST(FlushDropsHeldFramesAndLosesNothingAfterIt,
+                      expect_flush_drops_held_frames_and_loses_nothing_after_it)
+FRAMES_IN_FLIGHT_TEST(StopDropsHeldFramesAndCapsChangesDrainThem,
+                      expect_stop_drops_held_frames_and_caps_changes_drain_them)
+FRAMES_IN_FLIGHT_TEST(ABadFrameIsAnErrorNotASilentDrop, expect_a_bad_frame_is_an_error_not_a_silent_drop)
+#undef FRAMES_IN_FLIGHT_TEST
 
 TEST(GpuSiftOverlay, DeviceFramesAreDrawnLikeSystemFrames) {
   CS_REQUIRE_GPU();

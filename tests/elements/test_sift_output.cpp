@@ -589,7 +589,7 @@ TEST(SiftMatch, PreviousFrameHomographyIsCloseToTheTruth) {
 // afresh: the frame after it has nothing to match, as a stream's first.
 void expect_flush_and_new_stream_forget_the_previous_frame(const std::string &matcher) {
   const Pair p = rotated_pair(cs_test::fresh_seed());
-  GstHarness *h = gst_harness_new_parse(("sift backend=cpu ! " + matcher).c_str());
+  GstHarness *h = gst_harness_new_parse(("sift backend=cpu frames-in-flight=1 ! " + matcher).c_str());
   gst_harness_set_src_caps(h, frame_caps(GST_VIDEO_FORMAT_GRAY8, 320, 240));
   // The matches meta of the frame pushed through (its count, and the reference's keypoints).
   auto push = [&](const cv::Mat &frame) -> std::pair<guint, guint> {
@@ -649,9 +649,14 @@ TEST(SiftQos, EveryVideoElementHandlesQosByDefault) {
 }
 
 TEST(SiftQos, LateFramesAreDroppedBeforeAnyWork) {
+  expect_late_frames_dropped("sift name=dropper backend=cpu frames-in-flight=1", "dropper");
+  // Frames held in flight: those from before the gap still leave first, and the mark stays on the frame after it.
   expect_late_frames_dropped("sift name=dropper backend=cpu", "dropper");
-  expect_late_frames_dropped("sift backend=cpu qos=false ! siftoverlay name=dropper", "dropper");
-  expect_late_frames_dropped("sift backend=cpu qos=false ! siftmatch name=dropper backend=cpu", "dropper");
+  expect_late_frames_dropped("sift name=dropper backend=cpu frames-in-flight=3", "dropper");
+  // (sift one frame at a time, so that the first frame has passed the dropper before the QoS event)
+  expect_late_frames_dropped("sift backend=cpu qos=false frames-in-flight=1 ! siftoverlay name=dropper", "dropper");
+  expect_late_frames_dropped("sift backend=cpu qos=false frames-in-flight=1 ! siftmatch name=dropper backend=cpu",
+                             "dropper");
 }
 
 TEST(SiftQos, WithQosOffEveryFrameIsProcessed) {
