@@ -1,5 +1,7 @@
 #include "common/cuda_runtime.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <mutex>
 
@@ -23,6 +25,11 @@ std::string format_bytes(size_t bytes) {
   else
     std::snprintf(buf, sizeof buf, "%.2f %s (%zu bytes)", v, units[u], bytes);
   return buf;
+}
+
+size_t host_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? size_t(pages) * size_t(page) : 0;
 }
 
 Stream &Stream::operator=(Stream &&o) noexcept {

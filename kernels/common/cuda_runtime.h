@@ -141,4 +141,7 @@ class Event {
 // "1.50 GiB" style sizes for messages.
 std::string format_bytes(size_t bytes);
 
+// The host's physical memory, 0 when it cannot be told.
+size_t host_memory_bytes();
+
 }  // namespace cs

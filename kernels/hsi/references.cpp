@@ -15,8 +15,9 @@ std::vector<int> select_bands(size_t band_count, const std::vector<uint8_t> &bbl
                                 std::to_string(band_count) + " bands");
   const size_t last = std::min(last_band, band_count - 1);
   if (first_band > last)
-    throw std::invalid_argument("band range " + std::to_string(first_band) + ".." + std::to_string(last_band) +
-                                " selects no band of the cube's " + std::to_string(band_count));
+    throw std::invalid_argument("band range " + std::to_string(first_band) + ".." + std::to_string(last) +
+                                " selects no band of the cube's " + std::to_string(band_count) + " (0.." +
+                                std::to_string(band_count - 1) + ")");
   std::vector<int> bands;
   for (size_t b = first_band; b <= last; ++b)
     if (!honour_bbl || bbl.empty() || bbl[b]) bands.push_back(int(b));

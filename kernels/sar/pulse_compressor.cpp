@@ -47,6 +47,7 @@ std::vector<std::complex<double>> reference_spectrum(const PulseCompressionConfi
   }
   double energy = 0;
   for (const auto &v : r) energy += std::norm(v);
+  require(std::isfinite(energy), "the reference waveform has samples that are not finite numbers (NaN or infinite)");
   require(energy > 0, "the reference waveform is empty (pulse shorter than a sample?)");
   std::vector<std::complex<double>> spectrum(static_cast<size_t>(n));
   {
@@ -215,9 +216,18 @@ CpuPulseCompressor::Plans &CpuPulseCompressor::plans_for(int64_t batch) {
   const int n = static_cast<int>(tables_.input_length), m = static_cast<int>(tables_.output_length);
   const int b = static_cast<int>(batch);
   std::lock_guard<std::mutex> lock(fftw_planner_mutex());
-  p->output = fftwf_alloc_complex(static_cast<size_t>(batch * tables_.output_length));
+  // Checked: FFTW plans even for arrays it failed to allocate.
+  auto allocate = [&](int64_t length) {
+    fftwf_complex *block = fftwf_alloc_complex(static_cast<size_t>(batch * length));
+    if (!block)
+      throw std::runtime_error("pulse compression: cannot allocate " +
+                               std::to_string(batch * length * int64_t(sizeof(fftwf_complex))) +
+                               " bytes for a batch of " + std::to_string(batch) + " pulses");
+    return block;
+  };
+  p->output = allocate(tables_.output_length);
   if (config_.domain == Domain::TOA) {
-    p->input = fftwf_alloc_complex(static_cast<size_t>(batch * tables_.input_length));
+    p->input = allocate(tables_.input_length);
     p->forward = fftwf_plan_many_dft(1, &n, b, p->input, nullptr, 1, n, p->input, nullptr, 1, n, FFTW_FORWARD,
                                      FFTW_ESTIMATE);
   }

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <mutex>
+#include <new>
 
 #include "common/device_resources.h"
 #include "gstcs-cxx.h"
@@ -43,6 +44,8 @@ static GstMemory *checked_alloc_vfunc(GstAllocator *allocator, gsize size, GstAl
 
 static void gst_cs_checked_allocator_class_init(GstCsCheckedAllocatorClass *klass) {
   GST_ALLOCATOR_CLASS(klass)->alloc = checked_alloc_vfunc;
+  // Its warnings log here too, also where no device allocator was ever made (CPU backends).
+  GST_DEBUG_CATEGORY_INIT(gst_cs_memory_debug, "csmemory", 0, "gst-cuda-sensing device memory");
 }
 
 static void gst_cs_checked_allocator_init(GstCsCheckedAllocator *) {}
@@ -203,6 +206,10 @@ void post_error(GstElement *element, const char *doing, const std::exception &er
       GST_ELEMENT_ERROR(element, RESOURCE, NO_SPACE_LEFT, ("%s: %s", doing, error.what()), (nullptr));
     else
       GST_ELEMENT_ERROR(element, RESOURCE, FAILED, ("%s: CUDA error: %s", doing, error.what()), (nullptr));
+  } else if (dynamic_cast<const std::bad_alloc *>(&error)) {
+    // Where the size is known the code says so; this is what remains.
+    GST_ELEMENT_ERROR(element, RESOURCE, NO_SPACE_LEFT, ("%s: not enough host memory", doing),
+                      ("%s: the settings ask for more memory than the host can give", error.what()));
   } else {
     GST_ELEMENT_ERROR(element, STREAM, FAILED, ("%s: %s", doing, error.what()), (nullptr));
   }

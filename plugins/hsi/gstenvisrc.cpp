@@ -74,11 +74,19 @@ static gboolean envi_src_start(GstBaseSrc *base) {
                       ("%s", e.what()));
     return FALSE;
   }
+  const cs::hsi::EnviHeader &h = reader->header();
+  // Every line's time, and its time in a seek (signed), within GStreamer's clock.
+  if (self->line_duration > 0 && guint64(h.lines) > guint64(G_MAXINT64) / self->line_duration) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("line-duration is too long for an image of %zu lines", h.lines),
+                      ("%zu lines of %" G_GUINT64_FORMAT " ns pass GStreamer's time range (2^63 ns)", h.lines,
+                       self->line_duration));
+    delete reader;
+    return FALSE;
+  }
   GST_OBJECT_LOCK(self);
   reader->set_read_threads(int(self->read_threads));
   self->reader = reader;  // get_caps reads it under the lock
   GST_OBJECT_UNLOCK(self);
-  const cs::hsi::EnviHeader &h = reader->header();
   if (h.is_spectral_library())
     GST_WARNING_OBJECT(self, "%s is an ENVI spectral library, streamed as an image of %zu lines", self->location,
                        h.lines);
@@ -118,7 +126,10 @@ static GstCaps *envi_src_get_caps(GstBaseSrc *base, GstCaps *filter) {
   GST_OBJECT_LOCK(self);
   if (self->reader) {
     std::string warning;
-    caps = hsi_caps::caps_from_header(self->reader->header(), self->lines_per_buffer, &warning);
+    // A block holds at most the whole image.
+    const size_t block_lines =
+        std::max<size_t>(1, std::min<size_t>(self->lines_per_buffer, self->reader->header().lines));
+    caps = hsi_caps::caps_from_header(self->reader->header(), block_lines, &warning);
     if (!warning.empty()) GST_WARNING_OBJECT(self, "%s", warning.c_str());
   } else {
     caps = gst_pad_get_pad_template_caps(GST_BASE_SRC_PAD(base));

@@ -515,11 +515,13 @@ static gboolean classify_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstC
     }
   }
   GstVideoInfo out_info;
-  if (!st->rules && (!gst_video_info_from_caps(&out_info, outcaps) || GST_VIDEO_INFO_FORMAT(&out_info) != p->video_format() ||
-      GST_VIDEO_INFO_WIDTH(&out_info) != int(p->stream.header.samples))) {
+  const bool described = st->rules || gst_video_info_from_caps(&out_info, outcaps);
+  if (!st->rules && (!described || GST_VIDEO_INFO_FORMAT(&out_info) != p->video_format() ||
+                     GST_VIDEO_INFO_WIDTH(&out_info) != int(p->stream.header.samples))) {
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Output caps do not fit the class map"),
-                      ("%zu classes need %s of width %zu, got %" GST_PTR_FORMAT, p->classifier->class_count(),
-                       gst_video_format_to_string(p->video_format()), p->stream.header.samples, outcaps));
+                      ("%zu classes need %s of width %zu, got %" GST_PTR_FORMAT "%s", p->classifier->class_count(),
+                       gst_video_format_to_string(p->video_format()), p->stream.header.samples, outcaps,
+                       described ? "" : " (too large for a video frame: fewer lines per block)"));
     return FALSE;
   }
   if (st->gpu && st->cuda_for != p) {

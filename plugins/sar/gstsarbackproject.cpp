@@ -53,6 +53,8 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -167,6 +169,7 @@ struct BackprojectState {
 
   // Aperture schedule: image k covers stream pulses [k * stride, k * stride + aperture).
   bool incremental = false;  // stride < aperture: images move on by add / subtract
+  bool warned_stride_unused = false;
   int64_t capacity = 0;      // ring slots (pulse n lives in slot n % capacity)
   int64_t pulses_seen = 0;   // pulses of the stream so far
   int64_t next_image = 0;
@@ -391,6 +394,13 @@ static gboolean bp_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *o
   GST_OBJECT_UNLOCK(self);
   st->settings = s;
   st->settings.stride = s.stride > 0 ? s.stride : s.aperture;
+  if (s.aperture == 0 && s.stride > 0 && !st->warned_stride_unused) {
+    GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS, ("stride is not used without an aperture"),
+                        ("aperture=0 forms one image of the whole stream; stride %" G_GINT64_FORMAT
+                         " moves sliding apertures (set aperture too)",
+                         s.stride));
+    st->warned_stride_unused = true;
+  }
   st->profiles = f;
   st->compression = gstsar::compression_of(f);
   st->negotiated = false;
@@ -423,7 +433,14 @@ static gboolean bp_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *o
                       plan.resident.size(), cs::format_bytes(st->device_budget).c_str(),
                       plan.all_resident() ? "" : "; the others paged from page-locked host memory");
     } else {
-      st->host_ring.assign(ring_values, Cf());
+      try {
+        st->host_ring.assign(ring_values, Cf());
+      } catch (const std::bad_alloc &) {
+        throw std::runtime_error("the ring of " + std::to_string(st->capacity) + " range profiles of " +
+                                 std::to_string(f.bins_per_pulse) + " bins needs " +
+                                 cs::format_bytes(ring_values * sizeof(Cf)) +
+                                 " of host memory, more than there is: a shorter aperture or stride, or fewer bins");
+      }
       st->image = std::make_unique<cs::sar::BandedImage>(set.width, bands_of(set));
     }
     st->negotiated = true;

@@ -159,6 +159,11 @@ static cs::sar::PulseCompressionConfig make_config(GstSarPulseCompress *self, co
   c.chirp = {f.chirp_rate_hz_per_s, f.chirp_duration_s};
   if (read_reference && f.domain == Domain::TOA && !reference.empty())
     c.reference_waveform = read_reference_waveform(reference);
+  if (read_reference && f.domain == Domain::FX && !reference.empty())  // deramped samples have no waveform to match
+    GST_ELEMENT_WARNING(self, STREAM, FORMAT, ("reference-location is not used for this stream"),
+                        ("%s holds a time-domain waveform; the stream is in the frequency domain (deramped "
+                         "samples, compressed by the FFT alone)",
+                         reference.c_str()));
   c.frequency_step_hz = f.frequency_step_hz;
   c.sgn = f.phase_sign;
   c.max_pulses_per_block = pulses_per_call(self->state && self->state->gpu, f.samples_per_pulse * c.upsample);

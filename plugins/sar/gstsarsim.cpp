@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "../core/gstcs-cxx.h"
+#include "common/cuda_runtime.h"
 #include "sar-common.h"
 #include "sar-enums.h"
 #include "sar/simulator.h"
@@ -61,6 +62,10 @@ std::vector<cs::sar::PointTarget> parse_targets(const std::string &text) {
     if (v.size() != 4)
       throw std::invalid_argument("target " + std::to_string(index) + " ('" + item +
                                   "') needs four numbers x,y,z,amplitude");
+    // Samples are float32: an amplitude they cannot hold would come out infinite.
+    if (!(std::abs(v[3]) <= 1e30) || !std::isfinite(phase_deg))
+      throw std::invalid_argument("target " + std::to_string(index) + " ('" + item +
+                                  "'): the amplitude must be a finite number of at most 1e30 (samples are float32)");
     cs::sar::PointTarget t;
     t.position = {v[0], v[1], v[2]};
     t.amplitude = std::polar(v[3], phase_deg * M_PI / 180.0);
@@ -152,6 +157,8 @@ static gboolean sim_start(GstBaseSrc *src) {
   c.noise_seed = self->seed;
   const std::string targets = self->targets ? self->targets : "";
   const bool ci16 = self->format == GST_SAR_SAMPLE_FORMAT_CI16;
+  const gint64 pulses_per_buffer = self->num_pulses > 0 ? MIN(gint64(self->pulses_per_buffer), self->num_pulses)
+                                                        : gint64(self->pulses_per_buffer);
   GST_OBJECT_UNLOCK(self);
   try {
     c.targets = parse_targets(targets);
@@ -161,6 +168,16 @@ static gboolean sim_start(GstBaseSrc *src) {
     f.format = ci16 ? gstsar::WireFormat::CI16 : gstsar::WireFormat::CF32;
     f.samples_per_pulse = st->sim->samples_per_pulse();
     if (f.samples_per_pulse > G_MAXINT) throw std::invalid_argument("too many samples per pulse");
+    // A block is made whole before it is pushed (CI16: also as complex floats first): refused at
+    // once where the host could not hold it, rather than after downstream has set up for it.
+    const double block_bytes = double(f.samples_per_pulse) * double(pulses_per_buffer) * (ci16 ? 12.0 : 8.0);
+    const size_t memory = cs::host_memory_bytes();
+    if (memory && block_bytes > double(memory))
+      throw std::invalid_argument(
+          "a block of " + std::to_string(pulses_per_buffer) + " pulses of " + std::to_string(f.samples_per_pulse) +
+          " samples needs " + cs::format_bytes(size_t(std::min(block_bytes, 1.8e19))) + ", more than this host's " +
+          cs::format_bytes(memory) + ": fewer pulses-per-buffer, or fewer samples per pulse (samples-per-pulse, "
+          "or pulse-length and sample-rate)");
     f.domain = c.domain;
     f.center_frequency_hz = c.center_frequency_hz;
     f.bandwidth_hz = c.bandwidth_hz;

@@ -94,6 +94,10 @@ static gboolean sift_start(GstCsBaseTransform *base) {
   p.grid_cols = output.grid_cols;
   p.grid_rows = output.grid_rows;
   p.max_per_cell = output.max_per_cell;
+  if (const std::string problem = gstsift::grid_filter_problem(output); !problem.empty()) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Incomplete grid filter"), ("%s", problem.c_str()));
+    return FALSE;
+  }
   self->output_in_use = output;
   self->have_info = FALSE;
   self->gap_before_next = FALSE;

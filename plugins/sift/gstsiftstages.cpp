@@ -419,6 +419,10 @@ static GstFlowReturn describe_transform_ip(GstBaseTransform *trans, GstBuffer *b
   GST_OBJECT_LOCK(self);
   const gstsift::OutputSettings output = self->output;
   GST_OBJECT_UNLOCK(self);
+  if (const std::string problem = gstsift::grid_filter_problem(output); !problem.empty()) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Incomplete grid filter"), ("%s", problem.c_str()));
+    return GST_FLOW_ERROR;
+  }
   return gstcs::guard_flow(GST_ELEMENT(trans), "Describing SIFT keypoints", [&] {
     const cs::sift::DescriptorFormat format = gstsift::engine_format(output.descriptor_format);
     std::shared_ptr<const cs::sift::Result> result;

@@ -137,6 +137,14 @@ cs::sift::Params engine_params(const EngineSettings &s) {
   return p;
 }
 
+std::string grid_filter_problem(const OutputSettings &s) {
+  const int set = (s.grid_cols > 0) + (s.grid_rows > 0) + (s.max_per_cell > 0);
+  if (set == 0 || set == 3) return "";
+  return "grid-cols=" + std::to_string(s.grid_cols) + ", grid-rows=" + std::to_string(s.grid_rows) +
+         ", max-per-cell=" + std::to_string(s.max_per_cell) +
+         ": the grid filter needs all three set (or all 0 for no filter)";
+}
+
 void export_features(GstBuffer *frame, const OutputSettings &s) {
   if (!s.custom_meta) return;
   if (const GstSiftFeaturesMeta *meta = gst_buffer_get_sift_features_meta(frame))

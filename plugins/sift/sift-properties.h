@@ -7,6 +7,8 @@
 #include <glib-object.h>
 #include <gst/base/gstbasetransform.h>
 
+#include <string>
+
 #include "gst/cudasensing/sift/gstsiftfeaturesmeta.h"
 #include "sift/sift_cuda.h"
 
@@ -38,6 +40,10 @@ bool set_output_property(OutputSettings &s, guint index, const GValue *value);
 bool get_output_property(const OutputSettings &s, guint index, GValue *value);
 
 cs::sift::Params engine_params(const EngineSettings &s);
+
+// Why the grid filter settings cannot be used ("" when they can): the filter
+// needs grid-cols, grid-rows and max-per-cell all set, or none (off).
+std::string grid_filter_problem(const OutputSettings &s);
 
 // With `custom-meta` set, adds the frame's features once more as the
 // GstCustomMeta that language bindings read (gstsiftfeaturesmeta.h).

@@ -251,6 +251,38 @@ TEST(EnviSrcErrors, MissingFileAndNoLocation) {
   EXPECT_NE(r.error.find("No file name"), std::string::npos) << r.everything();
 }
 
+// Line times beyond GStreamer's clock (2^63 ns) are refused at the start,
+// not wrapped around.
+TEST(EnviSrcErrors, LineDurationBeyondTheClockIsRefused) {
+  ScratchDir dir;
+  SyntheticCube cube;  // 10 lines
+  cube.write(dir.file("c"), cs_test::random_bytes(cube.samples * cube.lines * cube.bands * 4, cs_test::fresh_seed()));
+  RunResult r = run_pipeline(launch_envisrc(dir.file("c.hdr"), 4, "line-duration=1000000000000000000"));
+  EXPECT_NE(r.error.find("line-duration is too long"), std::string::npos) << r.everything();
+  EXPECT_EQ(r.samples.size(), 0u);
+  r = run_pipeline(launch_envisrc(dir.file("c.hdr"), 4, "line-duration=900000000000000000"));  // 9e18 ns, just fits
+  EXPECT_EQ(r.error, "") << r.everything();
+  ASSERT_EQ(r.samples.size(), 3u);
+  EXPECT_EQ(GST_BUFFER_PTS(r.samples[2].buffer), 8 * 900000000000000000ull);
+}
+
+// A block holds at most the scene: lines-per-buffer beyond it gives one
+// block of the scene's lines, which hsiclassify classifies (its class map's
+// height is the block's, not the property's).
+TEST(EnviSrc, LinesPerBufferBeyondTheSceneIsOneBlock) {
+  ScratchDir dir;
+  const std::string cube = hsi_element_test::write_small_cube(dir);  // 10 lines
+  hsi_test::write_text(dir.file("lib.csv"), "wavelength (nm), a, b\n450, 0.1, 0.2\n550, 0.2, 0.3\n650, 0.3, 0.1\n"
+                                            "750, 0.3, 0.1\n850, 0.3, 0.1\n");
+  const RunResult r = run_pipeline("envisrc location=" + cube + " lines-per-buffer=100000000 ! hsiclassify backend=cpu "
+                                   "library=" + dir.file("lib.csv") + " ! appsink name=sink");
+  ASSERT_EQ(r.error, "") << r.everything();
+  ASSERT_EQ(r.samples.size(), 1u);
+  int height = 0;
+  gst_structure_get_int(gst_caps_get_structure(r.samples[0].caps, 0), "height", &height);
+  EXPECT_EQ(height, 10);
+}
+
 TEST(EnviSrcErrors, UnsupportedDataTypeNamesTheKey) {
   ScratchDir dir;
   SyntheticCube cube;

@@ -2,9 +2,13 @@
 #include <glib/gstdio.h>
 #include <gst/check/gstharness.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <complex>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -237,21 +241,52 @@ TEST(SarSimSettings, BadTargetListIsAClearError) {
   PipelineRun run2;
   run_pipeline("sarsim targets=\"1,2,x,1\" ! appsink name=out", &run2);
   EXPECT_NE(run2.error.find("'x' is not a number"), std::string::npos) << run2.error;
+  PipelineRun huge;
+  run_pipeline("sarsim targets=\"0,0,0,1e300\" ! appsink name=out", &huge);
+  EXPECT_NE(huge.error.find("float32"), std::string::npos) << huge.error;
   PipelineRun run3;
   run_pipeline("sarsim sample-rate=1e6 ! appsink name=out", &run3);  // below the 150 MHz bandwidth
   EXPECT_NE(run3.error.find("simulation"), std::string::npos) << run3.error;
 }
 
-// A block larger than any machine's memory (2^54 bytes) is an element error
-// that says how much was asked, not the end of the process.
+// A block larger than the host's memory is refused at the start, saying how
+// much was asked and what to change (before downstream sets up for it).
 TEST(SarSimSettings, BlockTooLargeForMemoryIsAnError) {
   PipelineRun run;
   run_pipeline("sarsim num-pulses=1048576 pulses-per-buffer=1048576 samples-per-pulse=2147483647 ! "
                "appsink name=out sync=false",
                &run);
   const std::string bytes = std::to_string(uint64_t(1048576) * 2147483647 * 8);
-  EXPECT_NE(run.error.find("Cannot allocate a buffer of " + bytes + " bytes"), std::string::npos) << run.error;
+  EXPECT_NE(run.error.find("a block of 1048576 pulses of 2147483647 samples needs"), std::string::npos) << run.error;
+  EXPECT_NE(run.error.find(bytes + " bytes), more than this host's"), std::string::npos) << run.error;
   EXPECT_TRUE(run.samples.empty());
+  PipelineRun long_pulse;  // a 1 s chirp at 180 MHz: 1.8e8 samples a pulse
+  run_pipeline("sarsim num-pulses=128 pulses-per-buffer=512 pulse-length=1 ! appsink name=out sync=false", &long_pulse);
+  EXPECT_NE(long_pulse.error.find("pulse-length"), std::string::npos) << long_pulse.error;
+}
+
+// A block the host could hold but the process cannot allocate (a limit on
+// its address space) is an element error saying how much was asked. Runs in
+// a child process (the limit would hold the rest of the tests back).
+namespace {
+[[noreturn]] void allocate_a_block_beyond_the_address_space() {
+  gst_object_unref(gst_element_factory_make("sarsim", nullptr));  // the plugin (and cuFFT) loaded first
+  std::ifstream statm("/proc/self/statm");
+  size_t pages = 0;
+  statm >> pages;
+  const rlim_t room = rlim_t(pages) * rlim_t(sysconf(_SC_PAGESIZE)) + (rlim_t(256) << 20);
+  const rlimit limit{room, room};
+  setrlimit(RLIMIT_AS, &limit);
+  PipelineRun run;  // 64 pulses of 4 Mi CF32 samples: a 2 GiB block
+  run_pipeline("sarsim num-pulses=64 pulses-per-buffer=64 samples-per-pulse=4194304 ! appsink name=out", &run);
+  std::fprintf(stderr, "%s\n", run.error.c_str());
+  std::exit(run.error.find("Cannot allocate a buffer of 2147483648 bytes") != std::string::npos ? 0 : 1);
+}
+}  // namespace
+
+TEST(SarSimSettings, BlockTheProcessCannotAllocateIsAnError) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(allocate_a_block_beyond_the_address_space(), ::testing::ExitedWithCode(0), "Cannot allocate");
 }
 
 // ---------------------------------------------------------------- CPHD

@@ -8,6 +8,7 @@
 #include <complex>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -200,6 +201,17 @@ TEST(SarPulseCompressReference, WaveformFileReplacesTheChirp) {
                                           "! fakesink",
                &missing);
   EXPECT_NE(missing.error.find("/nonexistent.cf32"), std::string::npos) << missing.error;
+  {
+    std::vector<std::complex<float>> broken = reference;
+    broken[broken.size() / 2] = {std::numeric_limits<float>::quiet_NaN(), 0.0f};
+    std::ofstream f(file.path(), std::ios::binary | std::ios::trunc);
+    f.write(reinterpret_cast<const char *>(broken.data()), std::streamsize(broken.size() * 8));
+  }
+  PipelineRun nan;  // said to be what it is, not an empty waveform
+  run_pipeline(sim_launch(domain, 1, 1) + " ! sarpulsecompress backend=cpu reference-location=" + file.path() +
+                   " ! fakesink",
+               &nan);
+  EXPECT_NE(nan.error.find("not finite numbers"), std::string::npos) << nan.error;
   PipelineRun folder;  // a directory opens as a stream of 2^63 - 1 bytes: said to be a directory instead
   run_pipeline(sim_launch(domain, 1, 1) + " ! sarpulsecompress backend=cpu reference-location=/ ! fakesink", &folder);
   EXPECT_NE(folder.error.find("'/' is a directory"), std::string::npos) << folder.error;

@@ -319,6 +319,18 @@ TEST(SiftElement, ShortFrameBufferIsAClearError) {
   EXPECT_NE(r.error.find("cannot map the frame"), std::string::npos) << r.everything();
 }
 
+// The grid filter takes its three settings together: one or two of them set
+// is an error naming them, not a filter silently off.
+TEST(SiftElement, IncompleteGridFilterIsAClearError) {
+  const cv::Mat bgr = textured_bgr(64, 48, 1);
+  for (const char *grid : {"grid-cols=4 max-per-cell=2", "grid-rows=4 max-per-cell=2", "grid-cols=4 grid-rows=4"}) {
+    RunResult r = run(std::string("sift backend=cpu ") + grid, frame_caps(GST_VIDEO_FORMAT_GRAY8, 64, 48),
+                      {make_frame(bgr, GST_VIDEO_FORMAT_GRAY8)});
+    EXPECT_NE(r.error.find("Incomplete grid filter"), std::string::npos) << grid << ": " << r.everything();
+    EXPECT_NE(r.everything().find("needs all three"), std::string::npos) << r.everything();
+  }
+}
+
 TEST(SiftElement, UpsampleFalseIsRefusedOnTheCpuBackend) {
   const cv::Mat bgr = textured_bgr(64, 48, 1);
   RunResult r = run("sift backend=cpu upsample=false", frame_caps(GST_VIDEO_FORMAT_GRAY8, 64, 48),
