@@ -217,6 +217,19 @@ TEST(SarSimSettings, EndlessStreamKeepsGoing) {
   EXPECT_EQ(gst_buffer_get_sar_pulse_meta(run.buffer(6))->first_pulse, 12u);
 }
 
+// An endless stream whose times would pass GStreamer's clock (2^63 ns, here
+// after 9.2 million pulses at 0.001 Hz) ends with an error there, instead of
+// timestamps stuck at the clock's end.
+TEST(SarSimSettings, TimesBeyondTheClockEndTheStream) {
+  PipelineRun run;
+  run_pipeline("sarsim num-pulses=-1 pulses-per-buffer=1048576 samples-per-pulse=2 prf=0.001 ! "
+               "appsink name=out sync=false",
+               &run);
+  EXPECT_NE(run.error.find("clock range"), std::string::npos) << run.error;
+  ASSERT_EQ(run.samples.size(), 8u) << "the blocks before it";
+  EXPECT_LT(GST_BUFFER_PTS(run.buffer(7)), GstClockTime(G_MAXINT64));
+}
+
 TEST(SarSimSettings, StripmapReferencePointFollowsThePlatform) {
   PipelineRun spot, strip;
   run_pipeline(sarsim(Domain::FX, 3, 3) + " ! appsink name=out sync=false", &spot);
