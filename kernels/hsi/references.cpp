@@ -48,6 +48,13 @@ std::vector<size_t> requested_entries(const SpectralLibrary &library, const Refe
   }
   if (request.names.empty() && request.indices.empty())
     for (size_t i = 0; i < library.entries(); ++i) entries.push_back(i);
+  // The later of two equal classes could never be a pixel's: a listing mistake.
+  for (size_t k = 0; k < entries.size(); ++k)
+    for (size_t j = 0; j < k; ++j)
+      if (entries[j] == entries[k])
+        throw std::invalid_argument(library.source + ": entry " + std::to_string(entries[k]) + " ('" +
+                                    library.names[entries[k]] + "') is listed twice (classes " +
+                                    std::to_string(j + 1) + " and " + std::to_string(k + 1) + ")");
   return entries;
 }
 

@@ -397,6 +397,8 @@ TEST(HsiClassifyErrors, UnknownEntryAndEmptyBandRange) {
   EXPECT_NE(r.error_debug.find("nonesuch"), std::string::npos) << r.everything();
   r = run_pipeline(classify_launch(cube, 3, "backend=cpu first-band=4 last-band=2 library=\"" + dir.file("lib.csv") + "\""));
   EXPECT_EQ(r.error_source, "hsiclassify0") << r.everything();
+  r = run_pipeline(classify_launch(cube, 3, "backend=cpu entries=\"a, b, 0\" library=\"" + dir.file("lib.csv") + "\""));
+  EXPECT_NE(r.error_debug.find("entry 0 ('a') is listed twice (classes 1 and 3)"), std::string::npos) << r.everything();
   // A clean run with the same library, for contrast.
   r = run_pipeline(classify_launch(cube, 3, "backend=cpu entries=\"b,0\" library=\"" + dir.file("lib.csv") + "\""));
   EXPECT_TRUE(r.error.empty()) << r.everything();
