@@ -530,7 +530,8 @@ void expect_any_count_gives_the_same_features_in_the_same_order(const std::strin
   }
   std::vector<std::string> middles = {sift, sift + " frames-in-flight=2", sift + " frames-in-flight=3",
                                       sift + " frames-in-flight=8"};
-  if (backend == "cuda") middles.push_back("gpuupload ! video/x-raw(memory:CudaSensing) ! " + sift + " frames-in-flight=3");
+  if (backend == "cuda")
+    middles.push_back("gpuupload ! video/x-raw(memory:CudaSensing) ! " + sift + " frames-in-flight=3");
   for (const std::string &middle : middles) {
     SCOPED_TRACE(middle);
     const NumberedFeatures held = run_numbered(middle, images);

@@ -381,7 +381,8 @@ TEST(SiftElement, FramesInFlightPropertyIsDocumentedAndRoundTrips) {
 // Properties read at start cannot change while the element runs: the change is
 // refused with a warning on the bus, and the value read back is the one in use.
 TEST(SiftElement, StartPropertiesAreRefusedWhileRunning) {
-  GstHarness *h = gst_harness_new_parse("sift backend=cpu n-features=7 frames-in-flight=1");  // each frame out as it goes in
+  // one frame at a time: each frame out as it goes in
+  GstHarness *h = gst_harness_new_parse("sift backend=cpu n-features=7 frames-in-flight=1");
   gst_harness_set_src_caps(h, frame_caps(GST_VIDEO_FORMAT_GRAY8, kWidth, kHeight));
   const cv::Mat bgr = textured_bgr(kWidth, kHeight, cs_test::fresh_seed());
   ASSERT_EQ(gst_harness_push(h, make_frame(bgr, GST_VIDEO_FORMAT_GRAY8)), GST_FLOW_OK);

@@ -661,8 +661,8 @@ TEST(SiftQos, LateFramesAreDroppedBeforeAnyWork) {
 
 TEST(SiftQos, WithQosOffEveryFrameIsProcessed) {
   const std::vector<GstClockTime> times = {0, 100 * GST_MSECOND, 300 * GST_MSECOND, 400 * GST_MSECOND};
-  const QosRun run = run_with_late_frames("sift backend=cpu qos=false ! siftoverlay qos=false", textured_bgr(160, 120, 5),
-                                          times, 1, 300 * GST_MSECOND);
+  const QosRun run = run_with_late_frames("sift backend=cpu qos=false ! siftoverlay qos=false",
+                                          textured_bgr(160, 120, 5), times, 1, 300 * GST_MSECOND);
   ASSERT_EQ(run.frames.size(), times.size());
   for (size_t i = 0; i < times.size(); ++i) EXPECT_EQ(run.frames[i].pts, times[i]);
   EXPECT_TRUE(run.messages.empty());
