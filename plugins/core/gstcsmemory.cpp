@@ -8,7 +8,17 @@
 #include "gstcs-cxx.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_cs_memory_debug);
-#define GST_CAT_DEFAULT gst_cs_memory_debug
+// Made at first use: the helpers here log for every element, on paths that
+// never create one of this file's allocators.
+static GstDebugCategory *memory_category() {
+  static gsize made = 0;
+  if (g_once_init_enter(&made)) {
+    GST_DEBUG_CATEGORY_INIT(gst_cs_memory_debug, "csmemory", 0, "gst-cuda-sensing memory and element helpers");
+    g_once_init_leave(&made, 1);
+  }
+  return gst_cs_memory_debug;
+}
+#define GST_CAT_DEFAULT memory_category()
 
 /* ---------------- checked system memory ---------------- */
 
@@ -44,8 +54,6 @@ static GstMemory *checked_alloc_vfunc(GstAllocator *allocator, gsize size, GstAl
 
 static void gst_cs_checked_allocator_class_init(GstCsCheckedAllocatorClass *klass) {
   GST_ALLOCATOR_CLASS(klass)->alloc = checked_alloc_vfunc;
-  // Its warnings log here too, also where no device allocator was ever made (CPU backends).
-  GST_DEBUG_CATEGORY_INIT(gst_cs_memory_debug, "csmemory", 0, "gst-cuda-sensing device memory");
 }
 
 static void gst_cs_checked_allocator_init(GstCsCheckedAllocator *) {}
@@ -323,7 +331,6 @@ static void gst_cs_allocator_class_init(GstCsAllocatorClass *klass) {
   GstAllocatorClass *alloc_class = GST_ALLOCATOR_CLASS(klass);
   alloc_class->alloc = cs_allocator_alloc_vfunc;
   alloc_class->free = cs_allocator_free;
-  GST_DEBUG_CATEGORY_INIT(gst_cs_memory_debug, "csmemory", 0, "gst-cuda-sensing device memory");
 }
 
 static void gst_cs_allocator_init(GstCsAllocator *self) {

@@ -233,7 +233,11 @@ struct _GstHsiClassify {
   gboolean honour_bbl;
   GstHsiOutput output;
   GstPad *rules_pad;  // request pad "rules" (object lock), NULL when not requested
+  // Between start and stop. The streaming thread uses `state`; queries, which
+  // may come from other threads even while the element stops, take a
+  // reference from `shared_state` under the object lock (state_for_queries).
   ClassifyState *state;
+  std::shared_ptr<ClassifyState> *shared_state;
 };
 
 G_DEFINE_TYPE(GstHsiClassify, gst_hsi_classify, GST_TYPE_CS_BASE_TRANSFORM)
@@ -349,9 +353,11 @@ static bool use_cuda(GstHsiClassify *self) { return gst_cs_base_transform_use_cu
 
 static gboolean classify_start(GstCsBaseTransform *base) {
   auto *self = GST_HSI_CLASSIFY(base);
-  auto *st = new ClassifyState();
-  self->state = st;
+  auto *shared = new std::shared_ptr<ClassifyState>(std::make_shared<ClassifyState>());
+  ClassifyState *st = shared->get();
   GST_OBJECT_LOCK(self);
+  self->shared_state = shared;
+  self->state = st;
   st->settings.library = self->library ? self->library : "";
   st->settings.entries = self->entries ? self->entries : "";
   st->settings.method = Method(self->method);
@@ -389,16 +395,29 @@ static gboolean classify_start(GstCsBaseTransform *base) {
   return gstcs::start_gpu(base, "Starting CUDA classification", &st->gpu);
 }
 
+// The state for a query: a reference that outlives a stop meanwhile; null
+// when stopped.
+static std::shared_ptr<ClassifyState> state_for_queries(GstHsiClassify *self) {
+  GST_OBJECT_LOCK(self);
+  std::shared_ptr<ClassifyState> st = self->shared_state ? *self->shared_state : nullptr;
+  GST_OBJECT_UNLOCK(self);
+  return st;
+}
+
 static gboolean classify_stop(GstCsBaseTransform *base) {
   auto *self = GST_HSI_CLASSIFY(base);
-  ClassifyState *st = self->state;
-  if (!st) return TRUE;
+  GST_OBJECT_LOCK(self);
+  std::shared_ptr<ClassifyState> *shared = self->shared_state;
+  self->shared_state = nullptr;
+  self->state = nullptr;
+  GST_OBJECT_UNLOCK(self);
+  if (!shared) return TRUE;
+  ClassifyState *st = shared->get();
   gstcs::finish_gpu(base, st->gpu.get());
   gst_clear_buffer(&st->device_scratch_map);  // device memory, before the device goes
   st->cuda.reset();
   st->gpu.reset();
-  delete st;
-  self->state = nullptr;
+  delete shared;  // the state goes with the last query still using it
   return TRUE;
 }
 
@@ -407,6 +426,7 @@ static GstCaps *classify_transform_caps(GstBaseTransform *trans, GstPadDirection
   auto *self = GST_HSI_CLASSIFY(trans);
   const bool cuda = use_cuda(self);
   const bool rules = wants_rules(self);
+  const std::shared_ptr<ClassifyState> state = state_for_queries(self);
   GstCaps *media = gst_caps_new_empty();
   for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
     const GstStructure *in = gst_caps_get_structure(caps, i);
@@ -414,9 +434,9 @@ static GstCaps *classify_transform_caps(GstBaseTransform *trans, GstPadDirection
     if (direction == GST_PAD_SINK && rules) {
       out = rule_structure(in);
       GstCaps *one = gst_caps_new_full(gst_structure_copy(in), nullptr);
-      if (self->state && gst_caps_is_fixed(one)) {
+      if (state && gst_caps_is_fixed(one)) {
         try {
-          auto p = self->state->get(one);
+          auto p = state->get(one);
           gst_structure_free(out);
           out = rule_structure_for(in, *p);
         } catch (const std::exception &e) {
@@ -435,9 +455,9 @@ static GstCaps *classify_transform_caps(GstBaseTransform *trans, GstPadDirection
       gst_structure_set(out, "framerate", GST_TYPE_FRACTION, 0, 1, nullptr);
       // With fixed input caps the class count, hence the format, is known.
       GstCaps *one = gst_caps_new_full(gst_structure_copy(in), nullptr);
-      if (self->state && gst_caps_is_fixed(one)) {
+      if (state && gst_caps_is_fixed(one)) {
         try {
-          auto p = self->state->get(one);
+          auto p = state->get(one);
           gst_structure_set(out, "format", G_TYPE_STRING, gst_video_format_to_string(p->video_format()), nullptr);
           // Class k's name at index k - 1, for hsicolorize and envisink.
           set_class_names(out, "class-names", p->classifier->class_names());
@@ -554,11 +574,14 @@ static size_t block_lines(GstHsiClassify *self, const Prepared &p, GstBuffer *in
 }
 
 // Keeps the source caps' height equal to the block's line count (a stream's
-// last block may be shorter).
-static bool ensure_height(GstHsiClassify *self, size_t lines) {
+// last block may be shorter). FLUSHING where the element is stopping (its
+// source pad's caps may be gone already), NOT_NEGOTIATED where downstream
+// refuses the height.
+static GstFlowReturn ensure_height(GstHsiClassify *self, size_t lines) {
   GstBaseTransform *trans = GST_BASE_TRANSFORM(self);
-  GstCaps *current = gst_pad_get_current_caps(GST_BASE_TRANSFORM_SRC_PAD(trans));
-  if (!current) return false;
+  GstPad *src = GST_BASE_TRANSFORM_SRC_PAD(trans);
+  GstCaps *current = gst_pad_get_current_caps(src);
+  if (!current) return GST_PAD_IS_FLUSHING(src) ? GST_FLOW_FLUSHING : GST_FLOW_NOT_NEGOTIATED;
   int height = 0;
   gst_structure_get_int(gst_caps_get_structure(current, 0), "height", &height);
   bool ok = true;
@@ -570,7 +593,8 @@ static bool ensure_height(GstHsiClassify *self, size_t lines) {
     gst_caps_unref(updated);
   }
   gst_caps_unref(current);
-  return ok;
+  if (ok) return GST_FLOW_OK;
+  return GST_PAD_IS_FLUSHING(src) ? GST_FLOW_FLUSHING : GST_FLOW_NOT_NEGOTIATED;
 }
 
 // A block of no lines (an empty buffer) is dropped: it has no class map.
@@ -592,7 +616,7 @@ static GstFlowReturn classify_prepare_output_buffer(GstBaseTransform *trans, Gst
   if (st->rules) {
     size = p.classifier->class_count() * lines * p.stream.header.samples * sizeof(float);
   } else {
-    if (!ensure_height(self, lines)) return GST_FLOW_NOT_NEGOTIATED;
+    if (const GstFlowReturn ret = ensure_height(self, lines); ret != GST_FLOW_OK) return ret;
     const GstVideoInfo info = class_map_info(p.video_format(), p.stream.header.samples, lines);
     size = GST_VIDEO_INFO_SIZE(&info);
   }
@@ -945,7 +969,7 @@ static void classify_finalize(GObject *object) {
   auto *self = GST_HSI_CLASSIFY(object);
   g_free(self->library);
   g_free(self->entries);
-  delete self->state;
+  delete self->shared_state;
   G_OBJECT_CLASS(gst_hsi_classify_parent_class)->finalize(object);
 }
 

@@ -180,7 +180,7 @@ static gboolean cphd_src_negotiate(GstBaseSrc *src) {
   if (!self->state) return FALSE;
   GstCaps *caps = gstsar::phase_history_caps(self->state->format);
   const gboolean ok = gst_base_src_set_caps(src, caps);
-  if (!ok) {
+  if (!ok && !GST_PAD_IS_FLUSHING(GST_BASE_SRC_PAD(src))) {  // flushing: stopping, not refused
     gchar *text = gst_caps_to_string(caps);
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Downstream does not accept the CPHD channel's stream"),
                       ("cphdsrc produces %s", text));

@@ -34,6 +34,7 @@ struct _GstSarImage {
   // negotiated
   gint64 width, height;
   gboolean sixteen_bit;
+  GstVideoInfo out_info;  // the frames' layout (set_caps): a stop mid-frame may have taken the pad's caps already
 };
 
 G_DEFINE_TYPE(GstSarImage, gst_sar_image, GST_TYPE_BASE_TRANSFORM)
@@ -103,6 +104,7 @@ static gboolean image_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps
   self->width = f.width;
   self->height = f.height;
   self->sixteen_bit = GST_VIDEO_INFO_FORMAT(&info) == GST_VIDEO_FORMAT_GRAY16_LE;
+  self->out_info = info;
   return TRUE;
 }
 
@@ -140,13 +142,8 @@ static GstFlowReturn image_transform(GstBaseTransform *trans, GstBuffer *inbuf, 
     scale.reference_db = fixed ? float(level) : cs::sar::peak_db(image, pixels);
     scale.dynamic_range_db = float(range);
     scale.max_level = self->sixteen_bit ? 65535.0f : 255.0f;
-    GstVideoInfo info;
     GstVideoFrame frame;
-    GstCaps *outcaps = gst_pad_get_current_caps(GST_BASE_TRANSFORM_SRC_PAD(trans));
-    const bool ok = outcaps && gst_video_info_from_caps(&info, outcaps) &&
-                    gst_video_frame_map(&frame, &info, outbuf, GST_MAP_WRITE);
-    if (outcaps) gst_caps_unref(outcaps);
-    if (!ok) {
+    if (!gst_video_frame_map(&frame, &self->out_info, outbuf, GST_MAP_WRITE)) {
       gst_buffer_unmap(inbuf, &in);
       throw std::runtime_error("cannot map the output frame");
     }
