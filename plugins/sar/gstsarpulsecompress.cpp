@@ -166,7 +166,9 @@ static cs::sar::PulseCompressionConfig make_config(GstSarPulseCompress *self, co
                          reference.c_str()));
   c.frequency_step_hz = f.frequency_step_hz;
   c.sgn = f.phase_sign;
-  c.max_pulses_per_block = pulses_per_call(self->state && self->state->gpu, f.samples_per_pulse * c.upsample);
+  // The backend, not self->state: caps queries come here from other threads, also while the element stops.
+  c.max_pulses_per_block =
+      pulses_per_call(gst_cs_base_transform_use_cuda(GST_CS_BASE_TRANSFORM(self)), f.samples_per_pulse * c.upsample);
   return c;
 }
 
