@@ -200,4 +200,39 @@ class SourceSeekCheck {
 // [0, total].
 gint64 unit_seek_position(GstSeekType type, gint64 value, gint64 total, gint64 kept);
 
+// An element's state between start and stop, for elements whose queries read
+// it: the streaming thread uses the pointer start() returned (nothing streams
+// after stop), while a query, which may come from another thread even while
+// the element stops, takes a reference (for_queries) that outlives a stop
+// meanwhile. The owner's object lock guards the reference. A member of a
+// GObject struct: placement-new in init, destroyed in finalize.
+template <class State>
+class RunningState {
+ public:
+  State *start(GstObject *owner) {
+    auto fresh = std::make_shared<State>();
+    GST_OBJECT_LOCK(owner);
+    state_ = fresh;
+    GST_OBJECT_UNLOCK(owner);
+    return fresh.get();
+  }
+  std::shared_ptr<State> for_queries(GstObject *owner) const {
+    GST_OBJECT_LOCK(owner);
+    std::shared_ptr<State> state = state_;
+    GST_OBJECT_UNLOCK(owner);
+    return state;
+  }
+  // The state, withdrawn from later queries (null when none was started);
+  // it goes with the last reference, the caller's or a query's.
+  std::shared_ptr<State> stop(GstObject *owner) {
+    GST_OBJECT_LOCK(owner);
+    std::shared_ptr<State> state = std::move(state_);
+    GST_OBJECT_UNLOCK(owner);
+    return state;
+  }
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
 }  // namespace gstcs

@@ -99,13 +99,16 @@ static gboolean envi_src_start(GstBaseSrc *base) {
   return TRUE;
 }
 
+// Lines in a block: lines-per-buffer, or the whole image when it has fewer.
+static size_t block_lines(const GstEnviSrc *self) {
+  return std::max<size_t>(1, std::min<size_t>(self->lines_per_buffer, self->reader->header().lines));
+}
+
 static gboolean envi_src_decide_allocation(GstBaseSrc *base, GstQuery *query) {
   auto *self = GST_ENVI_SRC(base);
   if (!GST_BASE_SRC_CLASS(gst_envi_src_parent_class)->decide_allocation(base, query)) return FALSE;
   gstcs::drop_pool(&self->pool);
-  // Blocks of lines-per-buffer lines, or of the whole image when it has fewer.
-  const size_t lines = std::min<size_t>(self->lines_per_buffer, self->reader->header().lines);
-  self->pool = gstcs::new_source_pool(base, query, self->reader->block_bytes(lines));
+  self->pool = gstcs::new_source_pool(base, query, self->reader->block_bytes(block_lines(self)));
   return TRUE;
 }
 
@@ -126,10 +129,7 @@ static GstCaps *envi_src_get_caps(GstBaseSrc *base, GstCaps *filter) {
   GST_OBJECT_LOCK(self);
   if (self->reader) {
     std::string warning;
-    // A block holds at most the whole image.
-    const size_t block_lines =
-        std::max<size_t>(1, std::min<size_t>(self->lines_per_buffer, self->reader->header().lines));
-    caps = hsi_caps::caps_from_header(self->reader->header(), block_lines, &warning);
+    caps = hsi_caps::caps_from_header(self->reader->header(), block_lines(self), &warning);
     if (!warning.empty()) GST_WARNING_OBJECT(self, "%s", warning.c_str());
   } else {
     caps = gst_pad_get_pad_template_caps(GST_BASE_SRC_PAD(base));

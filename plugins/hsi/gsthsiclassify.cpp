@@ -30,6 +30,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -233,11 +234,9 @@ struct _GstHsiClassify {
   gboolean honour_bbl;
   GstHsiOutput output;
   GstPad *rules_pad;  // request pad "rules" (object lock), NULL when not requested
-  // Between start and stop. The streaming thread uses `state`; queries, which
-  // may come from other threads even while the element stops, take a
-  // reference from `shared_state` under the object lock (state_for_queries).
+  // Between start and stop: the streaming thread uses `state`, queries `running`.
   ClassifyState *state;
-  std::shared_ptr<ClassifyState> *shared_state;
+  gstcs::RunningState<ClassifyState> running;
 };
 
 G_DEFINE_TYPE(GstHsiClassify, gst_hsi_classify, GST_TYPE_CS_BASE_TRANSFORM)
@@ -353,11 +352,8 @@ static bool use_cuda(GstHsiClassify *self) { return gst_cs_base_transform_use_cu
 
 static gboolean classify_start(GstCsBaseTransform *base) {
   auto *self = GST_HSI_CLASSIFY(base);
-  auto *shared = new std::shared_ptr<ClassifyState>(std::make_shared<ClassifyState>());
-  ClassifyState *st = shared->get();
+  ClassifyState *st = self->state = self->running.start(GST_OBJECT(self));
   GST_OBJECT_LOCK(self);
-  self->shared_state = shared;
-  self->state = st;
   st->settings.library = self->library ? self->library : "";
   st->settings.entries = self->entries ? self->entries : "";
   st->settings.method = Method(self->method);
@@ -395,29 +391,15 @@ static gboolean classify_start(GstCsBaseTransform *base) {
   return gstcs::start_gpu(base, "Starting CUDA classification", &st->gpu);
 }
 
-// The state for a query: a reference that outlives a stop meanwhile; null
-// when stopped.
-static std::shared_ptr<ClassifyState> state_for_queries(GstHsiClassify *self) {
-  GST_OBJECT_LOCK(self);
-  std::shared_ptr<ClassifyState> st = self->shared_state ? *self->shared_state : nullptr;
-  GST_OBJECT_UNLOCK(self);
-  return st;
-}
-
 static gboolean classify_stop(GstCsBaseTransform *base) {
   auto *self = GST_HSI_CLASSIFY(base);
-  GST_OBJECT_LOCK(self);
-  std::shared_ptr<ClassifyState> *shared = self->shared_state;
-  self->shared_state = nullptr;
+  const std::shared_ptr<ClassifyState> st = self->running.stop(GST_OBJECT(self));
   self->state = nullptr;
-  GST_OBJECT_UNLOCK(self);
-  if (!shared) return TRUE;
-  ClassifyState *st = shared->get();
+  if (!st) return TRUE;
   gstcs::finish_gpu(base, st->gpu.get());
   gst_clear_buffer(&st->device_scratch_map);  // device memory, before the device goes
   st->cuda.reset();
   st->gpu.reset();
-  delete shared;  // the state goes with the last query still using it
   return TRUE;
 }
 
@@ -426,7 +408,7 @@ static GstCaps *classify_transform_caps(GstBaseTransform *trans, GstPadDirection
   auto *self = GST_HSI_CLASSIFY(trans);
   const bool cuda = use_cuda(self);
   const bool rules = wants_rules(self);
-  const std::shared_ptr<ClassifyState> state = state_for_queries(self);
+  const std::shared_ptr<ClassifyState> state = self->running.for_queries(GST_OBJECT(self));
   GstCaps *media = gst_caps_new_empty();
   for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
     const GstStructure *in = gst_caps_get_structure(caps, i);
@@ -969,7 +951,7 @@ static void classify_finalize(GObject *object) {
   auto *self = GST_HSI_CLASSIFY(object);
   g_free(self->library);
   g_free(self->entries);
-  delete self->shared_state;
+  self->running.~RunningState();
   G_OBJECT_CLASS(gst_hsi_classify_parent_class)->finalize(object);
 }
 
@@ -1082,6 +1064,7 @@ static void gst_hsi_classify_class_init(GstHsiClassifyClass *klass) {
 }
 
 static void gst_hsi_classify_init(GstHsiClassify *self) {
+  new (&self->running) gstcs::RunningState<ClassifyState>();
   self->method = GST_HSI_METHOD_SAM;
   self->threshold = kMethodDefaultThreshold;
   self->precision = GST_HSI_PRECISION_EXACT;

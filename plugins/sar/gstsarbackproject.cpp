@@ -215,11 +215,9 @@ struct BackprojectState {
 struct _GstSarBackproject {
   GstCsBaseTransform parent;
   Settings props;  // under the object lock
-  // Between start and stop. The streaming thread uses `state`; queries, which
-  // may come from other threads even while the element stops, take a
-  // reference from `shared_state` under the object lock (state_for_queries).
+  // Between start and stop: the streaming thread uses `state`, queries `running`.
   BackprojectState *state;
-  std::shared_ptr<BackprojectState> *shared_state;
+  gstcs::RunningState<BackprojectState> running;
 };
 
 G_DEFINE_TYPE(GstSarBackproject, gst_sar_backproject, GST_TYPE_CS_BASE_TRANSFORM)
@@ -280,17 +278,8 @@ static cs::sar::BandResidency residency_plan(const Settings &s, int64_t bins, si
 // only when the whole image stays on the device. Before start (no budget
 // yet) both memories are offered; caps without a fixed bins-per-pulse are
 // planned without the ring (set_caps plans again with the real one).
-// The state for a query: a reference that outlives a stop meanwhile; null
-// when stopped.
-static std::shared_ptr<BackprojectState> state_for_queries(GstSarBackproject *self) {
-  GST_OBJECT_LOCK(self);
-  std::shared_ptr<BackprojectState> st = self->shared_state ? *self->shared_state : nullptr;
-  GST_OBJECT_UNLOCK(self);
-  return st;
-}
-
 static bool images_stay_on_device(GstSarBackproject *self, const Settings &props, GstCaps *sink_caps) {
-  const std::shared_ptr<BackprojectState> st = state_for_queries(self);
+  const std::shared_ptr<BackprojectState> st = self->running.for_queries(GST_OBJECT(self));
   if (!st || !st->gpu) return true;
   int bins = 0;
   if (!gst_caps_is_empty(sink_caps))
@@ -778,7 +767,7 @@ static gboolean bp_query(GstBaseTransform *trans, GstPadDirection direction, Gst
   GST_OBJECT_LOCK(self);
   const int64_t aperture = self->props.aperture;
   GST_OBJECT_UNLOCK(self);
-  const std::shared_ptr<BackprojectState> st = state_for_queries(self);
+  const std::shared_ptr<BackprojectState> st = self->running.for_queries(GST_OBJECT(self));
   if (aperture == 0) {
     max = GST_CLOCK_TIME_NONE;
   } else if (st && st->pulse_interval_s > 0) {
@@ -885,12 +874,7 @@ static gboolean bp_sink_event(GstBaseTransform *trans, GstEvent *event) {
 
 static gboolean bp_start(GstCsBaseTransform *base) {
   auto *self = GST_SAR_BACKPROJECT(base);
-  auto *shared = new std::shared_ptr<BackprojectState>(std::make_shared<BackprojectState>());
-  BackprojectState *st = shared->get();
-  GST_OBJECT_LOCK(self);
-  self->shared_state = shared;
-  self->state = st;
-  GST_OBJECT_UNLOCK(self);
+  BackprojectState *st = self->state = self->running.start(GST_OBJECT(self));
   if (!gst_cs_base_transform_use_cuda(base)) return TRUE;
   if (!gstcs::start_gpu(base, "Starting backprojection on CUDA", &st->gpu)) return FALSE;
   GST_OBJECT_LOCK(self);
@@ -908,14 +892,9 @@ static gboolean bp_start(GstCsBaseTransform *base) {
 
 static gboolean bp_stop(GstCsBaseTransform *base) {
   auto *self = GST_SAR_BACKPROJECT(base);
-  GST_OBJECT_LOCK(self);
-  std::shared_ptr<BackprojectState> *shared = self->shared_state;
-  self->shared_state = nullptr;
+  const std::shared_ptr<BackprojectState> st = self->running.stop(GST_OBJECT(self));
   self->state = nullptr;
-  GST_OBJECT_UNLOCK(self);
-  if (!shared) return TRUE;
-  gstcs::finish_gpu(base, (*shared)->gpu.get());  // the device arrays go with the state
-  delete shared;  // the state goes with the last query still using it
+  if (st) gstcs::finish_gpu(base, st->gpu.get());  // the device arrays go with the state
   return TRUE;
 }
 
@@ -974,7 +953,7 @@ static void bp_get_property(GObject *object, guint prop_id, GValue *value, GPara
 
 static void bp_finalize(GObject *object) {
   auto *self = GST_SAR_BACKPROJECT(object);
-  delete self->shared_state;
+  self->running.~RunningState();
   G_OBJECT_CLASS(gst_sar_backproject_parent_class)->finalize(object);
 }
 
@@ -1098,5 +1077,5 @@ static void gst_sar_backproject_class_init(GstSarBackprojectClass *klass) {
 static void gst_sar_backproject_init(GstSarBackproject *self) {
   self->props = Settings();
   self->state = nullptr;
-  self->shared_state = nullptr;
+  new (&self->running) gstcs::RunningState<BackprojectState>();
 }

@@ -287,7 +287,7 @@ static GstFlowReturn sim_create(GstPushSrc *src, GstBuffer **out) {
     gst_buffer_unmap(buf, &map);
     gstsar::attach_pulses(buf, static_cast<guint64>(first), st->pvp.data(), guint(count), custom_meta);
     const double t0 = st->pvp.front().tx_time;
-    if (t0 * GST_SECOND + double(count) / self->prf * GST_SECOND >= 9.2e18)  // 2^63 ns: a clock time no more
+    if (t0 * GST_SECOND + double(count) / self->prf * GST_SECOND >= double(G_MAXINT64))  // no clock time any more
       throw std::runtime_error("the stream's time passes GStreamer's clock range (2^63 ns) at pulse " +
                                std::to_string(first) + ": a higher prf, or fewer pulses");
     GST_BUFFER_PTS(buf) = t0 > 0 ? GstClockTime(std::llround(t0 * GST_SECOND)) : 0;

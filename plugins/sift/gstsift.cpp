@@ -281,7 +281,7 @@ static GstFlowReturn sift_submit_input_buffer(GstBaseTransform *trans, gboolean 
   auto *self = GST_SIFT(trans);
   const GstFlowReturn ret =
       GST_BASE_TRANSFORM_CLASS(gst_sift_parent_class)->submit_input_buffer(trans, is_discont, input);
-  if (ret == GST_BASE_TRANSFORM_FLOW_DROPPED) self->gap_before_next = TRUE;
+  if (ret == GST_BASE_TRANSFORM_FLOW_DROPPED && self->frames) self->gap_before_next = TRUE;
   return ret;
 }
 
