@@ -193,6 +193,12 @@ SpectralClassifier::SpectralClassifier(const ClassifierConfig &config, const Ref
   }
 }
 
+ClassMapPadding class_map_padding(const ClassificationOutput &output, size_t samples) {
+  const size_t row = samples * class_map_bytes_per_pixel(output.class_map_format);
+  if (output.class_map_stride <= row) return {};
+  return {row, output.class_map_stride - row};
+}
+
 void SpectralClassifier::check_block(const CubeBlock &block, const ClassificationOutput &output) const {
   const BlockLayout &l = block.layout;
   if (l.bands != cube_bands_)
@@ -277,6 +283,10 @@ void SpectralClassifier::classify(const CubeBlock &block, const ClassificationOu
   check_block(block, output);
   const size_t pixels = block.layout.pixels();
   if (pixels == 0) return;
+  if (const ClassMapPadding padding = class_map_padding(output, block.layout.samples); padding.bytes)
+    for (size_t line = 0; line < block.layout.lines; ++line)
+      std::memset(static_cast<unsigned char *>(output.class_map) + line * output.class_map_stride + padding.offset, 0,
+                  padding.bytes);
   const CpuJob job{PointerTable{table_.data(), shape_}, bands_.data(), int(bands_.size()), float(config_.threshold),
                    config_.method};
   auto run = [&](size_t first, size_t end) {

@@ -669,6 +669,10 @@ void CudaSpectralClassifier::classify(const CubeBlock &block, const Classificati
   if (output.class_map_format == ClassMapFormat::gray16 && reinterpret_cast<uintptr_t>(output.class_map) % 2 != 0)
     throw std::invalid_argument("16-bit class map is not 2-byte aligned");
   DeviceGuard guard(impl_->device);
+  if (const ClassMapPadding padding = class_map_padding(output, block.layout.samples); padding.bytes)
+    cs::check_cuda(cudaMemset2DAsync(static_cast<unsigned char *>(output.class_map) + padding.offset,
+                                     output.class_map_stride, 0, padding.bytes, block.layout.lines, stream),
+                   "zero the class map's line padding");
 
   KernelArgs args;
   args.data = block.data;

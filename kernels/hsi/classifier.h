@@ -64,6 +64,15 @@ struct ClassificationOutput {
   float *rule_images = nullptr;  // optional: K planes of lines x samples
 };
 
+// The bytes between the end of a class map line and the next line
+// (a video frame's rows are 4-byte aligned). Both classifiers write them as
+// zeros, so a class map's buffer is the same bytes on every run.
+struct ClassMapPadding {
+  size_t offset = 0;  // from the start of a line
+  size_t bytes = 0;   // 0 = lines back to back
+};
+ClassMapPadding class_map_padding(const ClassificationOutput &output, size_t samples);
+
 struct UnusableReference {
   size_t index = 0;  // in the reference set
   std::string name;

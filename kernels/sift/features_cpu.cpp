@@ -1,6 +1,5 @@
 #include "sift/features_cpu.h"
 
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include <algorithm>
@@ -245,49 +244,12 @@ std::vector<Record> read_records(const std::string &path) {
   return out;
 }
 
-// A picture as sift would see it as a frame: the 8 most significant bits of
-// each sample, then the luma by cv::cvtColor's BT.601 weights (which sift's
-// luma of RGB frames equals). Not imread's own gray: its PNG reader converts
-// with libpng's rounding.
-static cv::Mat gray_of_picture(const std::string &path) {
-  cv::Mat stored = cv::imread(path, cv::IMREAD_ANYDEPTH | cv::IMREAD_ANYCOLOR);
-  if (stored.empty()) throw std::runtime_error(path + ": cannot decode the picture");
-  if (stored.depth() == CV_16U) {
-    cv::Mat high(stored.size(), CV_MAKETYPE(CV_8U, stored.channels()));
-    const size_t samples = stored.total() * size_t(stored.channels());
-    cv::Mat flat = stored.isContinuous() ? stored : stored.clone();
-    for (size_t i = 0; i < samples; ++i) high.data[i] = uint8_t(flat.ptr<uint16_t>()[i] >> 8);
-    stored = high;
-  } else if (stored.depth() != CV_8U) {
-    throw std::runtime_error(path + ": a picture of 8 or 16 bits a sample is needed");
-  }
-  cv::Mat gray;
-  switch (stored.channels()) {
-    case 1: gray = stored; break;
-    case 3: cv::cvtColor(stored, gray, cv::COLOR_BGR2GRAY); break;
-    case 4: cv::cvtColor(stored, gray, cv::COLOR_BGRA2GRAY); break;
-    default: throw std::runtime_error(path + ": a picture of " + std::to_string(stored.channels()) + " channels");
-  }
-  return gray;
-}
-
-Reference read_reference(const std::string &path) {
-  Reference r;
-  if (cv::haveImageReader(path)) {
-    r.is_picture = true;
-    r.picture = gray_of_picture(path);
-    return r;
-  }
-  if (!std::ifstream(path)) throw std::runtime_error(path + ": cannot open");
-  std::vector<Record> records;
-  try {
-    records = read_records(path);
-  } catch (const std::runtime_error &e) {
-    throw std::runtime_error(std::string(e.what()) + "; nor a picture that OpenCV reads");
-  }
-  if (records.empty()) throw std::runtime_error(path + ": no records");
-  r.record = std::move(records.front());
-  return r;
+bool is_features_file(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  char start[9] = {};
+  in.read(start, sizeof start);
+  const std::string head(start, size_t(in.gcount()));
+  return head.rfind("SIFT", 0) == 0 || head.rfind("<?xml", 0) == 0 || head.rfind("%YAML:1.0", 0) == 0;
 }
 
 }  // namespace sift_cpu

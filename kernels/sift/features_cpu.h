@@ -126,15 +126,9 @@ void write_record_fields(cv::FileStorage &fs, uint64_t pts, uint32_t width, uint
 // std::runtime_error naming the offset or the frame of a malformed record.
 std::vector<Record> read_records(const std::string &path);
 
-// siftmatch's reference: the first record of a features file, or a picture
-// that OpenCV's imread decodes, as 8-bit gray (its features are found once
-// the frames' descriptor format is known). Throws std::runtime_error saying
-// why the file is neither.
-struct Reference {
-  bool is_picture = false;
-  Record record;    // a features file's first record
-  cv::Mat picture;  // CV_8U, one channel
-};
-Reference read_reference(const std::string &path);
+// Whether the file starts as featuresink's files do (binary, OpenCV YAML or
+// XML): siftmatch reads such a reference with read_records and decodes any
+// other as a picture.
+bool is_features_file(const std::string &path);
 
 }  // namespace sift_cpu

@@ -1,6 +1,6 @@
 /* siftmatch: matches each frame's SIFT descriptors (GstSiftFeaturesMeta)
  * against the previous frame's or against a reference (a features file
- * written by featuresink), with Lowe's ratio test and an optional mutual
+ * written by featuresink, or a picture: sift-picture.h), with Lowe's ratio test and an optional mutual
  * check, and attaches a GstSiftMatchesMeta; optionally a RANSAC homography
  * (cv::findHomography) from the frame's points to the reference's. Frames
  * pass through unchanged.
@@ -21,12 +21,14 @@
 #include <opencv2/calib3d.hpp>
 
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "gst/cudasensing/sift/gstsiftfeatures-opencv.hpp"
 #include "gstcs-cxx.h"
+#include "sift-picture.h"
 #include "sift-properties.h"
 #include "sift/features_cpu.h"
 #include "sift/sift_match.h"
@@ -118,15 +120,22 @@ static gboolean match_start(GstCsBaseTransform *base) {
   self->reference_picture->release();
   if (!reference.empty()) {
     try {
-      sift_cpu::Reference r = sift_cpu::read_reference(reference);
-      if (r.is_picture) {
-        *self->reference_picture = r.picture;
-        GST_INFO_OBJECT(self, "reference picture %s: %dx%d, its features found at the first frame", reference.c_str(),
-                        r.picture.cols, r.picture.rows);
-      } else {
-        self->train_format = GstSiftDescriptorFormat(r.record.header.format);
-        self->train->emplace(std::move(r.record.features));
+      if (!std::ifstream(reference)) throw std::runtime_error(reference + ": cannot open");
+      if (sift_cpu::is_features_file(reference)) {
+        std::vector<sift_cpu::Record> records = sift_cpu::read_records(reference);
+        if (records.empty()) throw std::runtime_error(reference + ": no records");
+        self->train_format = GstSiftDescriptorFormat(records.front().header.format);
+        self->train->emplace(std::move(records.front().features));
         GST_INFO_OBJECT(self, "reference %s: %zu keypoints", reference.c_str(), (*self->train)->keypoints.size());
+      } else {
+        try {
+          *self->reference_picture = gstsift::picture_luma(reference);
+        } catch (const std::runtime_error &e) {
+          throw std::runtime_error(reference + ": not a features file of featuresink (binary, OpenCV YAML or XML), " +
+                                   e.what());
+        }
+        GST_INFO_OBJECT(self, "reference picture %s: %dx%d, its features found at the first frame", reference.c_str(),
+                        self->reference_picture->cols, self->reference_picture->rows);
       }
     } catch (const std::exception &e) {
       GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ, ("Cannot read the reference %s", reference.c_str()),
@@ -384,8 +393,8 @@ static void gst_sift_matcher_class_init(GstSiftMatcherClass *klass) {
       gobject_class, PROP_REFERENCE,
       g_param_spec_string("reference", "Reference features",
                           "What to match against: a features file written by featuresink (any format; its first "
-                          "record is used), or a picture OpenCV reads (PNG, JPEG, ...), whose features OpenCV's SIFT "
-                          "finds with its default parameters in the frames' descriptor format at the first frame; "
+                          "record is used), or a picture GStreamer decodes (PNG, JPEG, ...; sift's luma of it), whose "
+                          "features OpenCV's SIFT finds with its default parameters in the frames' descriptor format at the first frame; "
                           "unset = match each frame against the previous one",
                           nullptr, flags));
   g_object_class_install_property(

@@ -11,10 +11,7 @@
 
 namespace gstsift {
 
-// The frame's luma as an 8-bit gray image (sift-formats.h): a view where
-// plane 0 is the luma, OpenCV's gray of RGB frames, else the Y samples'
-// 8 most significant bits.
-static cv::Mat frame_luma(const GstVideoFrame &frame) {
+cv::Mat frame_luma(const GstVideoFrame &frame) {
   const LumaLayout layout = luma_layout(GST_VIDEO_FRAME_FORMAT(&frame));
   const int w = GST_VIDEO_FRAME_WIDTH(&frame), h = GST_VIDEO_FRAME_HEIGHT(&frame);
   const cv::Mat plane(h, w, CV_8UC(layout.pixel_bytes), GST_VIDEO_FRAME_PLANE_DATA(&frame, 0),

@@ -40,6 +40,11 @@ class FramesInFlight {
   virtual void drop_held() = 0;
 };
 
+// The frame's luma as an 8-bit gray image (sift-formats.h): a view of the
+// mapped frame where plane 0 is the luma, OpenCV's gray of RGB frames, else
+// the Y samples' 8 most significant bits.
+cv::Mat frame_luma(const GstVideoFrame &frame);
+
 // OpenCV's SIFT on the luma of `frame` (mapped for reading here). Throws
 // std::runtime_error when the buffer is too small for `info`.
 sift_cpu::Features extract_on_cpu(GstBuffer *frame, const GstVideoInfo &info, const sift_cpu::Params &params);

@@ -17,9 +17,10 @@
 #include <tuple>
 
 #include <opencv2/calib3d.hpp>
-#include <opencv2/imgcodecs.hpp>
 
 #include "gst/cudasensing/sift/gstsiftfeaturesmeta.h"
+#include "play_to_end.h"
+#include "sift_test_util.h"
 #include "test_sift_support.h"
 
 using namespace sift_test;
@@ -912,7 +913,7 @@ TEST(SiftMatch, ReferencePictureOrAnyFeaturesFileGivesTheSameMatches) {
   cv::Mat gray;
   cv::cvtColor(p.first, gray, cv::COLOR_BGR2GRAY);  // what a GRAY8 frame of it holds
   TempFile picture(".png");
-  ASSERT_TRUE(cv::imwrite(picture.path, gray));
+  ASSERT_TRUE(sift_test::write_png(picture.path, gray));
   auto second_frames = [&] {
     return std::vector<GstBuffer *>{make_frame(p.second, GST_VIDEO_FORMAT_GRAY8),
                                     make_frame(p.second, GST_VIDEO_FORMAT_GRAY8)};
@@ -949,7 +950,7 @@ TEST(SiftMatch, ReferencePictureOrAnyFeaturesFileGivesTheSameMatches) {
 TEST(SiftMatch, ColourReferencePictureIsSeenAsSiftSeesItsFrame) {
   const Pair p = rotated_pair(cs_test::fresh_seed());
   TempFile picture(".png"), file(".bin");
-  ASSERT_TRUE(cv::imwrite(picture.path, p.first));
+  ASSERT_TRUE(sift_test::write_png(picture.path, p.first));
   RunResult w = run("sift backend=cpu ! featuresink location=" + file.path, frame_caps(GST_VIDEO_FORMAT_RGBA, 320, 240),
                     {make_frame(p.first, GST_VIDEO_FORMAT_RGBA)}, false);
   ASSERT_EQ(w.error, "") << w.everything();
@@ -962,6 +963,40 @@ TEST(SiftMatch, ColourReferencePictureIsSeenAsSiftSeesItsFrame) {
   }
   EXPECT_GT(results[0].size(), 20u);
   EXPECT_EQ(results[0], results[1]);
+}
+
+// An encoded reference is read as sift reads the frame its decoder gives
+// (a JPEG: jpegdec's Y plane; a 16-bit PNG: each sample's high byte): the
+// features file that `filesrc ! decoder ! sift ! featuresink` writes of it
+// gives the same matches.
+TEST(SiftMatch, EncodedReferenceIsSeenAsSiftSeesTheDecodedFrame) {
+  const Pair p = rotated_pair(cs_test::fresh_seed());
+  struct Case {
+    const char *suffix, *encode, *decode;
+  };
+  for (const Case c : {Case{".jpg", "videoconvert ! jpegenc quality=90", "jpegdec"},
+                       Case{".png", "videoconvert ! video/x-raw,format=GRAY16_BE ! pngenc", "pngdec"}}) {
+    SCOPED_TRACE(c.suffix);
+    TempFile picture(c.suffix), file(".bin");
+    RunResult w = run(std::string(c.encode) + " ! filesink location=" + picture.path,
+                      frame_caps(GST_VIDEO_FORMAT_RGBA, 320, 240), {make_frame(p.first, GST_VIDEO_FORMAT_RGBA)}, false);
+    ASSERT_EQ(w.error, "") << w.everything();
+    GstElement *features = gst_parse_launch(("filesrc location=" + picture.path + " ! " + c.decode +
+                                             " ! sift backend=cpu ! featuresink location=" + file.path).c_str(),
+                                            nullptr);
+    ASSERT_NE(features, nullptr);
+    ASSERT_EQ(element_test::play_to_end(features, 60), "");
+    gst_object_unref(features);
+    std::vector<std::vector<std::tuple<guint32, guint32, float>>> results;
+    for (const std::string &reference : {picture.path, file.path}) {
+      RunResult r = run("sift backend=cpu ! siftmatch reference=" + reference,
+                        frame_caps(GST_VIDEO_FORMAT_GRAY8, 320, 240), {make_frame(p.second, GST_VIDEO_FORMAT_GRAY8)});
+      ASSERT_EQ(r.error, "") << r.everything();
+      results.push_back(matches_of(r).at(0));
+    }
+    EXPECT_GT(results[0].size(), 20u);
+    EXPECT_EQ(results[0], results[1]);
+  }
 }
 
 TEST(SiftMatch, ReferenceThatIsNeitherFeaturesNorPictureIsAClearError) {

@@ -46,6 +46,19 @@ inline cv::Mat read_png(const std::string &path) {
   return m;
 }
 
+// An 8-bit gray or BGR picture written as PNG through libpng's simplified
+// API (BGRA keeps its alpha); false on failure.
+inline bool write_png(const std::string &path, const cv::Mat &picture) {
+  if (picture.depth() != CV_8U || (picture.channels() != 1 && picture.channels() != 3 && picture.channels() != 4))
+    return false;
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  image.width = png_uint_32(picture.cols);
+  image.height = png_uint_32(picture.rows);
+  image.format = picture.channels() == 1 ? PNG_FORMAT_GRAY : picture.channels() == 3 ? PNG_FORMAT_BGR : PNG_FORMAT_BGRA;
+  return png_image_write_to_file(&image, path.c_str(), 0, picture.data, png_int_32(picture.step), nullptr) != 0;
+}
+
 // Baseline JPEG through libjpeg, as BGR or gray; empty when the file is missing.
 inline cv::Mat read_jpeg(const std::string &path) {
   std::FILE *f = std::fopen(path.c_str(), "rb");
