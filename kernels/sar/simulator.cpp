@@ -36,6 +36,8 @@ PhaseHistorySimulator::PhaseHistorySimulator(const SimulatorConfig &config)
   require(c.pulse_length_s > 0, "pulse length must be positive");
   require(c.prf_hz > 0, "PRF must be positive");
   require(c.num_pulses >= 0, "number of pulses must be >= 0");
+  require(c.num_pulses <= kMaxSimulatedPulses, "at most 2^40 pulses (" + std::to_string(kMaxSimulatedPulses) +
+                                                   "): beyond, pulse times lose the precision that tells pulses apart");
   require(c.samples_per_pulse >= 0, "samples per pulse must be >= 0");
   require(c.standoff_m > 0 || c.altitude_m > 0, "the platform must not fly over the scene centre");
   if (c.domain == Domain::TOA)
@@ -147,6 +149,8 @@ void PhaseHistorySimulator::generate(int64_t first, int64_t count, PulseParamete
   const SimulatorConfig &c = config_;
   require(first >= 0 && count >= 0, "pulse range must be non-negative");
   if (c.num_pulses > 0) require(first + count <= c.num_pulses, "pulse range past the end of the collection");
+  require(first <= kMaxSimulatedPulses - count, "pulses past index 2^40 (" + std::to_string(kMaxSimulatedPulses) +
+                                                    "): their times lose the precision that tells pulses apart");
   const double noise_sigma = std::isfinite(c.snr_db) ? std::sqrt(0.5 * std::pow(10.0, -c.snr_db / 10.0)) : 0.0;
   const double rate = chirp().rate_hz_per_s;
   const double half_pulse = 0.5 * c.pulse_length_s;

@@ -53,6 +53,13 @@ struct PointTarget {
   std::complex<double> amplitude{1, 0};
 };
 
+// Pulse times are index / PRF in double precision: up to 2^40 pulses (35
+// years at 1 kHz) a time is within 2^-12 of a pulse interval, so positions
+// are within 2^-12 of the along-track spacing; far beyond, consecutive pulses
+// would share a time and a position. Collections and endless streams stop
+// there.
+inline constexpr int64_t kMaxSimulatedPulses = int64_t(1) << 40;
+
 struct SimulatorConfig {
   double center_frequency_hz = 9.6e9;  // X band
   double bandwidth_hz = 150e6;
@@ -65,7 +72,7 @@ struct SimulatorConfig {
   double antenna_length_m = 1.0;  // stripmap beam
   CollectionMode mode = CollectionMode::Spotlight;
   Domain domain = Domain::TOA;
-  int64_t num_pulses = 1024;  // 0: endless
+  int64_t num_pulses = 1024;  // 0: endless; at most kMaxSimulatedPulses
   // Samples per pulse; 0 derives them from the targets' extent: enough fast
   // time (TOA) or a fine enough frequency step (FX) for every echo.
   int64_t samples_per_pulse = 0;

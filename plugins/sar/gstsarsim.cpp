@@ -441,8 +441,9 @@ static void gst_sar_sim_class_init(GstSarSimClass *klass) {
   g_object_class_install_property(
       gobject_class, PROP_NUM_PULSES,
       g_param_spec_int64("num-pulses", "Number of pulses",
-                         "Pulses to produce before end-of-stream (the aperture is centred on the middle one); "
-                         "-1 streams endlessly with the aperture centre at time 0",
+                         "Pulses to produce before end-of-stream (the aperture is centred on the middle one; at most "
+                         "2^40, as their times must tell them apart); -1 streams endlessly with the aperture centre "
+                         "at time 0 (until pulse 2^40 or the clock's end)",
                          -1, G_MAXINT64, d.num_pulses, flags));
   g_object_class_install_property(
       gobject_class, PROP_SAMPLES_PER_PULSE,

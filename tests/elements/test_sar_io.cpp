@@ -230,6 +230,14 @@ TEST(SarSimSettings, TimesBeyondTheClockEndTheStream) {
   EXPECT_LT(GST_BUFFER_PTS(run.buffer(7)), GstClockTime(G_MAXINT64));
 }
 
+// More pulses than their times can tell apart are refused at the start.
+TEST(SarSimSettings, TooManyPulsesIsAClearError) {
+  PipelineRun run;
+  run_pipeline("sarsim num-pulses=1099511627777 ! appsink name=out sync=false", &run);
+  EXPECT_NE(run.error.find("2^40"), std::string::npos) << run.error;
+  EXPECT_EQ(run.samples.size(), 0u);
+}
+
 TEST(SarSimSettings, StripmapReferencePointFollowsThePlatform) {
   PipelineRun spot, strip;
   run_pipeline(sarsim(Domain::FX, 3, 3) + " ! appsink name=out sync=false", &spot);

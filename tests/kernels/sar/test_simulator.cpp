@@ -188,6 +188,28 @@ TEST(Simulator, RejectsBadConfigurations) {
   c = SimulatorConfig{};
   c.targets = {{{NAN, 0, 0}, {1, 0}}};
   EXPECT_THROW(PhaseHistorySimulator{c}, std::invalid_argument);
+  c = SimulatorConfig{};
+  c.num_pulses = kMaxSimulatedPulses + 1;
+  EXPECT_THROW(PhaseHistorySimulator{c}, std::invalid_argument);
+}
+
+// Pulse times stay distinct up to the last pulse the simulator makes; an
+// endless stream stops there rather than repeating positions.
+TEST(Simulator, PulsesUpToTheLimitHaveDistinctTimes) {
+  SimulatorConfig c;
+  c.num_pulses = kMaxSimulatedPulses;
+  c.samples_per_pulse = 4;
+  c.prf_hz = 1e6;
+  const PhaseHistorySimulator collection(c);
+  std::vector<PulseParameters> pvp(2);
+  std::vector<std::complex<float>> samples(8);
+  collection.generate(kMaxSimulatedPulses - 2, 2, pvp.data(), samples.data());
+  EXPECT_GT(pvp[1].tx_time - pvp[0].tx_time, 0.999 / c.prf_hz);
+  EXPECT_LT(pvp[1].tx_time - pvp[0].tx_time, 1.001 / c.prf_hz);
+  c.num_pulses = 0;
+  const PhaseHistorySimulator endless(c);
+  EXPECT_NO_THROW(endless.generate(kMaxSimulatedPulses - 2, 2, pvp.data(), samples.data()));
+  EXPECT_THROW(endless.generate(kMaxSimulatedPulses - 1, 2, pvp.data(), samples.data()), std::invalid_argument);
 }
 
 // A target so far away that its echoes' sample count is beyond any integer is
