@@ -282,7 +282,7 @@ TEST(GpuSiftNvcodecInput, OverlayDrawsIntoNvcodecMemory) {
   if (const std::string why = nvcodec_untestable("siftoverlay"); !why.empty()) GTEST_SKIP() << why;
   const cv::Mat bgr = textured_bgr(318, 240, cs_test::fresh_seed());  // 318: rows pitched by nvcodec
   std::vector<GstVideoFormat> formats;
-  const std::vector<GstVideoFormat> drawable = offered_formats("siftoverlay");
+  const std::vector<GstVideoFormat> drawable = offered_formats("siftoverlay", "memory:CUDAMemory");
   for (GstVideoFormat format : nvcodec_formats())
     if (std::find(drawable.begin(), drawable.end(), format) != drawable.end()) formats.push_back(format);
   EXPECT_FALSE(formats.empty()) << "cudaupload gave none of the formats";

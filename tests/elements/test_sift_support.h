@@ -100,24 +100,28 @@ inline GstBuffer *make_frame(const cv::Mat &bgr, GstVideoFormat format, GstVideo
   return buf;
 }
 
-// The formats a factory's sink pad template offers in system memory.
-inline std::vector<GstVideoFormat> offered_formats(const char *factory_name) {
+// The formats a factory's sink pad template offers in `memory` (a caps
+// feature: system memory, the project's device memory, nvcodec's).
+inline std::vector<GstVideoFormat> offered_formats(const char *factory_name,
+                                                   const char *memory = GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY) {
   std::vector<GstVideoFormat> out;
   GstElementFactory *factory = gst_element_factory_find(factory_name);
   if (!factory) return out;
+  GstCapsFeatures *wanted = gst_caps_features_new(memory, nullptr);
   for (const GList *t = gst_element_factory_get_static_pad_templates(factory); t; t = t->next) {
     auto *tmpl = static_cast<GstStaticPadTemplate *>(t->data);
     if (tmpl->direction != GST_PAD_SINK) continue;
     GstCaps *caps = gst_static_caps_get(&tmpl->static_caps);
     for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
       const GstCapsFeatures *features = gst_caps_get_features(caps, i);
-      if (features && !gst_caps_features_is_equal(features, GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY)) continue;
+      if (!gst_caps_features_is_equal(features ? features : GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY, wanted)) continue;
       const GValue *formats = gst_structure_get_value(gst_caps_get_structure(caps, i), "format");
       for (guint k = 0; formats && k < gst_value_list_get_size(formats); ++k)
         out.push_back(gst_video_format_from_string(g_value_get_string(gst_value_list_get_value(formats, k))));
     }
     gst_caps_unref(caps);
   }
+  gst_caps_features_free(wanted);
   gst_object_unref(factory);
   return out;
 }
