@@ -4,6 +4,7 @@
 // memory is usable from every device).
 #pragma once
 
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -56,5 +57,16 @@ class DeviceResources {
 
 // Process-wide cache of page-locked host blocks.
 BlockCache &pinned_cache();
+
+// A block of the process's page-locked staging, given back when it goes: its
+// owner waits for the copies that use it first.
+struct StagingBlock {
+  explicit StagingBlock(size_t bytes) : block(pinned_cache().acquire(bytes)) {}
+  ~StagingBlock() { pinned_cache().release(block); }
+  StagingBlock(const StagingBlock &) = delete;
+  StagingBlock &operator=(const StagingBlock &) = delete;
+  uint8_t *bytes() const { return static_cast<uint8_t *>(block.ptr); }
+  BlockCache::Block block;
+};
 
 }  // namespace cs

@@ -3015,16 +3015,6 @@ PyramidLevels CudaSift::download_pyramid(StreamHandle stream) {
   return r;
 }
 
-// A block of the process's page-locked staging, given back when it goes.
-struct StagingBlock {
-  explicit StagingBlock(size_t bytes) : block(pinned_cache().acquire(bytes)) {}
-  ~StagingBlock() { pinned_cache().release(block); }
-  StagingBlock(const StagingBlock &) = delete;
-  StagingBlock &operator=(const StagingBlock &) = delete;
-  uint8_t *bytes() const { return static_cast<uint8_t *>(block.ptr); }
-  BlockCache::Block block;
-};
-
 // The results come through page-locked staging: a copy into pageable memory
 // is staged by the driver at a fraction of the link's speed (a 1080p frame's
 // ~2700 keypoints and descriptors, 0.4 MB, took ~0.15 ms more that way).

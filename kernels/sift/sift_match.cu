@@ -17,8 +17,11 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "common/cuda_check.h"
+#include "common/device_resources.h"
+#include "common/staged_copy.h"
 #include "sift/sift_match.h"
 
 namespace cs::sift {
@@ -91,6 +94,10 @@ class GrowingBlock {
   T *get() const {
     return static_cast<T *>(ptr_);
   }
+  void swap(GrowingBlock &other) {
+    std::swap(ptr_, other.ptr_);
+    std::swap(bytes_, other.bytes_);
+  }
   void reserve(size_t bytes, StreamHandle stream) {
     if (bytes <= bytes_) return;
     stream_synchronize(stream);
@@ -117,7 +124,23 @@ struct CudaMatcher::Impl {
   int multiprocessors = 1;
   int train_count = 0;
   bool train_floats = false;  // the kind of the train rows
+  int query_count = -1;       // rows of the last query uploaded; -1: none since the train rows were set
+  bool query_floats = false;
   GrowingBlock train_rows, query_rows, partial, forward, backward;
+  std::unique_ptr<StagingBlock> staging;  // page-locked, for the query rows
+
+  // Uploads host rows through page-locked staging: the driver stages a
+  // pageable copy in small pieces at a fraction of the link's rate (a 1080p
+  // frame's RootSIFT rows are 1.4 MB). Every caller waits for the stream
+  // before it returns, so the staging is free again at the next call.
+  void upload_staged(void *device_rows, const void *host_rows, size_t bytes, StreamHandle stream) {
+    if (!staging || staging->block.size < bytes) {
+      staging.reset();
+      staging = std::make_unique<StagingBlock>(bytes);
+    }
+    copy_bytes(staging->bytes(), host_rows, bytes, CopyStores::automatic);
+    copy_async(device_rows, staging->bytes(), bytes, stream);
+  }
 
   template <class Rows>
   void set_train(const typename Rows::Element *train, int count, StreamHandle stream) {
@@ -128,22 +151,40 @@ struct CudaMatcher::Impl {
     if (bytes) copy_async(train_rows.get<void>(), train, bytes, stream);
     train_count = count;
     train_floats = std::is_same_v<Rows, FloatDescriptorRows>;
+    query_count = -1;
+  }
+
+  void train_on_last_query() {
+    if (query_count < 0) throw std::logic_error("CudaMatcher: no query rows uploaded since the train rows were set");
+    train_rows.swap(query_rows);
+    train_count = query_count;
+    train_floats = query_floats;
+    query_count = -1;
   }
 
   // Uploads the query rows and enqueues their nearest two train rows into
   // forward; with `mutual` also each train row's nearest query row into
   // backward (the same kernel with the roles swapped). False when there is
-  // nothing to match.
+  // nothing to match (the query rows are uploaded all the same, for
+  // train_on_last_query).
   template <class Rows>
-  bool enqueue_matching(const typename Rows::Element *query, int query_count, bool mutual, StreamHandle stream) {
-    if (query_count < 0) throw std::invalid_argument("negative query count " + std::to_string(query_count));
-    if (std::is_same_v<Rows, FloatDescriptorRows> != train_floats && train_count > 0)
+  bool enqueue_matching(const typename Rows::Element *query, int count, bool mutual, StreamHandle stream) {
+    if (count < 0) throw std::invalid_argument("negative query count " + std::to_string(count));
+    constexpr bool floats = std::is_same_v<Rows, FloatDescriptorRows>;
+    if (floats != train_floats && train_count > 0)
       throw std::invalid_argument(std::string("query rows of ") + (train_floats ? "bytes" : "floats") +
                                   " against train rows of " + (train_floats ? "floats" : "bytes"));
-    if (query_count == 0 || train_count == 0) return false;
-    const size_t bytes = size_t(query_count) * Rows::kWords * sizeof(uint32_t);
-    query_rows.reserve(bytes, stream);
-    copy_async(query_rows.get<void>(), query, bytes, stream);
+    const size_t bytes = size_t(count) * Rows::kWords * sizeof(uint32_t);
+    if (bytes) {
+      query_rows.reserve(bytes, stream);
+      upload_staged(query_rows.get<void>(), query, bytes, stream);
+    }
+    query_count = count;
+    query_floats = floats;
+    if (count == 0 || train_count == 0) {
+      if (bytes) stream_synchronize(stream);  // the staging is free again when this returns
+      return false;
+    }
     forward.reserve(size_t(query_count) * sizeof(NearestTwo), stream);
     nearest_two_async<Rows>(query_rows.get<uint32_t>(), query_count, train_rows.get<uint32_t>(), train_count,
                             forward.get<NearestTwo>(), stream);
@@ -174,21 +215,21 @@ struct CudaMatcher::Impl {
   }
 
   template <class Rows>
-  std::vector<NearestTwo> nearest_two(const typename Rows::Element *query, int query_count, StreamHandle stream) {
+  std::vector<NearestTwo> nearest_two(const typename Rows::Element *query, int count, StreamHandle stream) {
     DeviceGuard guard(device);
-    std::vector<NearestTwo> out(static_cast<size_t>(std::max(query_count, 0)));
-    if (!enqueue_matching<Rows>(query, query_count, false, stream)) return out;
+    std::vector<NearestTwo> out(static_cast<size_t>(std::max(count, 0)));
+    if (!enqueue_matching<Rows>(query, count, false, stream)) return out;
     copy_async(out.data(), forward.get<void>(), out.size() * sizeof(NearestTwo), stream);
     stream_synchronize(stream);
     return out;
   }
 
   template <class Rows>
-  std::vector<DescriptorMatch> match(const typename Rows::Element *query, int query_count, double ratio, bool mutual,
+  std::vector<DescriptorMatch> match(const typename Rows::Element *query, int count, double ratio, bool mutual,
                                      StreamHandle stream) {
     DeviceGuard guard(device);
-    if (!enqueue_matching<Rows>(query, query_count, mutual, stream)) return {};
-    std::vector<NearestTwo> ahead(static_cast<size_t>(query_count)), back(mutual ? size_t(train_count) : 0);
+    if (!enqueue_matching<Rows>(query, count, mutual, stream)) return {};
+    std::vector<NearestTwo> ahead(static_cast<size_t>(count)), back(mutual ? size_t(train_count) : 0);
     copy_async(ahead.data(), forward.get<void>(), ahead.size() * sizeof(NearestTwo), stream);
     if (mutual) copy_async(back.data(), backward.get<void>(), back.size() * sizeof(NearestTwo), stream);
     stream_synchronize(stream);  // the one wait of a frame
@@ -217,6 +258,8 @@ void CudaMatcher::set_train(const uint8_t *train, int train_count, StreamHandle 
 void CudaMatcher::set_train(const float *train, int train_count, StreamHandle stream) {
   impl_->set_train<FloatDescriptorRows>(train, train_count, stream);
 }
+
+void CudaMatcher::train_on_last_query() { impl_->train_on_last_query(); }
 
 std::vector<NearestTwo> CudaMatcher::nearest_two(const uint8_t *query, int query_count, StreamHandle stream) {
   return impl_->nearest_two<ByteDescriptorRows>(query, query_count, stream);

@@ -195,6 +195,11 @@ class CudaMatcher {
   // of the same kind (std::invalid_argument otherwise).
   void set_train(const uint8_t *train, int train_count, StreamHandle stream);
   void set_train(const float *train, int train_count, StreamHandle stream);
+  // The rows of the last query (nearest_two or match) become the train rows
+  // without another upload: matching each frame against the one before
+  // uploads each frame's rows once. std::logic_error when no query was
+  // given since the train rows were set.
+  void train_on_last_query();
   int train_count() const;
   // Nearest two train rows of each query row (host memory); waits for the stream.
   std::vector<NearestTwo> nearest_two(const uint8_t *query, int query_count, StreamHandle stream);

@@ -16,6 +16,7 @@ int CudaMatcher::device() const { return -1; }
 int CudaMatcher::train_count() const { return 0; }
 void CudaMatcher::set_train(const uint8_t *, int, StreamHandle) {}
 void CudaMatcher::set_train(const float *, int, StreamHandle) {}
+void CudaMatcher::train_on_last_query() {}
 std::vector<NearestTwo> CudaMatcher::nearest_two(const uint8_t *, int, StreamHandle) { return {}; }
 std::vector<NearestTwo> CudaMatcher::nearest_two(const float *, int, StreamHandle) { return {}; }
 std::vector<DescriptorMatch> CudaMatcher::match(const uint8_t *, int, double, bool, StreamHandle) { return {}; }

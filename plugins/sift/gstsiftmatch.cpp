@@ -43,6 +43,7 @@ struct GpuMatching {
   cs::Stream stream;
   cs::sift::CudaMatcher matcher;
   bool train_uploaded = false;
+  bool query_uploaded = false;  // this frame's rows are on the device (the next frame's train rows)
 };
 
 struct _GstSiftMatcher {
@@ -210,6 +211,7 @@ static std::vector<sift_cpu::Match> find_matches(GstSiftMatcher *self, const cv:
   const std::vector<cs::sift::DescriptorMatch> found =
       floats ? gpu.matcher.match(query.ptr<float>(), query.rows, ratio, mutual, gpu.stream.get())
              : gpu.matcher.match(query.ptr<uint8_t>(), query.rows, ratio, mutual, gpu.stream.get());
+  gpu.query_uploaded = true;
   std::vector<sift_cpu::Match> out;
   for (const cs::sift::DescriptorMatch &m : found) out.push_back({m.query, m.train, m.distance, false});
   return out;
@@ -289,6 +291,7 @@ static GstFlowReturn match_transform_ip(GstBaseTransform *trans, GstBuffer *buf)
   std::vector<sift_cpu::Match> matches;
   guint train_count = 0;
   cv::Mat h;
+  if (self->gpu) self->gpu->query_uploaded = false;
   try {
     if (self->train->has_value()) {
       const sift_cpu::Features &train = **self->train;
@@ -331,7 +334,11 @@ static GstFlowReturn match_transform_ip(GstBaseTransform *trans, GstBuffer *buf)
   if (!self->train_is_reference) {
     self->train_format = meta->descriptor_format;
     self->train->emplace(std::move(query));
-    if (self->gpu) self->gpu->train_uploaded = false;
+    // The next frame matches against this one's rows: kept on the device when they were uploaded.
+    if (self->gpu) {
+      if (self->gpu->query_uploaded) self->gpu->matcher.train_on_last_query();
+      self->gpu->train_uploaded = self->gpu->query_uploaded;
+    }
   }
   return GST_FLOW_OK;
 }

@@ -389,6 +389,41 @@ TEST(GpuSiftMatch, RowsOfAnotherKindThanTheTrainSetAreRefused) {
   EXPECT_NO_THROW(matcher.match(floats.query.ptr<float>(), 5, 0.8, false, stream.get()));
 }
 
+// Matching each frame against the one before: the last query's rows, kept
+// on the device as the train rows, give the matches against those rows.
+TEST(GpuSiftMatch, LastQueryKeptAsTrainGivesTheMatchesAgainstIt) {
+  CS_REQUIRE_GPU();
+  cs::Stream stream(kDevice);
+  cs::sift::CudaMatcher matcher(kDevice);
+  EXPECT_THROW(matcher.train_on_last_query(), std::logic_error) << "no query yet";
+  // Byte rows: the case's train rows go first as a query (against other rows), then its query rows.
+  const MatchCase bytes = tied_case(250, 300, cs_test::fresh_seed());
+  matcher.set_train(bytes.query.ptr<uint8_t>(), 100, stream.get());
+  matcher.match(bytes.train.ptr<uint8_t>(), bytes.train.rows, 0.8, false, stream.get());
+  matcher.train_on_last_query();
+  EXPECT_EQ(matcher.train_count(), bytes.train.rows);
+  EXPECT_THROW(matcher.train_on_last_query(), std::logic_error) << "that query is the train set now";
+  for (bool mutual : {false, true})
+    expect_same_matches(matcher.match(bytes.query.ptr<uint8_t>(), bytes.query.rows, 0.8, mutual, stream.get()),
+                        sift_cpu::match_descriptors(bytes.query, bytes.train, 0.8, mutual),
+                        bytes.name + (mutual ? ", mutual" : ""));
+  // Float rows, the first of them matched against no train rows at all.
+  const MatchCase floats = float_case(180, 200, cs_test::fresh_seed());
+  matcher.set_train(static_cast<const float *>(nullptr), 0, stream.get());
+  EXPECT_TRUE(matcher.match(floats.train.ptr<float>(), floats.train.rows, 0.8, false, stream.get()).empty());
+  matcher.train_on_last_query();
+  const std::vector<DescriptorMatch> got =
+      matcher.match(floats.query.ptr<float>(), floats.query.rows, 0.8, true, stream.get());
+  const std::vector<DescriptorMatch> want = host_matches(floats, 0.8, true);
+  ASSERT_EQ(got.size(), want.size()) << floats.name;
+  EXPECT_GT(got.size(), 0u) << floats.name;
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].query, want[i].query) << floats.name;
+    EXPECT_EQ(got[i].train, want[i].train) << floats.name;
+    EXPECT_EQ(got[i].distance, want[i].distance) << floats.name;
+  }
+}
+
 TEST(GpuSiftMatch, EmptySetsGiveNoMatches) {
   CS_REQUIRE_GPU();
   cs::Stream stream(kDevice);
