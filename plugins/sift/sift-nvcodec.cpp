@@ -102,6 +102,8 @@ GstCudaContext *primary_context(int device) {
   GstCudaContext *wrapped = gst_cuda_context_new_wrapped(context, handle);
   if (!wrapped)
     throw std::runtime_error("gstreamer-cuda cannot wrap the CUDA context of device " + std::to_string(device));
+  // Kept for the process on purpose (nvcodec's elements and ours share it): not a leak for the leak tracer.
+  GST_OBJECT_FLAG_SET(wrapped, GST_OBJECT_FLAG_MAY_BE_LEAKED);
   made[device] = wrapped;
   return wrapped;
 }
