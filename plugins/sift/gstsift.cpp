@@ -31,6 +31,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include <new>
+#include <thread>
 
 #include "gst/cudasensing/sift/gstsiftfeatures-opencv.hpp"
 #include "gstcs-cxx.h"
@@ -69,7 +70,7 @@ enum {
   PROP_FRAMES_IN_FLIGHT = PROP_OUTPUT_FIRST + gstsift::kOutputPropertyCount,
 };
 
-constexpr gint kDefaultFramesInFlight = 2, kMaxFramesInFlight = 8;
+constexpr gint kAutoFramesInFlight = 0, kMaxFramesInFlight = 8;
 
 static GstStaticPadTemplate sink_template =
     GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(SIFT_CAPS));
@@ -81,7 +82,7 @@ static gboolean sift_start(GstCsBaseTransform *base) {
   GST_OBJECT_LOCK(self);
   const gstsift::EngineSettings engine = self->engine;
   const gstsift::OutputSettings output = self->output;
-  const gint frames_in_flight = self->frames_in_flight;
+  const gint frames_in_flight_property = self->frames_in_flight;
   self->added_latency = 0;
   GST_OBJECT_UNLOCK(self);
   sift_cpu::Params &p = self->params;
@@ -101,7 +102,11 @@ static gboolean sift_start(GstCsBaseTransform *base) {
   self->output_in_use = output;
   self->have_info = FALSE;
   self->gap_before_next = FALSE;
-  if (gst_cs_base_transform_use_cuda(base)) {
+  const bool cuda = gst_cs_base_transform_use_cuda(base);
+  const gint frames_in_flight = gstsift::resolve_frames_in_flight(frames_in_flight_property, cuda,
+                                                                  std::thread::hardware_concurrency(),
+                                                                  kMaxFramesInFlight);
+  if (cuda) {
     return gstcs::guard_bool(GST_ELEMENT(self), "Starting CUDA SIFT", [&] {
       auto *cuda = new gstsift::CudaFramesInFlight(gstsift::engine_params(engine),
                                                    gst_cs_base_transform_get_device_id(base), frames_in_flight);
@@ -370,8 +375,9 @@ static void gst_sift_class_init(GstSiftClass *klass) {
                        "for the pyramids of each), so the GPU works on the next frame while a frame's results are "
                        "downloaded; on the CPU each by OpenCV on a thread of its own. A frame leaves once the next "
                        "frames-in-flight - 1 frames are read; latency grows by frames-in-flight - 1 frames. 1 = "
-                       "each frame finished before the next is read (appsrc/appsink in lock step need it)",
-                       1, kMaxFramesInFlight, kDefaultFramesInFlight,
+                       "each frame finished before the next is read (appsrc/appsink in lock step need it); 0 = "
+                       "auto: 2 on CUDA, half the host's cores (2 to 8) on the CPU",
+                       0, kMaxFramesInFlight, kAutoFramesInFlight,
                        GParamFlags(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   gst_element_class_add_static_pad_template(element_class, &sink_template);
@@ -403,7 +409,7 @@ static void gst_sift_init(GstSift *self) {
   new (&self->output) gstsift::OutputSettings();
   new (&self->output_in_use) gstsift::OutputSettings();
   new (&self->params) sift_cpu::Params();
-  self->frames_in_flight = kDefaultFramesInFlight;
+  self->frames_in_flight = kAutoFramesInFlight;
   self->have_info = FALSE;
   self->frames = nullptr;
   self->added_latency = 0;

@@ -2,6 +2,7 @@
 
 #include <opencv2/imgproc.hpp>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -10,6 +11,12 @@
 #include "sift-formats.h"
 
 namespace gstsift {
+
+int resolve_frames_in_flight(int property, bool cuda, unsigned cores, int most) {
+  if (property > 0) return property;
+  if (cuda) return 2;
+  return int(std::clamp<unsigned>(cores / 2, 2, unsigned(std::max(most, 2))));
+}
 
 cv::Mat frame_luma(const GstVideoFrame &frame) {
   const LumaLayout layout = luma_layout(GST_VIDEO_FRAME_FORMAT(&frame));

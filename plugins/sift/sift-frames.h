@@ -21,6 +21,14 @@
 
 namespace gstsift {
 
+// The frames-in-flight property's value for a backend: 0 (auto) is 2 on
+// CUDA (a second frame's kernels while the first one's results come down;
+// more gain nothing at 1080p) and half the host's cores on the CPU, 2 to
+// `most` (OpenCV's SIFT keeps about 1.3 cores busy on one frame; on 16
+// cores 8 frames run 3.3 times as fast as 1). Other values are taken as
+// they are.
+int resolve_frames_in_flight(int property, bool cuda, unsigned cores, int most);
+
 class FramesInFlight {
  public:
   virtual ~FramesInFlight() = default;

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <thread>
 
 #include "../../plugins/sift/sift-draw.h"
 #include "../../plugins/sift/sift-formats.h"
@@ -652,6 +653,31 @@ void expect_a_bad_frame_is_an_error_not_a_silent_drop(const std::string &backend
   for (GstBuffer *b : r.buffers) EXPECT_NE(gst_buffer_get_sift_features_meta(b), nullptr);
 }
 
+// frames-in-flight=0 (auto, the default) holds 2 frames on CUDA and half
+// the host's cores, 2 to 8, on the CPU: the first frame leaves when that
+// many have come in.
+void expect_auto_holds_as_many_frames_as_the_backend_wants(const std::string &backend) {
+  const unsigned cores = std::thread::hardware_concurrency();
+  const size_t held = backend == "cuda" ? 2 : std::clamp<size_t>(cores / 2, 2, 8);
+  SCOPED_TRACE(std::to_string(cores) + " cores");
+  const std::vector<cv::Mat> images = moving_pattern(int(held));
+  GstHarness *h = gst_harness_new_parse(("sift backend=" + backend).c_str());
+  GstElement *sift = gst_harness_find_element(h, "sift");
+  gint property = -1;
+  g_object_get(sift, "frames-in-flight", &property, nullptr);
+  gst_object_unref(sift);
+  EXPECT_EQ(property, 0);
+  gst_harness_set_src_caps(h, frame_caps(GST_VIDEO_FORMAT_GRAY8, kWidth, kHeight));
+  int finalized = 0;
+  for (size_t i = 0; i + 1 < held; ++i)
+    ASSERT_EQ(gst_harness_push(h, counted_frame(images[i], int(i), &finalized)), GST_FLOW_OK);
+  EXPECT_EQ(gst_harness_buffers_received(h), 0u);
+  ASSERT_EQ(gst_harness_push(h, counted_frame(images[held - 1], int(held - 1), &finalized)), GST_FLOW_OK);
+  EXPECT_EQ(gst_harness_buffers_received(h), 1u);
+  gst_harness_teardown(h);
+  EXPECT_EQ(finalized, int(held));
+}
+
 #define FRAMES_IN_FLIGHT_TEST(name, check)  \
   TEST(SiftFramesInFlight, name) { check("cpu"); } \
   TEST(GpuSiftFramesInFlight, name) {       \
@@ -666,6 +692,7 @@ FRAMES_IN_FLIGHT_TEST(FlushDropsHeldFramesAndLosesNothingAfterIt,
 FRAMES_IN_FLIGHT_TEST(StopDropsHeldFramesAndCapsChangesDrainThem,
                       expect_stop_drops_held_frames_and_caps_changes_drain_them)
 FRAMES_IN_FLIGHT_TEST(ABadFrameIsAnErrorNotASilentDrop, expect_a_bad_frame_is_an_error_not_a_silent_drop)
+FRAMES_IN_FLIGHT_TEST(AutoHoldsAsManyFramesAsTheBackendWants, expect_auto_holds_as_many_frames_as_the_backend_wants)
 #undef FRAMES_IN_FLIGHT_TEST
 
 TEST(GpuSiftOverlay, DeviceFramesAreDrawnLikeSystemFrames) {

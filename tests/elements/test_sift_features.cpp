@@ -363,11 +363,11 @@ TEST(SiftElement, FramesInFlightPropertyIsDocumentedAndRoundTrips) {
   ASSERT_NE(spec, nullptr);
   ASSERT_EQ(spec->value_type, G_TYPE_INT);
   const GParamSpecInt *range = G_PARAM_SPEC_INT(spec);
-  EXPECT_EQ(range->minimum, 1);
-  EXPECT_EQ(range->default_value, 2);
+  EXPECT_EQ(range->minimum, 0);
+  EXPECT_EQ(range->default_value, 0);  // auto
   EXPECT_GE(range->maximum, 3);
   const std::string blurb = g_param_spec_get_blurb(spec);
-  for (const char *says : {"on CUDA", "on the CPU", "latency", "1 = ", "lock step"})
+  for (const char *says : {"on CUDA", "on the CPU", "latency", "1 = ", "lock step", "0 = auto", "cores"})
     EXPECT_NE(blurb.find(says), std::string::npos) << says << " in: " << blurb;
   for (gint value : {1, 3, range->maximum}) {
     g_object_set(sift, "frames-in-flight", value, nullptr);
