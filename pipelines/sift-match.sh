@@ -27,10 +27,8 @@ if [ -z "$reference" ] || [ -z "$query" ]; then
     video/x-raw,width=410,height=410 ! videoconvert ! pngenc ! filesink location="$reference"
 fi
 
-image() {  # a PNG or JPEG file as one RGBA frame (sift takes its luma as OpenCV's cvtColor does)
-  local decoder=pngdec
-  case "$1" in *.jpg|*.jpeg|*.JPG|*.JPEG) decoder=jpegdec ;; esac
-  echo "filesrc location=$1 ! $decoder ! videoconvert ! video/x-raw,format=RGBA ! imagefreeze num-buffers=1"
+image() {  # a picture as one frame, decoded as siftmatch decodes its reference (a JPEG's Y plane, RGB's luma)
+  echo "filesrc location=$1 ! decodebin ! videoconvert dither=none ! imagefreeze num-buffers=1"
 }
 
 # -m prints the messages; of them, siftmatch's: keypoints, matches, inliers, homography.
