@@ -24,6 +24,7 @@
 #include "gstenvisink.h"
 
 #include <gst/video/video.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -120,6 +121,13 @@ static gboolean envi_sink_start(GstBaseSink *base) {
     GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE, ("Cannot write %s", location.c_str()), ("%s", g_strerror(errno)));
     delete st;
     return FALSE;
+  }
+  // A device or a pipe (/dev/null, a FIFO read by another program) has no
+  // folder beside it for a header: the data alone goes there.
+  struct stat data_stat{};
+  if (fstat(fileno(st->data), &data_stat) == 0 && !S_ISREG(data_stat.st_mode)) {
+    GST_INFO_OBJECT(self, "%s is not a regular file: the data only, no header", location.c_str());
+    st->header_path.clear();
   }
   self->state = st;
   return TRUE;
@@ -223,6 +231,7 @@ static void note_lines_written(SinkState *st, guint64 line, guint64 count) {
 static bool write_header(GstEnviSink *self) {
   SinkState *st = self->state;
   if (!st || st->header_written || !st->have_info) return true;
+  if (st->header_path.empty()) return true;  // not a regular file (envi_sink_start)
   const std::string text = (st->rules ? rules_header(st) : classification_header(st)) + georeferencing_header(st);
   FILE *f = std::fopen(st->header_path.c_str(), "wb");
   const bool ok = f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
@@ -470,7 +479,8 @@ static void gst_envi_sink_class_init(GstEnviSinkClass *klass) {
       g_param_spec_string("location", "File",
                           "Data file of the ENVI classification (or, for rule images, float cube) to write (e.g. "
                           "classes.img); the header goes next to it with the extension replaced by .hdr "
-                          "(classes.hdr), or .hdr appended",
+                          "(classes.hdr), or .hdr appended; a device or a pipe (/dev/null, a FIFO) takes the data "
+                          "alone",
                           nullptr,
                           GParamFlags(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);

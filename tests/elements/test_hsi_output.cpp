@@ -4,10 +4,17 @@
 #include <gst/video/video.h>
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "gst/cudasensing/gstcsmemory.h"
 #include "hsi/classifier.h"
@@ -235,6 +242,30 @@ std::vector<uint8_t> write_known_scene(const ScratchDir &dir, size_t samples, si
 }
 
 }  // namespace
+
+// A pipe (or a device such as /dev/null) takes the class map's bytes and no
+// header is written beside it.
+TEST(EnviSink, PipeTakesTheDataAndNoHeader) {
+  ScratchDir dir;
+  const size_t samples = 11, lines = 9;
+  const std::vector<uint8_t> expected = write_known_scene(dir, samples, lines);
+  const std::string fifo = dir.file("classes.img");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << g_strerror(errno);
+  std::vector<uint8_t> drained;
+  std::thread reader([&] {
+    std::ifstream in(fifo, std::ios::binary);
+    drained.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  });
+  const RunResult r = run_pipeline("envisrc location=" + dir.file("scene.hdr") +
+                                   " lines-per-buffer=4 ! hsiclassify backend=cpu library=" + dir.file("lib.csv") +
+                                   " ! tee name=t ! queue ! envisink location=" + fifo + " t. ! queue ! appsink name=sink");
+  // Should the sink never have opened the pipe, a writer of our own lets the reader's open return.
+  if (const int writer = open(fifo.c_str(), O_WRONLY | O_NONBLOCK); writer >= 0) close(writer);
+  reader.join();
+  ASSERT_TRUE(r.error.empty()) << r.everything();
+  EXPECT_EQ(drained, expected);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("classes.hdr")));
+}
 
 TEST(EnviSink, WritesClassificationThatReadsBack) {
   ScratchDir dir;
