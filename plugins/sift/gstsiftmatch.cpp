@@ -1,9 +1,9 @@
 /* siftmatch: matches each frame's SIFT descriptors (GstSiftFeaturesMeta)
  * against the previous frame's or against a reference (a features file
- * written by featuresink, or a picture: sift-picture.h), with Lowe's ratio test and an optional mutual
- * check, and attaches a GstSiftMatchesMeta; optionally a RANSAC homography
- * (cv::findHomography) from the frame's points to the reference's. Frames
- * pass through unchanged.
+ * written by featuresink, or a picture: sift-picture.h), with Lowe's ratio
+ * test and an optional mutual check, and attaches a GstSiftMatchesMeta;
+ * optionally a RANSAC homography (cv::findHomography) from the frame's
+ * points to the reference's. Frames pass through unchanged.
  *
  * Backends: CUDA matches every descriptor format (bytes, float, RootSIFT)
  * with cs::sift::CudaMatcher (sift_match.h; the reference's descriptors stay
@@ -401,8 +401,8 @@ static void gst_sift_matcher_class_init(GstSiftMatcherClass *klass) {
       g_param_spec_string("reference", "Reference features",
                           "What to match against: a features file written by featuresink (any format; its first "
                           "record is used), or a picture GStreamer decodes (PNG, JPEG, ...; sift's luma of it), whose "
-                          "features OpenCV's SIFT finds with its default parameters in the frames' descriptor format at the first frame; "
-                          "unset = match each frame against the previous one",
+                          "features OpenCV's SIFT finds with its default parameters in the frames' descriptor format "
+                          "at the first frame; unset = match each frame against the previous one",
                           nullptr, flags));
   g_object_class_install_property(
       gobject_class, PROP_RATIO,

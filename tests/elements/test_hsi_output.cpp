@@ -258,7 +258,8 @@ TEST(EnviSink, PipeTakesTheDataAndNoHeader) {
   });
   const RunResult r = run_pipeline("envisrc location=" + dir.file("scene.hdr") +
                                    " lines-per-buffer=4 ! hsiclassify backend=cpu library=" + dir.file("lib.csv") +
-                                   " ! tee name=t ! queue ! envisink location=" + fifo + " t. ! queue ! appsink name=sink");
+                                   " ! tee name=t ! queue ! envisink location=" + fifo +
+                                   " t. ! queue ! appsink name=sink");
   // Should the sink never have opened the pipe, a writer of our own lets the reader's open return.
   if (const int writer = open(fifo.c_str(), O_WRONLY | O_NONBLOCK); writer >= 0) close(writer);
   reader.join();
