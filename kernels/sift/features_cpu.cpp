@@ -244,6 +244,11 @@ std::vector<Record> read_records(const std::string &path) {
   return out;
 }
 
+size_t pyramid_bytes(int width, int height, int n_octave_layers) {
+  const size_t images = size_t(2 * n_octave_layers + 5), doubled = size_t(2 * width) * size_t(2 * height);
+  return doubled * sizeof(float) * images * 4 / 3;  // the octaves after the first add a third
+}
+
 bool is_features_file(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   char start[9] = {};

@@ -38,6 +38,11 @@ struct Features {
 // canonical order, grid filter and RootSIFT as the parameters say.
 Features detect_and_describe(const cv::Mat &gray, const Params &params);
 
+// The working memory of detect_and_describe on a width x height image: the
+// float Gaussian (layers + 3) and DoG (layers + 2) images of every octave,
+// the first at twice the size (488 MB measured at 1920 x 1080, 3 layers).
+size_t pyramid_bytes(int width, int height, int n_octave_layers);
+
 // Strongest first: response descending, then y, x, size, angle, octave
 // ascending; descriptor rows follow their keypoints.
 void sort_canonical(Features &f);

@@ -33,6 +33,7 @@
 #include <new>
 #include <thread>
 
+#include "common/cuda_runtime.h"
 #include "gst/cudasensing/sift/gstsiftfeatures-opencv.hpp"
 #include "gstcs-cxx.h"
 #include "sift-cuda.h"
@@ -54,6 +55,7 @@ struct _GstSift {
   sift_cpu::Params params;            // both backends: the descriptor format and grid filter are read from here
   gstsift::OutputSettings output_in_use;  // the output settings taken at start
   gstsift::FramesInFlight *frames;  // the held frames: CUDA's engines, or the CPU's threads (NULL: one at a time)
+  gstsift::CpuFramesInFlight *cpu_frames_auto;  // `frames` when the CPU's count is auto: sized at each caps
   GstVideoInfo info;
   gboolean have_info;
   GstClockTime added_latency;  // what holding frames adds (object lock: read by LATENCY queries)
@@ -103,9 +105,10 @@ static gboolean sift_start(GstCsBaseTransform *base) {
   self->have_info = FALSE;
   self->gap_before_next = FALSE;
   const bool cuda = gst_cs_base_transform_use_cuda(base);
-  const gint frames_in_flight = gstsift::resolve_frames_in_flight(frames_in_flight_property, cuda,
-                                                                  std::thread::hardware_concurrency(),
-                                                                  kMaxFramesInFlight);
+  const gint frames_in_flight =
+      frames_in_flight_property != kAutoFramesInFlight
+          ? frames_in_flight_property
+          : gstsift::auto_frames_in_flight(cuda, std::thread::hardware_concurrency(), kMaxFramesInFlight);
   if (cuda) {
     return gstcs::guard_bool(GST_ELEMENT(self), "Starting CUDA SIFT", [&] {
       auto *cuda = new gstsift::CudaFramesInFlight(gstsift::engine_params(engine),
@@ -122,6 +125,8 @@ static gboolean sift_start(GstCsBaseTransform *base) {
     return FALSE;
   }
   if (frames_in_flight > 1) self->frames = new gstsift::CpuFramesInFlight(frames_in_flight);
+  if (frames_in_flight_property == kAutoFramesInFlight)
+    self->cpu_frames_auto = static_cast<gstsift::CpuFramesInFlight *>(self->frames);
   GST_INFO_OBJECT(self, "CPU backend (OpenCV), %d frames in flight", frames_in_flight);
   return TRUE;
 }
@@ -131,6 +136,7 @@ static gboolean sift_stop(GstCsBaseTransform *base) {
   self->have_info = FALSE;
   delete self->frames;  // drops the frames it holds once nothing reads them
   self->frames = nullptr;
+  self->cpu_frames_auto = nullptr;
   GST_OBJECT_LOCK(self);
   self->added_latency = 0;
   GST_OBJECT_UNLOCK(self);
@@ -172,6 +178,21 @@ static void update_added_latency(GstSift *self) {
   }
 }
 
+// Auto on the CPU: as many frames as the cores want, but no more than a
+// quarter of the host's memory holds OpenCV's pyramids of at this frame
+// size (4K frames take about 2 GB each). The held frames have left before
+// new caps, so the count may change here.
+static void limit_cpu_frames_to_memory(GstSift *self) {
+  const size_t bytes = sift_cpu::pyramid_bytes(GST_VIDEO_INFO_WIDTH(&self->info), GST_VIDEO_INFO_HEIGHT(&self->info),
+                                               self->params.n_octave_layers);
+  const int frames = gstsift::auto_frames_in_flight(false, std::thread::hardware_concurrency(), kMaxFramesInFlight,
+                                                    bytes, cs::host_memory_bytes());
+  if (frames == self->cpu_frames_auto->frames_in_flight()) return;
+  if (self->cpu_frames_auto->set_frames_in_flight(frames))
+    GST_INFO_OBJECT(self, "%d frames in flight: OpenCV's pyramids take %s a frame", frames,
+                    cs::format_bytes(bytes).c_str());
+}
+
 static gboolean sift_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *) {
   auto *self = GST_SIFT(trans);
   if (!gst_video_info_from_caps(&self->info, incaps) || GST_VIDEO_INFO_WIDTH(&self->info) <= 0 ||
@@ -181,6 +202,7 @@ static gboolean sift_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps 
     return FALSE;
   }
   self->have_info = TRUE;
+  if (self->cpu_frames_auto) limit_cpu_frames_to_memory(self);
   update_added_latency(self);
   return TRUE;
 }
@@ -376,7 +398,8 @@ static void gst_sift_class_init(GstSiftClass *klass) {
                        "downloaded; on the CPU each by OpenCV on a thread of its own. A frame leaves once the next "
                        "frames-in-flight - 1 frames are read; latency grows by frames-in-flight - 1 frames. 1 = "
                        "each frame finished before the next is read (appsrc/appsink in lock step need it); 0 = "
-                       "auto: 2 on CUDA, half the host's cores (2 to 8) on the CPU",
+                       "auto: 2 on CUDA; on the CPU half the host's cores (2 to 8), fewer where a quarter of the host's "
+                       "memory does not hold their OpenCV pyramids (about 0.5 GB a 1080p frame, 2 GB at 4K)",
                        0, kMaxFramesInFlight, kAutoFramesInFlight,
                        GParamFlags(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
@@ -412,6 +435,7 @@ static void gst_sift_init(GstSift *self) {
   self->frames_in_flight = kAutoFramesInFlight;
   self->have_info = FALSE;
   self->frames = nullptr;
+  self->cpu_frames_auto = nullptr;
   self->added_latency = 0;
   self->gap_before_next = FALSE;
   gstsift::init_video_filter(GST_BASE_TRANSFORM(self));

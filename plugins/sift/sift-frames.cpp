@@ -12,10 +12,11 @@
 
 namespace gstsift {
 
-int resolve_frames_in_flight(int property, bool cuda, unsigned cores, int most) {
-  if (property > 0) return property;
+int auto_frames_in_flight(bool cuda, unsigned cores, int most, size_t pyramid_bytes, size_t host_memory) {
   if (cuda) return 2;
-  return int(std::clamp<unsigned>(cores / 2, 2, unsigned(std::max(most, 2))));
+  size_t frames = std::clamp<size_t>(cores / 2, 2, size_t(std::max(most, 2)));
+  if (pyramid_bytes && host_memory) frames = std::clamp<size_t>(host_memory / 4 / pyramid_bytes, 1, frames);
+  return int(frames);
 }
 
 cv::Mat frame_luma(const GstVideoFrame &frame) {
@@ -52,6 +53,12 @@ sift_cpu::Features extract_on_cpu(GstBuffer *frame, const GstVideoInfo &info, co
     gst_video_frame_unmap(&mapped);
     throw;
   }
+}
+
+bool CpuFramesInFlight::set_frames_in_flight(int frames_in_flight) {
+  if (!held_.empty() || frames_in_flight < 1) return false;
+  frames_in_flight_ = frames_in_flight;
+  return true;
 }
 
 void CpuFramesInFlight::enqueue(GstBuffer *frame, const GstVideoInfo &info, const sift_cpu::Params &params) {

@@ -21,13 +21,13 @@
 
 namespace gstsift {
 
-// The frames-in-flight property's value for a backend: 0 (auto) is 2 on
-// CUDA (a second frame's kernels while the first one's results come down;
-// more gain nothing at 1080p) and half the host's cores on the CPU, 2 to
-// `most` (OpenCV's SIFT keeps about 1.3 cores busy on one frame; on 16
-// cores 8 frames run 3.3 times as fast as 1). Other values are taken as
-// they are.
-int resolve_frames_in_flight(int property, bool cuda, unsigned cores, int most);
+// frames-in-flight=0 (auto): 2 on CUDA (a second frame's kernels while the
+// first one's results come down; more gain nothing at 1080p); on the CPU
+// half the host's cores, 2 to `most` (OpenCV's SIFT keeps about 1.3 cores
+// busy on one frame; on 16 cores 8 frames ran 3.3 times as fast as 1), and
+// no more frames than a quarter of `host_memory` holds the pyramids of
+// (`pyramid_bytes` a frame; 0 = not known yet), at least 1.
+int auto_frames_in_flight(bool cuda, unsigned cores, int most, size_t pyramid_bytes = 0, size_t host_memory = 0);
 
 class FramesInFlight {
  public:
@@ -68,6 +68,9 @@ class CpuFramesInFlight : public FramesInFlight {
   CpuFramesInFlight &operator=(const CpuFramesInFlight &) = delete;
 
   int frames_in_flight() const override { return frames_in_flight_; }
+  // A new count, once no frame is held (at a caps change: the held frames
+  // have left before it); false, keeping the count, while frames are held.
+  bool set_frames_in_flight(int frames_in_flight);
   size_t held() const override { return held_.size(); }
   void enqueue(GstBuffer *frame, const GstVideoInfo &info, const sift_cpu::Params &params) override;
   GstBuffer *finish_oldest(GstElement *element) override;

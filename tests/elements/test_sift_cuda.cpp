@@ -678,6 +678,24 @@ void expect_auto_holds_as_many_frames_as_the_backend_wants(const std::string &ba
   EXPECT_EQ(finalized, int(held));
 }
 
+// Auto on the CPU holds no more frames than a quarter of the host's memory
+// holds OpenCV's pyramids of: 32000 x 32000 frames (about 240 GB of
+// pyramids each) are taken one at a time, 640 x 480 ones as the cores say,
+// and the count follows each new caps. The LATENCY query tells: frames in
+// flight - 1 frame periods.
+TEST(SiftFramesInFlight, AutoOnTheCpuFitsTheHostsMemory) {
+  const size_t by_cores = std::clamp<size_t>(std::thread::hardware_concurrency() / 2, 2, 8);
+  GstHarness *h = gst_harness_new_parse("sift backend=cpu");
+  for (const auto &[width, height, held] : {std::tuple<int, int, size_t>{640, 480, by_cores},
+                                            std::tuple<int, int, size_t>{32000, 32000, 1},
+                                            std::tuple<int, int, size_t>{640, 480, by_cores}}) {
+    SCOPED_TRACE(std::to_string(width) + "x" + std::to_string(height));
+    gst_harness_set_src_caps(h, frame_caps(GST_VIDEO_FORMAT_GRAY8, width, height));
+    EXPECT_EQ(gst_harness_query_latency(h), GstClockTime(held - 1) * GST_SECOND / 30);
+  }
+  gst_harness_teardown(h);
+}
+
 #define FRAMES_IN_FLIGHT_TEST(name, check)  \
   TEST(SiftFramesInFlight, name) { check("cpu"); } \
   TEST(GpuSiftFramesInFlight, name) {       \
