@@ -169,15 +169,17 @@ static gboolean sim_start(GstBaseSrc *src) {
     f.samples_per_pulse = st->sim->samples_per_pulse();
     if (f.samples_per_pulse > G_MAXINT) throw std::invalid_argument("too many samples per pulse");
     // A block is made whole before it is pushed (CI16: also as complex floats first): refused at
-    // once where the host could not hold it, rather than after downstream has set up for it.
+    // once where the process could not hold it (the host's memory, or its control group's limit),
+    // rather than after downstream has set up for it.
     const double block_bytes = double(f.samples_per_pulse) * double(pulses_per_buffer) * (ci16 ? 12.0 : 8.0);
     const size_t memory = cs::host_memory_bytes();
     if (memory && block_bytes > double(memory))
       throw std::invalid_argument(
           "a block of " + std::to_string(pulses_per_buffer) + " pulses of " + std::to_string(f.samples_per_pulse) +
-          " samples needs " + cs::format_bytes(size_t(std::min(block_bytes, 1.8e19))) + ", more than this host's " +
-          cs::format_bytes(memory) + ": fewer pulses-per-buffer, or fewer samples per pulse (samples-per-pulse, "
-          "or pulse-length and sample-rate)");
+          " samples needs " + cs::format_bytes(size_t(std::min(block_bytes, 1.8e19))) +
+          ", more than the memory this process may use, " + cs::format_bytes(memory) +
+          ": fewer pulses-per-buffer, or fewer samples per pulse (samples-per-pulse, or pulse-length and "
+          "sample-rate)");
     f.domain = c.domain;
     f.center_frequency_hz = c.center_frequency_hz;
     f.bandwidth_hz = c.bandwidth_hz;

@@ -179,8 +179,9 @@ static void update_added_latency(GstSift *self) {
 }
 
 // Auto on the CPU: as many frames as the cores want, but no more than a
-// quarter of the host's memory holds OpenCV's pyramids of at this frame
-// size (4K frames take about 2 GB each). The held frames have left before
+// quarter of the memory the process may use (cs::host_memory_bytes: the
+// host's, or its control group's limit) holds OpenCV's pyramids of at this
+// frame size (4K frames take about 2 GB each). The held frames have left before
 // new caps, so the count may change here.
 static void limit_cpu_frames_to_memory(GstSift *self) {
   const size_t bytes = sift_cpu::pyramid_bytes(GST_VIDEO_INFO_WIDTH(&self->info), GST_VIDEO_INFO_HEIGHT(&self->info),

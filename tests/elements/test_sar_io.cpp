@@ -270,7 +270,7 @@ TEST(SarSimSettings, BadTargetListIsAClearError) {
   EXPECT_NE(run3.error.find("simulation"), std::string::npos) << run3.error;
 }
 
-// A block larger than the host's memory is refused at the start, saying how
+// A block larger than the memory the process may use is refused at the start, saying how
 // much was asked and what to change (before downstream sets up for it).
 TEST(SarSimSettings, BlockTooLargeForMemoryIsAnError) {
   PipelineRun run;
@@ -279,7 +279,8 @@ TEST(SarSimSettings, BlockTooLargeForMemoryIsAnError) {
                &run);
   const std::string bytes = std::to_string(uint64_t(1048576) * 2147483647 * 8);
   EXPECT_NE(run.error.find("a block of 1048576 pulses of 2147483647 samples needs"), std::string::npos) << run.error;
-  EXPECT_NE(run.error.find(bytes + " bytes), more than this host's"), std::string::npos) << run.error;
+  EXPECT_NE(run.error.find(bytes + " bytes), more than the memory this process may use"), std::string::npos)
+      << run.error;
   EXPECT_TRUE(run.samples.empty());
   PipelineRun long_pulse;  // a 1 s chirp at 180 MHz: 1.8e8 samples a pulse
   run_pipeline("sarsim num-pulses=128 pulses-per-buffer=512 pulse-length=1 ! appsink name=out sync=false", &long_pulse);
