@@ -1,13 +1,7 @@
 #include "common/cuda_runtime.h"
 
-#include <unistd.h>
-
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <mutex>
-#include <sstream>
 
 #if CS_HAVE_CUDA
 #include "common/cuda_check.h"
@@ -31,58 +25,6 @@ std::string format_bytes(size_t bytes) {
   return buf;
 }
 
-namespace {
-
-// A limit file's number; 0 for "max", an unlimited v1 value (near 2^63) or anything unreadable.
-size_t read_limit(const std::string &path) {
-  std::ifstream in(path);
-  std::string text;
-  if (!(in >> text) || text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return 0;
-  const unsigned long long value = std::strtoull(text.c_str(), nullptr, 10);
-  return value >= (1ull << 62) ? 0 : size_t(value);
-}
-
-// The lowest limit in `file` of folder `root` + `path` and each folder above it up to `root`.
-size_t lowest_limit_up_from(const std::string &root, std::string path, const char *file) {
-  size_t lowest = 0;
-  while (true) {
-    if (const size_t limit = read_limit(root + path + "/" + file); limit && (!lowest || limit < lowest))
-      lowest = limit;
-    if (path.empty() || path == "/") return lowest;
-    path.erase(path.find_last_of('/'));
-  }
-}
-
-}  // namespace
-
-size_t cgroup_memory_limit(const std::string &proc_self_cgroup, const std::string &cgroup_root) {
-  size_t lowest = 0;
-  auto take = [&](size_t limit) {
-    if (limit && (!lowest || limit < lowest)) lowest = limit;
-  };
-  std::istringstream lines(proc_self_cgroup);
-  std::string line;
-  while (std::getline(lines, line)) {
-    // hierarchy-id:controllers:path
-    const size_t first = line.find(':'), second = line.find(':', first + 1);
-    if (first == std::string::npos || second == std::string::npos) continue;
-    const std::string controllers = line.substr(first + 1, second - first - 1), path = line.substr(second + 1);
-    if (line.compare(0, first, "0") == 0 && controllers.empty())
-      take(lowest_limit_up_from(cgroup_root, path, "memory.max"));
-    else if (("," + controllers + ",").find(",memory,") != std::string::npos)
-      take(lowest_limit_up_from(cgroup_root + "/memory", path, "memory.limit_in_bytes"));
-  }
-  return lowest;
-}
-
-size_t host_memory_bytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  const size_t physical = pages > 0 && page > 0 ? size_t(pages) * size_t(page) : 0;
-  std::ifstream in("/proc/self/cgroup");
-  const std::string groups((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t limit = cgroup_memory_limit(groups, "/sys/fs/cgroup");
-  return limit && (!physical || limit < physical) ? limit : physical;
-}
 
 Stream &Stream::operator=(Stream &&o) noexcept {
   if (this != &o) {

@@ -141,15 +141,4 @@ class Event {
 // "1.50 GiB" style sizes for messages.
 std::string format_bytes(size_t bytes);
 
-// The memory this process may use: the host's physical memory, or its
-// control group's limit where that is lower (a container's, a systemd
-// slice's); 0 when it cannot be told.
-size_t host_memory_bytes();
-
-// The lowest memory limit on the control group that `proc_self_cgroup`
-// (the text of /proc/self/cgroup) names and on its ancestors, read below
-// `cgroup_root` (/sys/fs/cgroup): memory.max (cgroup v2) or
-// memory/memory.limit_in_bytes (v1); 0 = none.
-size_t cgroup_memory_limit(const std::string &proc_self_cgroup, const std::string &cgroup_root);
-
 }  // namespace cs

@@ -10,13 +10,12 @@
 #include <thread>
 #include <vector>
 
+#include "common/host_resources.h"
+
 namespace cs {
 
-// Half the machine's cores, at least 1 and at most 8: the default for reads
-// that share the host with the rest of a pipeline.
-inline int default_read_threads() {
-  return std::clamp(int(std::thread::hardware_concurrency()) / 2, 1, 8);
-}
+// The default for reads that share the host with the rest of a pipeline.
+inline int default_read_threads() { return half_the_cores(); }
 
 // Calls body(begin, size) over [0, bytes) in at most `threads` pieces of at
 // least `min_piece` bytes, every piece but the last a multiple of `unit`; one

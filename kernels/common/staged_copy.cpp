@@ -10,15 +10,9 @@
 #endif
 
 #include "common/device_resources.h"
+#include "common/host_resources.h"
 
 namespace cs {
-
-namespace {
-int default_copy_threads() {
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  return int(std::clamp(cores / 2, 1u, 8u));
-}
-}  // namespace
 
 namespace {
 inline void cpu_relax() {
@@ -151,7 +145,7 @@ void ParallelCopier::worker(int index) {
 StagedUploader::StagedUploader(int device, size_t chunk_bytes, int slots, int threads, CopyStores stores)
     : device_(device),
       chunk_bytes_(chunk_bytes),
-      copier_(threads > 0 ? threads : default_copy_threads(), stores),
+      copier_(threads > 0 ? threads : half_the_cores(), stores),
       side_stream_(device) {
   DeviceGuard guard(device);
   slots_.resize(size_t(std::max(2, slots)));

@@ -83,7 +83,7 @@ class ParallelCopier {
 class StagedUploader {
  public:
   // chunk_bytes: the unit of overlap; slots: chunks in flight at once;
-  // threads: host copy threads (0 = half the cores, at most 8); stores: how
+  // threads: host copy threads (0 = half the usable cores, at most 8); stores: how
   // they write the page-locked chunks.
   static constexpr size_t kDefaultChunkBytes = size_t(8) << 20;
   static constexpr int kDefaultSlots = 4;

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "common/host_resources.h"
 #include "hsi/text_parse.h"
 
 namespace cs::hsi {
@@ -301,8 +302,7 @@ void SpectralClassifier::classify(const CubeBlock &block, const ClassificationOu
   };
   // Enough work per thread to pay for starting it.
   const size_t work = pixels * bands_.size() * (class_count() + 1);
-  size_t threads = config_.cpu_threads > 0 ? size_t(config_.cpu_threads)
-                                           : std::max<size_t>(1, std::thread::hardware_concurrency());
+  size_t threads = config_.cpu_threads > 0 ? size_t(config_.cpu_threads) : size_t(cs::usable_cores());
   threads = std::max<size_t>(1, std::min({threads, pixels, work / (size_t(1) << 18) + 1}));
   if (threads == 1) {
     run(0, pixels);

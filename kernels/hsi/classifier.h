@@ -53,7 +53,7 @@ struct ClassifierConfig {
   // How sums are accumulated (classify_math.h): exact (double per term) or
   // fast (float within chunks of bands).
   Precision precision = Precision::exact;
-  // CPU threads for classify (0 = one per core).
+  // CPU threads for classify (0 = one per usable core, host_resources.h).
   int cpu_threads = 0;
 };
 

@@ -13,6 +13,7 @@
 #include <thread>
 #include <type_traits>
 
+#include "common/host_resources.h"
 #include "sar/geodesy.h"
 
 namespace cs::sar {
@@ -342,8 +343,7 @@ void CpuBackprojector::backproject(const RangeProfileBlock &block, std::complex<
   job.bins = static_cast<int>(block.bins);
   job.image = image;
   job.mode = mode;
-  const int threads = config_.cpu_threads > 0 ? config_.cpu_threads
-                                              : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int threads = config_.cpu_threads > 0 ? config_.cpu_threads : int(cs::usable_cores());
   cpu_runner(config_.precision, config_.interpolation, prepared.legs)(job, threads);
 }
 

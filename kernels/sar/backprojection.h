@@ -79,7 +79,7 @@ struct BackprojectionConfig {
   double knab_oversampling = 2.0;   // Knab: profile_oversampling() of the profiles, >= 1
   Precision precision = Precision::Mixed;
   int sgn = -1;                     // the data's phase convention (CPHD SGN), +1 or -1
-  int cpu_threads = 0;              // CPU: threads (0 = one per core)
+  int cpu_threads = 0;              // CPU: threads (0 = one per usable core, host_resources.h)
 };
 
 // Throws std::invalid_argument naming the field when the configuration is unusable.

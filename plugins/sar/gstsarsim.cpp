@@ -19,6 +19,7 @@
 
 #include "../core/gstcs-cxx.h"
 #include "common/cuda_runtime.h"
+#include "common/host_resources.h"
 #include "sar-common.h"
 #include "sar-enums.h"
 #include "sar/simulator.h"

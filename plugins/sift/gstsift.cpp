@@ -31,9 +31,9 @@
 #include <opencv2/imgproc.hpp>
 
 #include <new>
-#include <thread>
 
 #include "common/cuda_runtime.h"
+#include "common/host_resources.h"
 #include "gst/cudasensing/sift/gstsiftfeatures-opencv.hpp"
 #include "gstcs-cxx.h"
 #include "sift-cuda.h"
@@ -108,7 +108,7 @@ static gboolean sift_start(GstCsBaseTransform *base) {
   const gint frames_in_flight =
       frames_in_flight_property != kAutoFramesInFlight
           ? frames_in_flight_property
-          : gstsift::auto_frames_in_flight(cuda, std::thread::hardware_concurrency(), kMaxFramesInFlight);
+          : gstsift::auto_frames_in_flight(cuda, cs::usable_cores(), kMaxFramesInFlight);
   if (cuda) {
     return gstcs::guard_bool(GST_ELEMENT(self), "Starting CUDA SIFT", [&] {
       auto *cuda = new gstsift::CudaFramesInFlight(gstsift::engine_params(engine),
@@ -186,7 +186,7 @@ static void update_added_latency(GstSift *self) {
 static void limit_cpu_frames_to_memory(GstSift *self) {
   const size_t bytes = sift_cpu::pyramid_bytes(GST_VIDEO_INFO_WIDTH(&self->info), GST_VIDEO_INFO_HEIGHT(&self->info),
                                                self->params.n_octave_layers);
-  const int frames = gstsift::auto_frames_in_flight(false, std::thread::hardware_concurrency(), kMaxFramesInFlight,
+  const int frames = gstsift::auto_frames_in_flight(false, cs::usable_cores(), kMaxFramesInFlight,
                                                     bytes, cs::host_memory_bytes());
   if (frames == self->cpu_frames_auto->frames_in_flight()) return;
   if (self->cpu_frames_auto->set_frames_in_flight(frames))

@@ -14,11 +14,11 @@
 #include <cmath>
 #include <map>
 #include <numeric>
-#include <thread>
 
 #include "../../plugins/sift/sift-draw.h"
 #include "../../plugins/sift/sift-formats.h"
 #include "../../plugins/sift/sift-luma.h"
+#include "common/host_resources.h"
 #include "gst/cudasensing/sift/gstsiftfeaturesmeta.h"
 #include "sift_test_util.h"
 #include "test_sift_cuda_support.h"
@@ -657,7 +657,7 @@ void expect_a_bad_frame_is_an_error_not_a_silent_drop(const std::string &backend
 // the host's cores, 2 to 8, on the CPU: the first frame leaves when that
 // many have come in.
 void expect_auto_holds_as_many_frames_as_the_backend_wants(const std::string &backend) {
-  const unsigned cores = std::thread::hardware_concurrency();
+  const unsigned cores = cs::usable_cores();
   const size_t held = backend == "cuda" ? 2 : std::clamp<size_t>(cores / 2, 2, 8);
   SCOPED_TRACE(std::to_string(cores) + " cores");
   const std::vector<cv::Mat> images = moving_pattern(int(held));
@@ -684,7 +684,7 @@ void expect_auto_holds_as_many_frames_as_the_backend_wants(const std::string &ba
 // and the count follows each new caps. The LATENCY query tells: frames in
 // flight - 1 frame periods.
 TEST(SiftFramesInFlight, AutoOnTheCpuFitsTheHostsMemory) {
-  const size_t by_cores = std::clamp<size_t>(std::thread::hardware_concurrency() / 2, 2, 8);
+  const size_t by_cores = std::clamp<size_t>(cs::usable_cores() / 2, 2, 8);
   GstHarness *h = gst_harness_new_parse("sift backend=cpu");
   for (const auto &[width, height, held] : {std::tuple<int, int, size_t>{640, 480, by_cores},
                                             std::tuple<int, int, size_t>{32000, 32000, 1},
