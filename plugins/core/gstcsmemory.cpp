@@ -203,7 +203,7 @@ GParamSpec *read_threads_param_spec(GParamFlags flags) {
   return g_param_spec_uint("read-threads", "Read threads",
                            "Threads that read each buffer from the file, in pieces of at least 4 MiB (one thread "
                            "copies from the page cache at a fraction of what the GPU link carries); 0 = half the "
-                           "cores, at most 8",
+                           "usable cores, at most 8",
                            0, 256, 0, flags);
 }
 

@@ -336,7 +336,7 @@ static void gst_gpu_upload_class_init(GstGpuUploadClass *klass) {
   g_object_class_install_property(
       gobject_class, PROP_COPY_THREADS,
       g_param_spec_uint("copy-threads", "Host copy threads",
-                        "Threads that copy pageable input into page-locked staging (0: half the cores, at most "
+                        "Threads that copy pageable input into page-locked staging (0: half the usable cores, at most "
                         "8); page-locked and device input is not copied on the host",
                         0, 64, 0, GParamFlags(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
