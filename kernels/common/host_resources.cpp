@@ -121,6 +121,11 @@ size_t host_memory_bytes() {
 }
 
 unsigned usable_cores() {
+  static const unsigned cores = usable_cores_now();
+  return cores;
+}
+
+unsigned usable_cores_now() {
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0) cores = std::min(cores, unsigned(std::max(1, CPU_COUNT(&set))));

@@ -15,7 +15,10 @@ size_t host_memory_bytes();
 
 // The cores this process may run on: the CPUs of its affinity mask, fewer
 // where its control group's CPU quota is lower (rounded up); at least 1.
+// Counted once (the first call), as streaming paths size their teams by it.
 unsigned usable_cores();
+// The same counted now (its files read again).
+unsigned usable_cores_now();
 
 // Half the usable cores, from 1 to `most`: the default team for host copies
 // and reads that share the host with the rest of a pipeline.
