@@ -399,8 +399,8 @@ static void gst_sift_class_init(GstSiftClass *klass) {
                        "downloaded; on the CPU each by OpenCV on a thread of its own. A frame leaves once the next "
                        "frames-in-flight - 1 frames are read; latency grows by frames-in-flight - 1 frames. 1 = "
                        "each frame finished before the next is read (appsrc/appsink in lock step need it); 0 = "
-                       "auto: 2 on CUDA; on the CPU half the host's cores (2 to 8), fewer where a quarter of the host's "
-                       "memory does not hold their OpenCV pyramids (about 0.5 GB a 1080p frame, 2 GB at 4K)",
+                       "auto: 2 on CUDA; on the CPU half the usable cores (2 to 8), fewer where a quarter of the "
+                       "usable memory does not hold their OpenCV pyramids (about 0.5 GB a 1080p frame, 2 GB at 4K)",
                        0, kMaxFramesInFlight, kAutoFramesInFlight,
                        GParamFlags(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);

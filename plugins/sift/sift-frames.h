@@ -23,7 +23,7 @@ namespace gstsift {
 
 // frames-in-flight=0 (auto): 2 on CUDA (a second frame's kernels while the
 // first one's results come down; more gain nothing at 1080p); on the CPU
-// half the host's cores, 2 to `most` (OpenCV's SIFT keeps about 1.3 cores
+// half the usable cores, 2 to `most` (OpenCV's SIFT keeps about 1.3 cores
 // busy on one frame; on 16 cores 8 frames ran 3.3 times as fast as 1), and
 // no more frames than a quarter of `host_memory` holds the pyramids of
 // (`pyramid_bytes` a frame; 0 = not known yet), at least 1.
