@@ -16,6 +16,7 @@ packages=(
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
   libfftw3-dev libopencv-dev libxml2-dev libgtest-dev
   python3 python3-numpy python3-scipy python3-spectral python3-gst-1.0 python3-skimage
+  clang libclang-rt-dev  # the file readers' libFuzzer targets (tests/run-fuzzer.sh)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,18 +1,21 @@
 #!/bin/sh
 # Builds one of the file readers' libFuzzer targets with clang (ASan and
 # UBSan) and runs it for a while from a small seed corpus.
-# usage: tests/run-fuzzer.sh cphd|hsi|features [SECONDS] [WORK_DIR]   (defaults: 60, a temporary folder)
+# usage: tests/run-fuzzer.sh cphd|mat|hsi|features [SECONDS] [WORK_DIR]   (defaults: 60, a temporary folder)
 #   cphd      the CPHD reader (tests/kernels/sar/fuzz_cphd.cpp)
+#   mat       MATLAB v5 files and their Gotcha conversion to CPHD (tests/kernels/sar/fuzz_mat.cpp)
 #   hsi       ENVI headers and CSV spectral libraries (tests/kernels/hsi/fuzz_hsi_files.cpp)
 #   features  siftmatch's reference files: featuresink binary, OpenCV YAML/XML
 #             (tests/kernels/sift/fuzz_features_file.cpp)
 set -eu
-target=${1:?usage: run-fuzzer.sh cphd|hsi|features [SECONDS] [WORK_DIR]}
+target=${1:?usage: run-fuzzer.sh cphd|mat|hsi|features [SECONDS] [WORK_DIR]}
 seconds=${2:-60}
 work=${3:-$(mktemp -d)}
 root=$(cd "$(dirname "$0")/.." && pwd)
 kernels=$root/kernels
 mkdir -p "$work/corpus"
+# 77: skipped, for `meson test`.
+command -v clang++ >/dev/null || { echo "clang++ not found: no libFuzzer target can be built" >&2; exit 77; }
 build() {
   clang++ -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I"$kernels" "$@"
 }
@@ -20,13 +23,20 @@ case $target in
   cphd)
     build $(pkg-config --cflags libxml-2.0) "$root/tests/kernels/sar/fuzz_cphd.cpp" "$kernels/sar/cphd_io.cpp" \
       "$kernels/sar/cphd_xml.cpp" "$kernels/sar/geodesy.cpp" "$kernels/sar/simulator.cpp" \
-      $(pkg-config --libs libxml-2.0) -o "$work/fuzzer"
+      "$kernels/common/host_resources.cpp" $(pkg-config --libs libxml-2.0) -o "$work/fuzzer"
     CS_FUZZ_WRITE_SEED="$work/corpus/seed.cphd" "$work/fuzzer"
+    max_len=65536 ;;
+  mat)
+    build $(pkg-config --cflags libxml-2.0) -I"$root/tests/kernels/sar" "$root/tests/kernels/sar/fuzz_mat.cpp" \
+      "$kernels/sar/matlab_v5.cpp" "$kernels/sar/gotcha.cpp" "$kernels/sar/cphd_io.cpp" "$kernels/sar/cphd_xml.cpp" \
+      "$kernels/sar/geodesy.cpp" "$kernels/common/host_resources.cpp" $(pkg-config --libs libxml-2.0) -lz \
+      -o "$work/fuzzer"
+    CS_FUZZ_WRITE_SEED="$work/corpus" "$work/fuzzer"
     max_len=65536 ;;
   hsi)
     build "$root/tests/kernels/hsi/fuzz_hsi_files.cpp" "$kernels/hsi/envi_header.cpp" \
-      "$kernels/hsi/spectral_library.cpp" "$kernels/hsi/convert.cpp" "$kernels/hsi/envi_reader.cpp" -lpthread \
-      -o "$work/fuzzer"
+      "$kernels/hsi/spectral_library.cpp" "$kernels/hsi/convert.cpp" "$kernels/hsi/envi_reader.cpp" \
+      "$kernels/common/host_resources.cpp" -lpthread -o "$work/fuzzer"
     # A header (first byte even) and a CSV library (first byte odd).
     { printf '\000'; cat <<'HDR'; } > "$work/corpus/header"
 ENVI
@@ -63,7 +73,8 @@ open(d + '/yaml', 'w').write('%YAML:1.0\n---\nframes:\n   - { pts: 0., width: 64
     '          data: [ ' + rows + ' ] }\n')
 PY
     max_len=16384 ;;
-  *) echo "unknown target '$target' (cphd, hsi or features)" >&2; exit 2 ;;
+  *) echo "unknown target '$target' (cphd, mat, hsi or features)" >&2; exit 2 ;;
 esac
+# libFuzzer's own exit code for a finding is 77, which `meson test` would take for a skip.
 "$work/fuzzer" -max_total_time="$seconds" -max_len=$max_len -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-  "$work/corpus"
+  -error_exitcode=1 -artifact_prefix="$work/" "$work/corpus"

@@ -1,7 +1,6 @@
 // MATLAB v5 reading (on files made here, and the real Gotcha files) and the
 // Gotcha -> CPHD conversion.
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <cmath>
 #include <cstdio>
@@ -12,6 +11,7 @@
 #include "sar/cphd.h"
 #include "sar/gotcha.h"
 #include "sar/matlab_v5.h"
+#include "mat_v5_writer.h"
 #include "sar_test_util.h"
 #include "test_support.h"
 
@@ -20,37 +20,6 @@ using sar_test::TempDir;
 
 namespace {
 
-// --- a small MAT v5 writer, for files with known contents -----------------
-
-void put32(std::string &s, uint32_t v) { s.append(reinterpret_cast<const char *>(&v), 4); }
-std::string element(uint32_t type, const std::string &data) {
-  std::string s;
-  put32(s, type);
-  put32(s, static_cast<uint32_t>(data.size()));
-  s += data;
-  s.resize((s.size() + 7) / 8 * 8, '\0');
-  return s;
-}
-std::string matrix(const std::string &name, uint32_t mat_class, bool complex, std::vector<int32_t> dims,
-                   const std::string &payload) {
-  std::string flags(8, '\0');
-  const uint32_t word = mat_class | (complex ? 0x0800u : 0u);
-  std::memcpy(&flags[0], &word, 4);
-  std::string d(reinterpret_cast<const char *>(dims.data()), dims.size() * 4);
-  return element(14, element(6, flags) + element(5, d) + element(1, name) + payload);
-}
-template <typename T>
-std::string raw(const std::vector<T> &v) {
-  return std::string(reinterpret_cast<const char *>(v.data()), v.size() * sizeof(T));
-}
-std::string mat_header() {
-  std::string h = "MATLAB 5.0 MAT-file, made by test_gotcha";
-  h.resize(116, ' ');
-  h += std::string(8, '\0');
-  h += std::string("\x00\x01", 2) + "IM";
-  return h;
-}
-
 struct SyntheticData {
   std::vector<float> fp_re, fp_im, freq;
   std::vector<double> x;
@@ -58,26 +27,11 @@ struct SyntheticData {
 
 // A Gotcha-like struct `data` with fields fp (complex single K x P), freq, x.
 std::string synthetic_mat(const SyntheticData &s, int32_t k, int32_t p, bool compress) {
+  using namespace mat_test;
   const std::string fp = matrix("", 7, true, {k, p}, element(7, raw(s.fp_re)) + element(7, raw(s.fp_im)));
   const std::string freq = matrix("", 7, false, {k, 1}, element(7, raw(s.freq)));
   const std::string x = matrix("", 6, false, {1, p}, element(9, raw(s.x)));
-  std::string names(3 * 8, '\0');
-  std::memcpy(&names[0], "fp", 2);
-  std::memcpy(&names[8], "freq", 4);
-  std::memcpy(&names[16], "x", 1);
-  std::string name_len;
-  put32(name_len, (4u << 16) | 5u);  // small element: miINT32, 4 bytes
-  put32(name_len, 8);
-  const std::string data = matrix("data", 2, false, {1, 1}, name_len + element(1, names) + fp + freq + x);
-  if (!compress) return mat_header() + data;
-  uLongf size = compressBound(data.size());
-  std::string z(size, '\0');
-  compress2(reinterpret_cast<Bytef *>(&z[0]), &size, reinterpret_cast<const Bytef *>(data.data()), data.size(), 6);
-  z.resize(size);
-  std::string tag;
-  put32(tag, 15);
-  put32(tag, static_cast<uint32_t>(z.size()));
-  return mat_header() + tag + z;
+  return mat_file(struct_matrix("data", {{"fp", fp}, {"freq", freq}, {"x", x}}), compress);
 }
 
 std::vector<std::string> gotcha_files() {
