@@ -4,7 +4,7 @@
 # usage: tests/run-fuzzer.sh cphd|mat|hsi|features [SECONDS] [WORK_DIR]   (defaults: 60, a temporary folder)
 #   cphd      the CPHD reader (tests/kernels/sar/fuzz_cphd.cpp)
 #   mat       MATLAB v5 files and their Gotcha conversion to CPHD (tests/kernels/sar/fuzz_mat.cpp)
-#   hsi       ENVI headers and CSV spectral libraries (tests/kernels/hsi/fuzz_hsi_files.cpp)
+#   hsi       ENVI headers, images and spectral libraries, CSV libraries (tests/kernels/hsi/fuzz_hsi_files.cpp)
 #   features  siftmatch's reference files: featuresink binary, OpenCV YAML/XML
 #             (tests/kernels/sift/fuzz_features_file.cpp)
 set -eu
@@ -54,6 +54,19 @@ bbl = {1, 0, 1, 1}
 data ignore value = -9999
 HDR
     printf '\001wavelength,grass,soil\n400,0.1,0.2\n500,0.15,0.25\n600,0.2,0.3\n' > "$work/corpus/csv"
+    # An image of 3 x 2 x 4 big-endian int16 samples and a library of two 4-band spectra, each a header, a NUL
+    # and the data file.
+    python3 - "$work/corpus" <<'PY'
+import struct, sys
+d = sys.argv[1]
+image = ('ENVI\nsamples = 3\nlines = 2\nbands = 4\nheader offset = 0\ndata type = 2\ninterleave = bsq\n'
+         'byte order = 1\ndata ignore value = -1\nreflectance scale factor = 10000\n')
+open(d + '/image', 'wb').write(b'\002' + image.encode() + b'\0' + struct.pack('>24h', *range(-1, 23)))
+library = ('ENVI\nfile type = ENVI Spectral Library\nsamples = 4\nlines = 2\nbands = 1\nheader offset = 0\n'
+           'data type = 4\ninterleave = bsq\nbyte order = 0\nwavelength = {400, 500, 600, 700}\n'
+           'spectra names = {grass, soil}\n')
+open(d + '/library', 'wb').write(b'\003' + library.encode() + b'\0' + struct.pack('<8f', *[0.1 * i for i in range(8)]))
+PY
     max_len=8192 ;;
   features)
     build $(pkg-config --cflags opencv4) "$root/tests/kernels/sift/fuzz_features_file.cpp" \
