@@ -1,14 +1,12 @@
 // libFuzzer target for the CPHD reader: any byte string must either open and
 // read completely or throw CphdError; never crash, hang or read out of bounds.
 // Built and run by tests/run-fuzzer.sh cphd (clang -fsanitize=fuzzer,address,undefined).
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "memory_file.h"
 #include "sar/cphd.h"
 #include "sar/simulator.h"
 
@@ -40,19 +38,14 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  const int fd = memfd_create("cphd-fuzz", 0);
-  if (fd < 0) return 0;
-  if (write(fd, data, size) != static_cast<ssize_t>(size)) {
-    close(fd);
-    return 0;
-  }
-  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  const MemoryFile file(data, size);
+  if (!file.ok()) return 0;
+  const std::string path = file.path();
   try {
     CphdReader reader(path);
     const CphdMetadata &m = reader.metadata();
     for (size_t c = 0; c < m.channels.size(); ++c) reader.read_block(c, 0, m.channels[c].num_vectors);
   } catch (const CphdError &) {
   }
-  close(fd);
   return 0;
 }

@@ -3,7 +3,6 @@
 // and its conversion to CPHD must finish or throw; never crash, hang or read
 // out of bounds. Built and run by tests/run-fuzzer.sh mat (clang
 // -fsanitize=fuzzer,address,undefined).
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "mat_v5_writer.h"
+#include "memory_file.h"
 #include "sar/gotcha.h"
 #include "sar/matlab_v5.h"
 
@@ -68,18 +68,13 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  const int fd = memfd_create("mat-fuzz", 0);
-  if (fd < 0) return 0;
-  if (write(fd, data, size) != static_cast<ssize_t>(size)) {
-    close(fd);
-    return 0;
-  }
-  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  const MemoryFile file(data, size);
+  if (!file.ok()) return 0;
+  const std::string path = file.path();
   try {
     (void)read_mat_file(path);
     (void)convert_gotcha_to_cphd({path}, cphd_path);
   } catch (const std::exception &) {
   }
-  close(fd);
   return 0;
 }
