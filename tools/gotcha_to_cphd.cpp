@@ -22,6 +22,20 @@ void usage(const char *argv0) {
                argv0);
 }
 
+// `text` as a whole number (no trailing characters), or false.
+bool parse_number(const std::string &text, double &value) {
+  char *end = nullptr;
+  value = std::strtod(text.c_str(), &end);
+  return !text.empty() && end == text.c_str() + text.size();
+}
+
+// "LAT,LON,HAE", each a whole number, or false.
+bool parse_origin(const std::string &text, cs::sar::Llh &origin) {
+  const size_t a = text.find(','), b = a == std::string::npos ? a : text.find(',', a + 1);
+  return b != std::string::npos && parse_number(text.substr(0, a), origin.lat_deg) &&
+         parse_number(text.substr(a + 1, b - a - 1), origin.lon_deg) && parse_number(text.substr(b + 1), origin.hae_m);
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -31,10 +45,11 @@ int main(int argc, char **argv) {
     const std::string arg = argv[i];
     if ((arg == "--origin" || arg == "--speed") && i + 1 < argc) {
       const std::string value = argv[++i];
-      if (arg == "--speed") {
-        options.assumed_speed_m_s = std::atof(value.c_str());
-      } else if (std::sscanf(value.c_str(), "%lf,%lf,%lf", &options.scene_origin.lat_deg,
-                             &options.scene_origin.lon_deg, &options.scene_origin.hae_m) != 3) {
+      const bool parsed = arg == "--speed" ? parse_number(value, options.assumed_speed_m_s)
+                                           : parse_origin(value, options.scene_origin);
+      if (!parsed) {
+        std::fprintf(stderr, "gotcha-to-cphd: %s '%s' is not %s\n", arg.c_str(), value.c_str(),
+                     arg == "--speed" ? "a number" : "three numbers LAT,LON,HAE");
         usage(argv[0]);
         return 2;
       }

@@ -245,7 +245,7 @@ std::vector<Record> read_records(const std::string &path) {
 }
 
 size_t pyramid_bytes(int width, int height, int n_octave_layers) {
-  const size_t images = size_t(2 * n_octave_layers + 5), doubled = size_t(2 * width) * size_t(2 * height);
+  const size_t images = size_t(2 * n_octave_layers + 5), doubled = 2 * size_t(width) * 2 * size_t(height);
   return doubled * sizeof(float) * images * 4 / 3;  // the octaves after the first add a third
 }
 
