@@ -40,9 +40,8 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const MemoryFile file(data, size);
   if (!file.ok()) return 0;
-  const std::string path = file.path();
   try {
-    CphdReader reader(path);
+    CphdReader reader(file.path());
     const CphdMetadata &m = reader.metadata();
     for (size_t c = 0; c < m.channels.size(); ++c) reader.read_block(c, 0, m.channels[c].num_vectors);
   } catch (const CphdError &) {

@@ -70,10 +70,9 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const MemoryFile file(data, size);
   if (!file.ok()) return 0;
-  const std::string path = file.path();
   try {
-    (void)read_mat_file(path);
-    (void)convert_gotcha_to_cphd({path}, cphd_path);
+    (void)read_mat_file(file.path());
+    (void)convert_gotcha_to_cphd({file.path()}, cphd_path);
   } catch (const std::exception &) {
   }
   return 0;
