@@ -3,6 +3,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -143,11 +144,22 @@ void write_record_fields(cv::FileStorage &fs, uint64_t pts, uint32_t width, uint
   fs << "descriptors" << f.descriptors;
 }
 
+// A top-level mapping key of a YAML document as OpenCV writes it: a name at
+// the start of the line, then ':' and nothing or a space.
+static bool top_level_key_line(const std::string &line) {
+  size_t i = 0;
+  while (i < line.size() && (std::isalnum(static_cast<unsigned char>(line[i])) || line[i] == '_')) ++i;
+  return i > 0 && !std::isdigit(static_cast<unsigned char>(line[0])) && i < line.size() && line[i] == ':' &&
+         (i + 1 == line.size() || line[i + 1] == ' ');
+}
+
 // Whether `text` has the shape of the documents featuresink writes: XML, or
-// one YAML document ("%YAML:1.0", "---", then no further directive or
-// document marker). OpenCV 4.6's YAML parser can loop forever on some
-// malformed ones (a second marker such as "---YAML:1.0" followed by "----"
-// and a broken line), so nothing else reaches it.
+// one YAML document: "%YAML:1.0", "---", then a mapping whose keys start
+// their lines and whose contents are indented, with no further directive or
+// document marker. OpenCV 4.6's YAML parser loops forever on some malformed
+// documents (a second marker such as "---YAML:1.0" followed by "----" and a
+// broken line; a sequence item "-a" at the top with a line less indented
+// after it), so nothing else reaches it.
 static bool featuresink_document_shape(const std::string &text) {
   if (text.rfind("<?xml", 0) == 0) return true;
   std::istringstream lines(text);
@@ -158,9 +170,10 @@ static bool featuresink_document_shape(const std::string &text) {
     ++n;
     if (n == 1 && line != "%YAML:1.0") return false;
     if (n == 2 && line != "---") return false;
-    if (n > 2 && (line.rfind("---", 0) == 0 || line.rfind("...", 0) == 0 || line.rfind('%', 0) == 0)) return false;
+    if (n > 2 && !line.empty() && line[0] != ' ' && !top_level_key_line(line)) return false;
+    if (n == 3 && !top_level_key_line(line)) return false;
   }
-  return n >= 2;
+  return n >= 3;
 }
 
 // The records of a YAML or XML document (write_record_fields).

@@ -1012,11 +1012,12 @@ TEST(SiftMatch, ReferenceThatIsNeitherFeaturesNorPictureIsAClearError) {
 }
 
 // Text references that are not featuresink's are refused before OpenCV's
-// parser sees them: this one (found by fuzzing) makes OpenCV 4.6's YAML
+// parser sees them: the first two (found by fuzzing) make OpenCV 4.6's YAML
 // reader loop forever. A pts beyond 64 bits is an error, not a wrapped time.
 TEST(SiftMatch, MalformedTextReferencesAreRefusedQuickly) {
   const std::pair<const char *, const char *> cases[] = {
       {"%YAML:1.0\n---YAML:1.0\n----\nframes:\n40, 71, 72, 73, 74\nframe,s", "not a features file"},
+      {"%YAML:1.0\n---\n   -a\n5\n\n", "not a features file"},
       {"%YAML:1.0\n---\nframes:\n   - { pts: 1e300, width: 64, height: 48, descriptor_format: 0 }\n", "pts"},
       {"%YAML:1.0\n---\nframes:\n   - { pts: 0, width: -4, height: 48, descriptor_format: 0 }\n", "frame size"}};
   for (const auto &[text, complaint] : cases) {
