@@ -797,7 +797,9 @@ TEST(SiftMatch, CustomMetaHoldsTheSameMatches) {
     gsize size = 0;
     const void *data = g_bytes_get_data(static_cast<GBytes *>(g_value_get_boxed(matches)), &size);
     ASSERT_EQ(size, 16 * size_t(m->count));
-    EXPECT_EQ(std::memcmp(data, m->matches, size), 0);
+    if (size > 0) {  // a frame without matches has no arrays to compare
+      EXPECT_EQ(std::memcmp(data, m->matches, size), 0);
+    }
     const GValue *h = gst_structure_get_value(s, "homography");
     EXPECT_EQ(h != nullptr, bool(m->has_homography));
     if (h) {
