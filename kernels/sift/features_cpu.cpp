@@ -155,8 +155,8 @@ static bool top_level_key_line(const std::string &line) {
 
 // Whether `text` has the shape of the documents featuresink writes: XML, or
 // one YAML document: "%YAML:1.0", "---", then a mapping whose keys start
-// their lines and whose contents are indented, with no further directive or
-// document marker. OpenCV 4.6's YAML parser loops forever on some malformed
+// their lines and whose contents are indented (comments aside), with no
+// further directive or document marker. OpenCV 4.6's YAML parser loops forever on some malformed
 // documents (a second marker such as "---YAML:1.0" followed by "----" and a
 // broken line; a sequence item "-a" at the top with a line less indented
 // after it), so nothing else reaches it.
@@ -170,7 +170,7 @@ static bool featuresink_document_shape(const std::string &text) {
     ++n;
     if (n == 1 && line != "%YAML:1.0") return false;
     if (n == 2 && line != "---") return false;
-    if (n > 2 && !line.empty() && line[0] != ' ' && !top_level_key_line(line)) return false;
+    if (n > 2 && !line.empty() && line[0] != ' ' && line[0] != '#' && !top_level_key_line(line)) return false;
     if (n == 3 && !top_level_key_line(line)) return false;
   }
   return n >= 3;
