@@ -165,15 +165,19 @@ static bool featuresink_document_shape(const std::string &text) {
   std::istringstream lines(text);
   std::string line;
   int n = 0;
+  bool keyed = false;  // a top-level key came before any content
   while (std::getline(lines, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     ++n;
     if (n == 1 && line != "%YAML:1.0") return false;
     if (n == 2 && line != "---") return false;
-    if (n > 2 && !line.empty() && line[0] != ' ' && line[0] != '#' && !top_level_key_line(line)) return false;
-    if (n == 3 && !top_level_key_line(line)) return false;
+    if (n <= 2 || line.empty() || line[0] == '#') continue;
+    if (top_level_key_line(line))
+      keyed = true;
+    else if (!keyed || line[0] != ' ')
+      return false;
   }
-  return n >= 3;
+  return keyed;
 }
 
 // The records of a YAML or XML document (write_record_fields).
