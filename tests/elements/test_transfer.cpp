@@ -522,6 +522,57 @@ TEST(Plugins, EveryElementGoesThroughTheStatesAlone) {
   EXPECT_GE(elements, 2) << "the project's plugins were not found (GST_PLUGIN_PATH)";
 }
 
+// Whether the factory has an always-present pad called `name`.
+bool has_always_pad(GstElementFactory *factory, const char *name) {
+  for (const GList *t = gst_element_factory_get_static_pad_templates(factory); t; t = t->next) {
+    const auto *pad = static_cast<const GstStaticPadTemplate *>(t->data);
+    if (std::strcmp(pad->name_template, name) == 0 && pad->presence == GST_PAD_ALWAYS) return true;
+  }
+  return false;
+}
+
+// A stream that ends before it says what it carries (an empty file upstream): every element with a sink pad
+// takes stream-start then EOS, with no caps and no data, and passes the EOS on.
+TEST(Plugins, EveryElementPassesOnAStreamThatEndsBeforeCaps) {
+  int tried = 0;
+  const int elements = for_each_project_factory([&tried](GstElementFactory *factory) {
+    const char *name = GST_OBJECT_NAME(factory);
+    if (!has_always_pad(factory, "sink")) return;
+    const bool has_src = has_always_pad(factory, "src");
+    GstElement *element = gst_element_factory_create(factory, nullptr);
+    ASSERT_NE(element, nullptr) << name;
+    const std::string file = std::string(g_get_tmp_dir()) + "/cs-eos-" + std::to_string(getpid()) + "-" + name;
+    if (!has_src && g_object_class_find_property(G_OBJECT_GET_CLASS(element), "location"))
+      g_object_set(element, "location", file.c_str(), nullptr);
+    if (g_object_class_find_property(G_OBJECT_GET_CLASS(element), "async"))
+      g_object_set(element, "async", FALSE, nullptr);  // sinks: no preroll to wait for
+    // Elements that cannot start without a file or library of their own (hsiclassify) are not asked.
+    const bool starts = gst_element_set_state(element, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE;
+    gst_element_set_state(element, GST_STATE_NULL);
+    GstHarness *h = starts ? gst_harness_new_with_element(element, "sink", has_src ? "src" : nullptr) : nullptr;
+    if (h) {
+      ++tried;
+      EXPECT_TRUE(gst_harness_push_event(h, gst_event_new_stream_start("no-caps"))) << name;
+      EXPECT_TRUE(gst_harness_push_event(h, gst_event_new_eos())) << name;
+      if (has_src) {
+        bool eos = false;
+        for (int i = 0; i < 8 && !eos; ++i) {
+          GstEvent *event = gst_harness_pull_event(h);
+          if (!event) break;
+          eos = GST_EVENT_TYPE(event) == GST_EVENT_EOS;
+          gst_event_unref(event);
+        }
+        EXPECT_TRUE(eos) << name << " did not pass the EOS on";
+      }
+    }
+    if (h) gst_harness_teardown(h);
+    gst_object_unref(element);
+    std::remove(file.c_str());
+  });
+  EXPECT_GE(elements, 2) << "the project's plugins were not found (GST_PLUGIN_PATH)";
+  EXPECT_GE(tried, 10);
+}
+
 TEST(GpuMemory, CopyAndShareKeepContents) {
   CS_REQUIRE_GPU();
   GstAllocator *alloc = gst_cs_allocator_get(0, nullptr);
