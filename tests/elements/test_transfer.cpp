@@ -573,6 +573,55 @@ TEST(Plugins, EveryElementPassesOnAStreamThatEndsBeforeCaps) {
   EXPECT_GE(tried, 10);
 }
 
+// A stream that says what it carries and ends before any data (caps of the sink template, fixated, in system
+// memory): every element either refuses the caps or passes the EOS on; none crashes or waits forever.
+TEST(Plugins, EveryElementPassesOnAStreamWithCapsButNoData) {
+  int tried = 0, accepted_caps = 0;
+  for_each_project_factory([&tried, &accepted_caps](GstElementFactory *factory) {
+    const char *name = GST_OBJECT_NAME(factory);
+    if (!has_always_pad(factory, "sink") || !has_always_pad(factory, "src")) return;
+    GstElement *element = gst_element_factory_create(factory, nullptr);
+    ASSERT_NE(element, nullptr) << name;
+    const bool starts = gst_element_set_state(element, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE;
+    gst_element_set_state(element, GST_STATE_NULL);
+    GstPad *sink = gst_element_get_static_pad(element, "sink");
+    GstCaps *templ = gst_pad_get_pad_template_caps(sink);
+    gst_object_unref(sink);
+    GstCaps *caps = gst_caps_new_empty();
+    for (guint i = 0; i < gst_caps_get_size(templ); ++i) {  // the system-memory structures
+      GstCapsFeatures *features = gst_caps_get_features(templ, i);
+      if (!features || gst_caps_features_is_equal(features, GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY))
+        gst_caps_append_structure(caps, gst_structure_copy(gst_caps_get_structure(templ, i)));
+    }
+    gst_caps_unref(templ);
+    if (starts && !gst_caps_is_empty(caps)) {
+      caps = gst_caps_fixate(caps);
+      GstHarness *h = gst_harness_new_with_element(element, "sink", "src");
+      ++tried;
+      gst_harness_push_event(h, gst_event_new_stream_start("no-data"));
+      const bool accepted = gst_harness_push_event(h, gst_event_new_caps(caps));
+      GstSegment segment;
+      gst_segment_init(&segment, GST_FORMAT_TIME);
+      gst_harness_push_event(h, gst_event_new_segment(&segment));
+      gst_harness_push_event(h, gst_event_new_eos());
+      bool eos = false;
+      for (int i = 0; i < 8 && !eos && accepted; ++i) {  // elements with threads of their own pass it on later
+        GstEvent *event = gst_harness_pull_event(h);
+        if (!event) break;
+        eos = GST_EVENT_TYPE(event) == GST_EVENT_EOS;
+        gst_event_unref(event);
+      }
+      accepted_caps += accepted;
+      EXPECT_TRUE(eos || !accepted) << name << " took its caps but did not pass the EOS on";
+      gst_harness_teardown(h);
+    }
+    gst_caps_unref(caps);
+    gst_object_unref(element);
+  });
+  EXPECT_GE(tried, 8);
+  EXPECT_GE(accepted_caps, 6);  // most take the fixated template caps
+}
+
 TEST(GpuMemory, CopyAndShareKeepContents) {
   CS_REQUIRE_GPU();
   GstAllocator *alloc = gst_cs_allocator_get(0, nullptr);
