@@ -37,7 +37,7 @@ case $target in
     build "$root/tests/kernels/hsi/fuzz_hsi_files.cpp" "$kernels/hsi/envi_header.cpp" \
       "$kernels/hsi/spectral_library.cpp" "$kernels/hsi/convert.cpp" "$kernels/hsi/envi_reader.cpp" \
       "$kernels/common/host_resources.cpp" -lpthread -o "$work/fuzzer"
-    # A header (first byte even) and a CSV library (first byte odd).
+    # The target's first byte says what the rest is (fuzz_hsi_files.cpp): 0 a header, 1 a CSV library.
     { printf '\000'; cat <<'HDR'; } > "$work/corpus/header"
 ENVI
 samples = 3

@@ -20,7 +20,8 @@ echo "ok   the plugins are in GStreamer's plugin folder"
 
 # The installed pkg-config files, their prefix moved to the temporary root.
 mkdir "$root/pc"
-for pc in "$root"/usr/lib*/*/pkgconfig/gstreamer-cuda-sensing*.pc "$root"/usr/lib*/pkgconfig/gstreamer-cuda-sensing*.pc; do
+for pc in "$root"/usr/lib*/*/pkgconfig/gstreamer-cuda-sensing*.pc "$root"/usr/lib*/pkgconfig/gstreamer-cuda-sensing*.pc
+do
   [ -f "$pc" ] && sed "s|^prefix=|prefix=$root|" "$pc" > "$root/pc/$(basename "$pc")"
 done
 packages="gstreamer-cuda-sensing-1.0 gstreamer-cuda-sensing-sar-1.0 gstreamer-cuda-sensing-hsi-1.0

@@ -56,7 +56,8 @@ void sift_features() {
     check(meta->image_width == 320 && meta->image_height == 240, "sift: the meta's frame size");
     check(!keypoints.empty() && keypoints.size() == meta->count, "sift: keypoints as cv::KeyPoint");
     bool inside = true;
-    for (const cv::KeyPoint &k : keypoints) inside = inside && k.pt.x >= 0 && k.pt.x < 320 && k.pt.y >= 0 && k.pt.y < 240;
+    for (const cv::KeyPoint &k : keypoints)
+      inside = inside && k.pt.x >= 0 && k.pt.x < 320 && k.pt.y >= 0 && k.pt.y < 240;
     check(inside, "sift: every keypoint inside the frame");
     check(descriptors.rows == int(meta->count) && descriptors.cols == 128 && descriptors.type() == CV_8U,
           "sift: descriptors as a count x 128 CV_8U cv::Mat");
